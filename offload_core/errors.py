@@ -1,0 +1,117 @@
+"""The one error hierarchy of offload-core.
+
+Every error a caller can act on derives from :class:`OffloadError`. Messages
+name the object key (or setting) involved and what to do about it; they never
+contain credentials: build them with :func:`mask_secrets` when they quote
+configuration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+__all__ = [
+    "AlreadyExistsError",
+    "ConfigError",
+    "DriverNotInstalledError",
+    "FormatError",
+    "InvalidKeyError",
+    "InvalidMetadataError",
+    "InvalidRangeError",
+    "NotFoundError",
+    "OffloadError",
+    "PluginLoadError",
+    "TransientStorageError",
+    "mask_secrets",
+]
+
+
+class OffloadError(Exception):
+    """Base class of every error raised by offload-core and its drivers."""
+
+
+class FormatError(OffloadError, ValueError):
+    """Bytes that do not decode as the expected object format.
+
+    Raised by the pure ``formats`` modules for arbitrary, truncated or
+    corrupted input; never any other exception type.
+    """
+
+
+class NotFoundError(OffloadError, FileNotFoundError):
+    """The object (or ledger, or plugin-provided resource) does not exist."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __str__(self) -> str:
+        # FileNotFoundError would otherwise format as "[Errno None] ...".
+        return str(self.args[0]) if self.args else ""
+
+
+class AlreadyExistsError(OffloadError, FileExistsError):
+    """A conditional create (``if_absent=True``) found the key taken."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidRangeError(OffloadError, ValueError):
+    """A byte or entry range that cannot be served (start at or past the end,
+    negative, or reversed)."""
+
+
+class InvalidKeyError(OffloadError, ValueError):
+    """An object key that could escape the store's root or is malformed."""
+
+
+class InvalidMetadataError(OffloadError, ValueError):
+    """User metadata that every backend could not store faithfully (names
+    must be lowercase ``[a-z0-9_.-]``, values strings)."""
+
+
+class ConfigError(OffloadError, ValueError):
+    """A configuration value or option that is missing, unknown or invalid."""
+
+
+class DriverNotInstalledError(ConfigError):
+    """No installed plugin provides the requested storage driver."""
+
+
+class PluginLoadError(OffloadError):
+    """An installed plugin failed to import or to register."""
+
+
+class TransientStorageError(OffloadError):
+    """A failure that may succeed when retried (throttling, 5xx, timeouts)."""
+
+
+_SECRET_NAME = re.compile(
+    r"(secret|password|passwd|token|credential|key_?id|access_?key|account_?key|sas|signature|sig)",
+    re.IGNORECASE,
+)
+_SECRET_IN_TEXT = re.compile(
+    r"((?:AccountKey|SharedAccessSignature|sig|password|secret|token)=)([^;&\s]+)",
+    re.IGNORECASE,
+)
+
+
+def mask_secrets(options: Mapping[str, object]) -> dict[str, object]:
+    """Return a copy of ``options`` fit to print: values of secret-looking
+    names become ``"***"``, and secrets embedded in strings (connection
+    strings, SAS query strings) are masked in place."""
+    masked: dict[str, object] = {}
+    for name, value in options.items():
+        if _SECRET_NAME.search(name) and value is not None:
+            masked[name] = "***"
+        elif isinstance(value, str):
+            masked[name] = _SECRET_IN_TEXT.sub(r"\1***", value)
+        else:
+            masked[name] = value
+    return masked

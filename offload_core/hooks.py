@@ -1,0 +1,140 @@
+"""The extension contract: pluggy hook specifications.
+
+A plugin is a module (named by an entry point in the group
+``offload_core.drivers`` or ``offload_core.plugins``) holding functions
+marked with :data:`hookimpl` whose names are the hooks below. Every hook
+argument is keyword-only; an implementation may accept any subset.
+
+pluggy is for discovery and extension only: hooks run when a registry is
+built or an event is emitted, never once per log entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .storage import StorageDriver
+
+__all__ = [
+    "DriverRegistrar",
+    "Event",
+    "OffloaderRegistrar",
+    "Transform",
+    "TransformRegistrar",
+    "hookimpl",
+    "hookspec",
+]
+
+PROJECT = "offload_core"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class DriverRegistrar(Protocol):
+    """What ``offload_core_register_drivers`` receives as ``register``."""
+
+    def __call__(
+        self,
+        driver: type[StorageDriver],
+        *,
+        name: str,
+        aliases: Sequence[str] = (),
+        schemes: Sequence[str] = (),
+    ) -> None: ...
+
+
+class OffloaderRegistrar(Protocol):
+    """What ``offload_core_register_offloaders`` receives as ``register``.
+
+    ``factory(driver, **options)`` returns a ``LedgerOffloader``."""
+
+    def __call__(self, factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = ()) -> None: ...
+
+
+class Transform(Protocol):
+    """A reversible block transform (compression, encryption).
+
+    ``name`` is recorded in object metadata so readers pick the decoder."""
+
+    name: str
+
+    def encode(self, block: bytes) -> bytes: ...
+
+    def decode(self, block: bytes) -> bytes: ...
+
+
+class TransformRegistrar(Protocol):
+    """What ``offload_core_register_transforms`` receives as ``register``."""
+
+    def __call__(self, transform: Transform) -> None: ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something observable happened: ``kind`` says what (for example
+    ``"storage.request"``, ``"offload.finished"``), ``fields`` the numbers
+    and names that go with it (``op``, ``key``, ``bytes`` ...)."""
+
+    kind: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@hookspec
+def offload_core_register_drivers(register: DriverRegistrar) -> None:
+    """Register :class:`~offload_core.storage.StorageDriver` classes.
+
+    ``name`` is the canonical name, ``aliases`` other names it answers to
+    (Pulsar's driver names, matched case-insensitively), ``schemes`` the URL
+    schemes it opens (``open_driver("s3://bucket/prefix")``). A name, alias
+    or scheme taken by two plugins is an error naming both.
+
+    Example::
+
+        @hookimpl
+        def offload_core_register_drivers(register):
+            register(S3Driver, name="s3", aliases=("aws-s3", "S3"), schemes=("s3",))
+    """
+
+
+@hookspec
+def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
+    """Register ``LedgerOffloader`` factories under a name.
+
+    Example::
+
+        @hookimpl
+        def offload_core_register_offloaders(register):
+            register(BlobStoreOffloader, name="blobstore")
+    """
+
+
+@hookspec
+def offload_core_register_transforms(register: TransformRegistrar) -> None:
+    """Register block transforms; readers find them by the name recorded in
+    object metadata.
+
+    Example::
+
+        @hookimpl
+        def offload_core_register_transforms(register):
+            register(ZstdTransform(level=3))
+    """
+
+
+@hookspec
+def offload_core_on_event(event: Event) -> None:
+    """Observe an :class:`Event` (offload started/finished, storage requests,
+    bytes moved). Called synchronously: keep it cheap and never raise.
+
+    Example::
+
+        @hookimpl
+        def offload_core_on_event(event):
+            if event.kind == "storage.request":
+                REQUESTS.labels(event.fields["op"]).inc()
+    """

@@ -1,0 +1,400 @@
+"""Plugin discovery and the registries built from it.
+
+Plugins come from two entry-point groups, ``offload_core.drivers`` and
+``offload_core.plugins``. The core's own plugins (:data:`BUILTIN_PLUGINS`)
+go through the same registration path but are always loaded, as pytest
+does with its built-ins. Two environment variables steer loading:
+
+``OFFLOAD_CORE_PLUGINS``
+    Comma-separated allow-list of entry-point (or distribution) names: only
+    these installed plugins load. Naming one that is not installed is an
+    error.
+``OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD``
+    Any value but ``""``/``"0"``: load no installed plugin except those
+    named in ``OFFLOAD_CORE_PLUGINS``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any
+from urllib.parse import urlsplit
+
+import pluggy
+
+from . import hooks
+from .errors import ConfigError, DriverNotInstalledError, PluginLoadError, mask_secrets
+from .hooks import Event, Transform
+from .storage import StorageDriver
+
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "DriverSpec",
+    "ENTRY_POINT_GROUPS",
+    "ENV_ALLOW",
+    "ENV_DISABLE_AUTOLOAD",
+    "OffloaderSpec",
+    "PluginInfo",
+    "PluginManager",
+    "open_driver",
+]
+
+ENTRY_POINT_GROUPS = ("offload_core.drivers", "offload_core.plugins")
+ENV_ALLOW = "OFFLOAD_CORE_PLUGINS"
+ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
+BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory",)
+
+# Where to send a user who asks for a driver nobody installed.
+_DISTRIBUTION_FOR = {
+    "filesystem": "offload-driver-filesystem",
+    "file": "offload-driver-filesystem",
+    "s3": "offload-driver-s3",
+    "aws-s3": "offload-driver-s3",
+    "s3a": "offload-driver-s3",
+    "gcs": "offload-driver-gcs",
+    "gs": "offload-driver-gcs",
+    "google-cloud-storage": "offload-driver-gcs",
+    "azure": "offload-driver-azure",
+    "azureblob": "offload-driver-azure",
+    "az": "offload-driver-azure",
+    "abfs": "offload-driver-azure",
+    "abfss": "offload-driver-azure",
+    "hdfs": "offload-driver-hdfs",
+    "webhdfs": "offload-driver-hdfs",
+}
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a loaded plugin came from."""
+
+    name: str
+    module: str
+    group: str
+    distribution: str
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.distribution} {self.version} (entry point {self.name!r} in {self.group})"
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """A registered storage driver."""
+
+    name: str
+    driver: type[StorageDriver]
+    aliases: tuple[str, ...]
+    schemes: tuple[str, ...]
+    plugin: PluginInfo
+
+
+@dataclass(frozen=True)
+class OffloaderSpec:
+    """A registered ledger-offloader factory."""
+
+    name: str
+    factory: Callable[..., Any]
+    aliases: tuple[str, ...]
+    plugin: PluginInfo
+
+
+@dataclass
+class _Registries:
+    drivers_by_name: dict[str, DriverSpec] = field(default_factory=dict)
+    drivers_by_scheme: dict[str, DriverSpec] = field(default_factory=dict)
+    offloaders: dict[str, OffloaderSpec] = field(default_factory=dict)
+    transforms: dict[str, tuple[Transform, PluginInfo]] = field(default_factory=dict)
+
+
+class PluginManager:
+    """Loads plugins and answers "which driver/offloader/transform is X".
+
+    Construct one per application (there is no process-global instance).
+    ``environ`` defaults to ``os.environ``; ``load_entry_points=False``
+    loads only the built-ins and what is passed to :meth:`register`.
+
+    Raises :class:`PluginLoadError` when an installed plugin fails to import
+    (naming its entry point and distribution) or when the allow-list names a
+    plugin that is not installed.
+    """
+
+    def __init__(self, *, load_entry_points: bool = True, environ: Mapping[str, str] | None = None) -> None:
+        self._pm = pluggy.PluginManager(hooks.PROJECT)
+        self._pm.add_hookspecs(hooks)
+        self._infos: dict[str, PluginInfo] = {}
+        self._registries: _Registries | None = None
+        env = os.environ if environ is None else environ
+        for module_name in BUILTIN_PLUGINS:
+            module = importlib.import_module(module_name)
+            self.register(module, info=_builtin_info(module_name))
+        if load_entry_points:
+            self._load_entry_points(env)
+
+    def register(self, plugin: object, *, info: PluginInfo | None = None) -> None:
+        """Register a plugin object (a module or any object with hookimpls).
+
+        Plugins registered after a registry was built are taken into account
+        at the next lookup."""
+        if info is None:
+            module = getattr(plugin, "__name__", type(plugin).__name__)
+            info = PluginInfo(name=module, module=module, group="(registered)", distribution=module, version="")
+        self._pm.register(plugin, name=info.name)
+        self._infos[info.name] = info
+        self._registries = None
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every loaded plugin, built-ins first."""
+        return list(self._infos.values())
+
+    # -- loading ---------------------------------------------------------
+
+    def _load_entry_points(self, env: Mapping[str, str]) -> None:
+        allow = {name.strip() for name in env.get(ENV_ALLOW, "").split(",") if name.strip()}
+        autoload = env.get(ENV_DISABLE_AUTOLOAD, "") in ("", "0")
+        candidates = [ep for group in ENTRY_POINT_GROUPS for ep in importlib_metadata.entry_points(group=group)]
+        if allow:
+            known = {ep.name for ep in candidates} | {_dist_name(ep) for ep in candidates}
+            missing = sorted(allow - known)
+            if missing:
+                raise PluginLoadError(
+                    f"{ENV_ALLOW} names {', '.join(map(repr, missing))}, but no installed plugin has that "
+                    f"entry-point or distribution name; installed: {', '.join(sorted(known)) or 'none'}"
+                )
+        for ep in candidates:
+            selected = ep.name in allow or _dist_name(ep) in allow
+            if (allow and not selected) or (not autoload and not selected):
+                continue
+            if ep.name in self._infos:
+                continue
+            info = PluginInfo(
+                name=ep.name, module=ep.value, group=ep.group, distribution=_dist_name(ep), version=_dist_version(ep)
+            )
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginLoadError(
+                    f"plugin {info.describe()} failed to import: {type(exc).__name__}: {exc}; "
+                    f"reinstall or uninstall {info.distribution}, or leave it out with {ENV_ALLOW}"
+                ) from exc
+            self.register(plugin, info=info)
+
+    # -- registries ------------------------------------------------------
+
+    def _build(self) -> _Registries:
+        if self._registries is not None:
+            return self._registries
+        registries = _Registries()
+        for impl in self._pm.hook.offload_core_register_drivers.get_hookimpls():
+            info = self._infos[impl.plugin_name]
+            _call(impl, register=_driver_registrar(registries, info))
+        for impl in self._pm.hook.offload_core_register_offloaders.get_hookimpls():
+            info = self._infos[impl.plugin_name]
+            _call(impl, register=_offloader_registrar(registries, info))
+        for impl in self._pm.hook.offload_core_register_transforms.get_hookimpls():
+            info = self._infos[impl.plugin_name]
+            _call(impl, register=_transform_registrar(registries, info))
+        self._registries = registries
+        return registries
+
+    def drivers(self) -> list[DriverSpec]:
+        """Every registered driver, sorted by name."""
+        registries = self._build()
+        unique = {spec.name: spec for spec in registries.drivers_by_name.values()}
+        return [unique[name] for name in sorted(unique)]
+
+    def offloaders(self) -> list[OffloaderSpec]:
+        """Every registered offloader, sorted by name."""
+        registries = self._build()
+        unique = {spec.name: spec for spec in registries.offloaders.values()}
+        return [unique[name] for name in sorted(unique)]
+
+    def driver(self, name: str) -> DriverSpec:
+        """The driver registered under ``name`` or alias (case-insensitive).
+
+        Raises :class:`DriverNotInstalledError` naming the distribution to
+        install, or listing what is installed."""
+        registries = self._build()
+        spec = registries.drivers_by_name.get(name.lower())
+        if spec is None:
+            raise _not_installed(f"no storage driver named {name!r} is installed", name, registries)
+        return spec
+
+    def driver_for_scheme(self, scheme: str) -> DriverSpec:
+        """The driver registered for URL ``scheme``; see :meth:`driver`."""
+        registries = self._build()
+        spec = registries.drivers_by_scheme.get(scheme.lower())
+        if spec is None:
+            raise _not_installed(f"no storage driver handles URLs of scheme {scheme!r}://", scheme, registries)
+        return spec
+
+    def offloader(self, name: str) -> OffloaderSpec:
+        """The offloader factory registered under ``name`` or alias."""
+        registries = self._build()
+        spec = registries.offloaders.get(name.lower())
+        if spec is None:
+            installed = ", ".join(sorted({s.name for s in registries.offloaders.values()})) or "none"
+            raise ConfigError(f"no ledger offloader named {name!r} is registered; installed: {installed}")
+        return spec
+
+    def transform(self, name: str) -> Transform:
+        """The block transform registered under ``name``."""
+        registries = self._build()
+        try:
+            return registries.transforms[name][0]
+        except KeyError:
+            installed = ", ".join(sorted(registries.transforms)) or "none"
+            raise ConfigError(
+                f"no block transform named {name!r} is registered (objects written with it need its plugin); "
+                f"installed: {installed}"
+            ) from None
+
+    def open_driver(self, url_or_name: str, **options: Any) -> StorageDriver:
+        """Open a storage driver by URL (``file:///data/bucket``,
+        ``memory://``, ``s3://bucket/prefix``) or by name/alias with options
+        (``open_driver("aws-s3", bucket=..., endpoint=...)``).
+
+        Raises :class:`DriverNotInstalledError` for an unknown driver and
+        :class:`ConfigError` for options the driver does not take."""
+        if "://" in url_or_name:
+            scheme = urlsplit(url_or_name).scheme
+            spec = self.driver_for_scheme(scheme)
+            return _construct(spec, spec.driver.from_url, url_or_name, options)
+        spec = self.driver(url_or_name)
+        return _construct(spec, spec.driver, None, options)
+
+    def emit(self, event: Event) -> None:
+        """Deliver ``event`` to every ``offload_core_on_event`` implementation."""
+        self._pm.hook.offload_core_on_event(event=event)
+
+
+def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None, **options: Any) -> StorageDriver:
+    """Open a storage driver by URL or name; see :meth:`PluginManager.open_driver`.
+
+    Without ``plugin_manager``, installed plugins are discovered afresh."""
+    manager = plugin_manager if plugin_manager is not None else PluginManager()
+    return manager.open_driver(url_or_name, **options)
+
+
+def _construct(spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]) -> StorageDriver:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        accepted = [name for name, p in signature.parameters.items() if p.kind is not p.VAR_POSITIONAL]
+        if url is not None:
+            accepted = accepted[1:]
+        for option in options:
+            if option not in accepted:
+                close = difflib.get_close_matches(option, accepted, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(
+                    f"storage driver {spec.name!r} does not take the option {option!r}{hint} "
+                    f"(it takes: {', '.join(accepted) or 'no options'})"
+                )
+    try:
+        return factory(url, **options) if url is not None else factory(**options)
+    except TypeError as exc:
+        raise ConfigError(
+            f"storage driver {spec.name!r} could not be opened with options {mask_secrets(options)}: {exc}"
+        ) from exc
+
+
+def _call(impl: pluggy.HookImpl, **kwargs: Any) -> None:
+    impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+
+
+def _claim(table: dict[str, Any], key: str, spec: Any, what: str) -> None:
+    existing = table.get(key)
+    if existing is not None and existing is not spec:
+        raise PluginLoadError(
+            f"{what} {key!r} is registered by both {existing.plugin.describe()} and {spec.plugin.describe()}; "
+            f"uninstall one, or choose one with {ENV_ALLOW}"
+        )
+    table[key] = spec
+
+
+def _driver_registrar(registries: _Registries, info: PluginInfo) -> hooks.DriverRegistrar:
+    def register(
+        driver: type[StorageDriver], *, name: str, aliases: Sequence[str] = (), schemes: Sequence[str] = ()
+    ) -> None:
+        if not (isinstance(driver, type) and issubclass(driver, StorageDriver)):
+            raise PluginLoadError(f"plugin {info.describe()} registered {driver!r}, which is not a StorageDriver")
+        spec = DriverSpec(name=name, driver=driver, aliases=tuple(aliases), schemes=tuple(schemes), plugin=info)
+        for label in {name.lower(), *(alias.lower() for alias in aliases)}:
+            _claim(registries.drivers_by_name, label, spec, "driver name")
+        for scheme in schemes:
+            _claim(registries.drivers_by_scheme, scheme.lower(), spec, "URL scheme")
+
+    return register
+
+
+def _offloader_registrar(registries: _Registries, info: PluginInfo) -> hooks.OffloaderRegistrar:
+    def register(factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = ()) -> None:
+        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info)
+        for label in {name.lower(), *(alias.lower() for alias in aliases)}:
+            _claim(registries.offloaders, label, spec, "offloader name")
+
+    return register
+
+
+def _transform_registrar(registries: _Registries, info: PluginInfo) -> hooks.TransformRegistrar:
+    def register(transform: Transform) -> None:
+        existing = registries.transforms.get(transform.name)
+        if existing is not None:
+            raise PluginLoadError(
+                f"block transform {transform.name!r} is registered by both {existing[1].describe()} and "
+                f"{info.describe()}; uninstall one, or choose one with {ENV_ALLOW}"
+            )
+        registries.transforms[transform.name] = (transform, info)
+
+    return register
+
+
+def _not_installed(message: str, wanted: str, registries: _Registries) -> DriverNotInstalledError:
+    distribution = _DISTRIBUTION_FOR.get(wanted.lower())
+    if distribution is not None:
+        return DriverNotInstalledError(f"{message}; install it with: pip install {distribution}")
+    names = sorted({spec.name for spec in registries.drivers_by_name.values()})
+    schemes = sorted(registries.drivers_by_scheme)
+    close = difflib.get_close_matches(wanted.lower(), [*registries.drivers_by_name, *schemes], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return DriverNotInstalledError(
+        f"{message}{hint} (installed drivers: {', '.join(names) or 'none'}; schemes: "
+        f"{', '.join(schemes) or 'none'})"
+    )
+
+
+def _builtin_info(module_name: str) -> PluginInfo:
+    return PluginInfo(
+        name=module_name,
+        module=module_name,
+        group="(built-in)",
+        distribution="offload-core",
+        version=_version_of("offload-core"),
+    )
+
+
+def _dist_name(ep: importlib_metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "(unknown distribution)"
+
+
+def _dist_version(ep: importlib_metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.version if dist is not None else ""
+
+
+def _version_of(distribution: str) -> str:
+    try:
+        return importlib_metadata.version(distribution)
+    except importlib_metadata.PackageNotFoundError:
+        return "0+unknown"
+

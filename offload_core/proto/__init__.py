@@ -1,0 +1,32 @@
+"""Protobuf messages shared with Pulsar and BookKeeper.
+
+Generated from the ``.proto`` files beside this module by ``make proto``;
+the generated ``*_pb2.py``/``*_pb2.pyi`` are committed, and a test checks
+they match the sources.
+"""
+
+from . import LedgerMetadataFormat_pb2, MLDataFormats_pb2
+from .LedgerMetadataFormat_pb2 import LedgerMetadataFormat
+from .MLDataFormats_pb2 import (
+    KeyValue,
+    ManagedLedgerInfo,
+    NestedPositionInfo,
+    OffloadContext,
+    OffloadDriverMetadata,
+    OffloadSegment,
+)
+
+LedgerInfo = ManagedLedgerInfo.LedgerInfo
+
+__all__ = [
+    "KeyValue",
+    "LedgerInfo",
+    "LedgerMetadataFormat",
+    "LedgerMetadataFormat_pb2",
+    "MLDataFormats_pb2",
+    "ManagedLedgerInfo",
+    "NestedPositionInfo",
+    "OffloadContext",
+    "OffloadDriverMetadata",
+    "OffloadSegment",
+]

@@ -1,0 +1,450 @@
+"""The storage driver interface: the only layer that touches object stores.
+
+A backend subclasses :class:`StorageDriver` and implements the five
+protected methods (``_write``, ``_read``, ``_stat``, ``_list``,
+``_delete``). The public methods validate keys, ranges and metadata first,
+so every backend enforces the same contract; ``offload_core.testing``
+holds the test kit that proves a backend keeps it.
+
+:class:`FsspecDriver` implements the interface on any fsspec filesystem.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar
+
+from .errors import (
+    AlreadyExistsError,
+    ConfigError,
+    InvalidKeyError,
+    InvalidMetadataError,
+    InvalidRangeError,
+    NotFoundError,
+    OffloadError,
+)
+from .keys import RESERVED_SEGMENT_PREFIX, validate_key, validate_prefix
+from .model import ObjectInfo
+
+__all__ = ["BytesLike", "FsspecDriver", "ObjectInfo", "StorageDriver", "validate_metadata"]
+
+BytesLike = bytes | bytearray | memoryview
+
+_METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
+
+
+def validate_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """Return ``metadata`` as a plain dict if every backend can store it.
+
+    Names are lowercase ``[a-z0-9_.-]`` (S3 folds names to lowercase, so
+    mixed case would not round-trip); values are any strings, including
+    non-ASCII ones. Raises :class:`InvalidMetadataError` otherwise.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidMetadataError(f"metadata must be a mapping of str to str, got {type(metadata).__name__}")
+    checked: dict[str, str] = {}
+    for name, value in metadata.items():
+        if not isinstance(name, str) or not _METADATA_NAME.match(name):
+            raise InvalidMetadataError(
+                f"metadata name {name!r} is not allowed: use 1-128 lowercase letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit"
+            )
+        if not isinstance(value, str):
+            raise InvalidMetadataError(
+                f"metadata value for {name!r} must be a str, got {type(value).__name__}; convert it with str()"
+            )
+        if "\x00" in value:
+            raise InvalidMetadataError(f"metadata value for {name!r} contains a NUL byte")
+        checked[name] = value
+    return checked
+
+
+def _single_parts(parts: Iterable[BytesLike] | BytesLike) -> Iterable[BytesLike]:
+    if isinstance(parts, (bytes, bytearray, memoryview)):
+        return (parts,)
+    return parts
+
+
+def checked_parts(parts: Iterable[BytesLike] | BytesLike) -> Iterator[bytes | bytearray | memoryview]:
+    """Yield the parts of a write, rejecting anything that is not bytes-like.
+
+    A bare bytes object is one part (iterating it would give ints)."""
+    for part in _single_parts(parts):
+        if not isinstance(part, (bytes, bytearray, memoryview)):
+            raise TypeError(f"write parts must be bytes-like, got {type(part).__name__}")
+        yield part
+
+
+class StorageDriver(abc.ABC):
+    """A flat namespace of immutable objects addressed by key.
+
+    Contract (enforced here and by ``offload_core.testing.DriverContract``):
+
+    * ``write`` is all-or-nothing: if it raises (including when the
+      ``parts`` iterator raises halfway), no new object is visible and any
+      previous object under the key is unchanged.
+    * ``read`` takes a half-open byte range; an ``end`` past the object's
+      end is truncated; a ``start`` at or past the end raises
+      :class:`InvalidRangeError`.
+    * A missing key raises :class:`NotFoundError` from ``read`` and ``stat``.
+    * ``list`` yields objects sorted by key; ``delete`` is idempotent.
+    * Keys are validated by :func:`offload_core.keys.validate_key`.
+    """
+
+    #: The name the driver is registered under (set by subclasses).
+    name: ClassVar[str] = ""
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> StorageDriver:
+        """Open the driver for ``url`` (``scheme://...``) with extra options.
+
+        Drivers registered for a URL scheme override this; the default raises
+        :class:`ConfigError`."""
+        raise ConfigError(f"storage driver {cls.name or cls.__name__!r} cannot be opened from a URL ({url!r})")
+
+    def write(
+        self,
+        key: str,
+        parts: Iterable[BytesLike] | BytesLike,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        if_absent: bool = False,
+    ) -> ObjectInfo:
+        """Store the concatenation of ``parts`` under ``key``, with user
+        ``metadata``, replacing any object there.
+
+        Parts are consumed as they come (a multipart upload where the
+        backend has one), so a large object never has to be in memory.
+        Raises :class:`AlreadyExistsError` when ``if_absent`` is true and the
+        key exists, :class:`InvalidKeyError` / :class:`InvalidMetadataError`
+        for bad input, and re-raises whatever the ``parts`` iterator raises;
+        in every failure case no object becomes visible.
+        """
+        validate_key(key)
+        checked = validate_metadata(metadata)
+        return self._write(key, checked_parts(parts), checked, if_absent)
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        """Return bytes ``[start, end)`` of the object (``end=None``: to its end).
+
+        Raises :class:`NotFoundError` for a missing key and
+        :class:`InvalidRangeError` for a negative or reversed range or a
+        ``start`` at or past the object's end.
+        """
+        validate_key(key)
+        if not isinstance(start, int) or start < 0:
+            raise InvalidRangeError(f"read of {key!r}: start must be a non-negative int, got {start!r}")
+        if end is not None and (not isinstance(end, int) or end < start):
+            raise InvalidRangeError(f"read of {key!r}: end {end!r} is before start {start}")
+        return self._read(key, start, end)
+
+    def stat(self, key: str) -> ObjectInfo:
+        """Return the object's size and metadata; :class:`NotFoundError` if missing."""
+        validate_key(key)
+        return self._stat(key)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        """Yield every object whose key starts with ``prefix``, sorted by key.
+
+        ``prefix`` is a string prefix, not a directory: ``"a/b"`` matches
+        ``"a/b"``, ``"a/bc"`` and ``"a/b/c"``. Listed objects carry key, size
+        and etag; their ``metadata`` is empty (most stores do not return it
+        in listings): call :meth:`stat` for it.
+        """
+        validate_prefix(prefix)
+        return self._list(prefix)
+
+    def delete(self, keys: Iterable[str] | str) -> None:
+        """Delete the objects; missing keys are not an error.
+
+        A single key may be passed as a plain string. All keys are validated
+        before anything is deleted.
+        """
+        batch = [keys] if isinstance(keys, str) else list(keys)
+        for key in batch:
+            validate_key(key)
+        if batch:
+            self._delete(batch)
+
+    def exists(self, key: str) -> bool:
+        """True if an object is stored under ``key``."""
+        try:
+            self.stat(key)
+        except NotFoundError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Release connections and handles; the driver is unusable after."""
+
+    def __enter__(self) -> StorageDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def _write(
+        self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool
+    ) -> ObjectInfo: ...
+
+    @abc.abstractmethod
+    def _read(self, key: str, start: int, end: int | None) -> bytes: ...
+
+    @abc.abstractmethod
+    def _stat(self, key: str) -> ObjectInfo: ...
+
+    @abc.abstractmethod
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]: ...
+
+    @abc.abstractmethod
+    def _delete(self, keys: list[str]) -> None: ...
+
+
+def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, int]:
+    """Clamp ``[start, end)`` to an object of ``size`` bytes.
+
+    Raises :class:`InvalidRangeError` when ``start`` is at or past the end."""
+    if start >= size:
+        raise InvalidRangeError(
+            f"read of {key!r}: start {start} is at or past the end of the object ({size} bytes)"
+        )
+    return start, size if end is None else min(end, size)
+
+
+_TMP_DIR = RESERVED_SEGMENT_PREFIX + "tmp"
+_META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
+
+
+class FsspecDriver(StorageDriver):
+    """A :class:`StorageDriver` over any fsspec filesystem, rooted at ``root``.
+
+    Objects are files at ``{root}/{key}``. A backend with native user
+    metadata sets ``native_metadata = True`` and overrides
+    :meth:`_write_object` and :meth:`_metadata_from_info`. Otherwise metadata
+    lives in a sidecar (``{root}/.offload-meta/{key}.json``) and a write
+    commits object and sidecar together through a pending record:
+
+    1. the data is streamed to ``.offload-tmp/<uuid>``;
+    2. under the commit lock, ``.offload-meta/{key}.pending`` is created
+       atomically, naming the temporary file and the metadata (the commit
+       point);
+    3. the temporary file is renamed onto the key, then the pending record
+       onto the sidecar.
+
+    Any reader that finds a pending record first rolls it forward, so after
+    a crash at any step the key shows either the old object with its old
+    metadata or the new one with the new. This mode needs atomic rename
+    (local disks, HDFS); subclasses add durability (fsync) and
+    cross-process locking in :meth:`_put_file`, :meth:`_rename` and
+    :meth:`_commit_lock`.
+    """
+
+    native_metadata: ClassVar[bool] = False
+
+    def __init__(self, fs: Any, root: str) -> None:
+        self.fs = fs
+        self.root = root.rstrip("/")
+        self._lock = threading.RLock()
+
+    def _path(self, key: str) -> str:
+        return f"{self.root}/{key}"
+
+    def _meta_path(self, key: str) -> str:
+        return f"{self.root}/{_META_DIR}/{key}.json"
+
+    def _pending_path(self, key: str) -> str:
+        return f"{self.root}/{_META_DIR}/{key}.pending"
+
+    def _tmp_path(self, suffix: str = "") -> str:
+        return f"{self.root}/{_TMP_DIR}/{uuid.uuid4().hex}{suffix}"
+
+    # -- primitives a subclass may harden -------------------------------
+
+    def _put_file(self, path: str, parts: Iterable[BytesLike]) -> int:
+        """Write ``parts`` to ``path`` (a private temporary name); return the
+        size. On failure, remove what was written and re-raise."""
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        size = 0
+        try:
+            with self.fs.open(path, "wb") as out:
+                for part in parts:
+                    out.write(part)
+                    size += len(part)
+        except BaseException:
+            self._remove_quietly(path)
+            raise
+        return size
+
+    def _rename(self, src: str, dst: str) -> None:
+        self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
+        self.fs.mv(src, dst)
+
+    @contextlib.contextmanager
+    def _commit_lock(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    def _remove_quietly(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(path)
+
+    # -- native metadata hooks ------------------------------------------
+
+    def _write_object(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> int:
+        raise NotImplementedError(f"{type(self).__name__} sets native_metadata but has no _write_object")
+
+    def _metadata_from_info(self, key: str, info: Mapping[str, Any]) -> dict[str, str]:
+        raise NotImplementedError(f"{type(self).__name__} sets native_metadata but has no _metadata_from_info")
+
+    # -- the contract ----------------------------------------------------
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        if self.native_metadata:
+            size = self._write_object(key, parts, metadata, if_absent)
+            return ObjectInfo(key=key, size=size, metadata=metadata)
+        tmp = self._tmp_path()
+        size = self._put_file(tmp, parts)
+        committed = False
+        try:
+            with self._commit_lock():
+                self._roll_forward(key)
+                if if_absent and self._data_exists(key):
+                    raise AlreadyExistsError(
+                        f"object {key!r} already exists; conditional create refused to replace it", key=key
+                    )
+                self._check_parent_is_not_object(key)
+                record = json.dumps({"tmp": tmp, "size": size, "metadata": metadata}).encode()
+                record_tmp = self._tmp_path(".pending")
+                self._put_file(record_tmp, [record])
+                self._rename(record_tmp, self._pending_path(key))
+                committed = True
+                self._roll_forward(key)
+        finally:
+            # Once the pending record exists the temporary file is the
+            # committed data: only a roll-forward may move it.
+            if not committed:
+                self._remove_quietly(tmp)
+        return ObjectInfo(key=key, size=size, metadata=metadata)
+
+    def _check_parent_is_not_object(self, key: str) -> None:
+        segments = key.split("/")
+        for depth in range(1, len(segments)):
+            parent = "/".join(segments[:depth])
+            if self._data_exists(parent):
+                raise InvalidKeyError(
+                    f"object {key!r} cannot be stored: {parent!r} is an object, and a directory store cannot "
+                    "hold a key below another key; choose keys that are not prefixes of each other by segment"
+                )
+        if self.fs.isdir(self._path(key)):
+            raise InvalidKeyError(
+                f"object {key!r} cannot be stored: keys below it exist, and a directory store cannot hold "
+                "a key above other keys; choose keys that are not prefixes of each other by segment"
+            )
+
+    def _roll_forward(self, key: str) -> None:
+        """Finish a committed write of ``key`` left half-applied (by a crash
+        or by this write); a no-op when there is none."""
+        pending = self._pending_path(key)
+        if not self.fs.exists(pending):
+            return
+        with self._commit_lock():
+            try:
+                record = json.loads(self.fs.cat_file(pending))
+            except FileNotFoundError:
+                return  # another process finished it
+            if self.fs.exists(record["tmp"]):
+                self._rename(record["tmp"], self._path(key))
+            self._rename(pending, self._meta_path(key))
+
+    def _data_exists(self, key: str) -> bool:
+        return bool(self.fs.isfile(self._path(key)))
+
+    def _info(self, key: str) -> Mapping[str, Any]:
+        self._roll_forward(key)
+        try:
+            info = self.fs.info(self._path(key))
+        except FileNotFoundError:
+            info = None
+        if info is None or info.get("type") != "file":
+            raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key)
+        return info
+
+    def _stat(self, key: str) -> ObjectInfo:
+        info = self._info(key)
+        if self.native_metadata:
+            metadata = self._metadata_from_info(key, info)
+        else:
+            metadata = self._sidecar_metadata(key)
+        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
+
+    def _sidecar_metadata(self, key: str) -> dict[str, str]:
+        try:
+            record = json.loads(self.fs.cat_file(self._meta_path(key)))
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise OffloadError(
+                f"metadata sidecar of {key!r} is corrupt ({exc}); rewrite the object to repair it"
+            ) from exc
+        return dict(record["metadata"])
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        self._roll_forward(key)
+        path = self._path(key)
+        try:
+            data: bytes = self.fs.cat_file(path, start=start, end=end)
+        except (FileNotFoundError, IsADirectoryError):
+            raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key) from None
+        if not data:
+            # Empty is either an empty range inside the object or a start at
+            # or past its end: only the size tells which.
+            slice_range(key, int(self._info(key)["size"]), start, end)
+        return data
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        base = self._path(directory) if directory else self.root
+        try:
+            found = self.fs.find(base, detail=True, withdirs=False)
+        except FileNotFoundError:
+            return iter(())
+        root = self.root + "/"
+        infos = []
+        for path, info in found.items():
+            key = path[len(root):] if path.startswith(root) else None
+            if key is None or not key.startswith(prefix) or _is_reserved(key):
+                continue
+            infos.append(ObjectInfo(key=key, size=int(info["size"]), etag=_etag_of(info)))
+        infos.sort(key=lambda info: info.key)
+        return iter(infos)
+
+    def _delete(self, keys: list[str]) -> None:
+        with self._commit_lock():
+            for key in keys:
+                self._roll_forward(key)
+                # Data first: a crash in between leaves an invisible sidecar,
+                # never an object without its metadata.
+                self._remove_quietly(self._path(key))
+                if not self.native_metadata:
+                    self._remove_quietly(self._meta_path(key))
+
+
+def _is_reserved(key: str) -> bool:
+    return any(segment.startswith(RESERVED_SEGMENT_PREFIX) for segment in key.split("/"))
+
+
+def _etag_of(info: Mapping[str, Any]) -> str | None:
+    for name in ("ETag", "etag", "md5Hash"):
+        value = info.get(name)
+        if value:
+            return str(value).strip('"')
+    return None
