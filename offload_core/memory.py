@@ -8,7 +8,7 @@ objects. ``open_driver("memory://")`` returns a new, empty store each time.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from .errors import AlreadyExistsError, NotFoundError
 from .hooks import DriverRegistrar, hookimpl
@@ -38,7 +38,9 @@ class MemoryDriver(StorageDriver):
             data += part
         with self._lock:
             if if_absent and key in self._objects:
-                raise AlreadyExistsError(f"object {key!r} already exists; conditional create refused to replace it", key=key)
+                raise AlreadyExistsError(
+                    f"object {key!r} already exists; conditional create refused to replace it", key=key
+                )
             self._objects[key] = (bytes(data), dict(metadata))
         return ObjectInfo(key=key, size=len(data), metadata=metadata)
 
@@ -62,7 +64,7 @@ class MemoryDriver(StorageDriver):
             snapshot = sorted((key, len(data)) for key, (data, _) in self._objects.items() if key.startswith(prefix))
         return iter([ObjectInfo(key=key, size=size) for key, size in snapshot])
 
-    def _delete(self, keys: list[str]) -> None:
+    def _delete(self, keys: Sequence[str]) -> None:
         with self._lock:
             for key in keys:
                 self._objects.pop(key, None)

@@ -231,7 +231,7 @@ class PluginManager:
         registries = self._build()
         spec = registries.drivers_by_scheme.get(scheme.lower())
         if spec is None:
-            raise _not_installed(f"no storage driver handles URLs of scheme {scheme!r}://", scheme, registries)
+            raise _not_installed(f"no storage driver handles {scheme}:// URLs", scheme, registries)
         return spec
 
     def offloader(self, name: str) -> OffloaderSpec:
@@ -265,7 +265,10 @@ class PluginManager:
         if "://" in url_or_name:
             scheme = urlsplit(url_or_name).scheme
             spec = self.driver_for_scheme(scheme)
-            return _construct(spec, spec.driver.from_url, url_or_name, options)
+            from_url = getattr(spec.driver, "from_url", None)
+            if from_url is None:
+                raise ConfigError(f"storage driver {spec.name!r} registered scheme {scheme!r} but has no from_url")
+            return _construct(spec, from_url, url_or_name, options)
         spec = self.driver(url_or_name)
         return _construct(spec, spec.driver, None, options)
 
@@ -282,7 +285,9 @@ def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None
     return manager.open_driver(url_or_name, **options)
 
 
-def _construct(spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]) -> StorageDriver:
+def _construct(
+    spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]
+) -> StorageDriver:
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):

@@ -17,12 +17,11 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .errors import (
     AlreadyExistsError,
-    ConfigError,
     InvalidKeyError,
     InvalidMetadataError,
     InvalidRangeError,
@@ -102,13 +101,9 @@ class StorageDriver(abc.ABC):
     #: The name the driver is registered under (set by subclasses).
     name: ClassVar[str] = ""
 
-    @classmethod
-    def from_url(cls, url: str, **options: Any) -> StorageDriver:
-        """Open the driver for ``url`` (``scheme://...``) with extra options.
-
-        Drivers registered for a URL scheme override this; the default raises
-        :class:`ConfigError`."""
-        raise ConfigError(f"storage driver {cls.name or cls.__name__!r} cannot be opened from a URL ({url!r})")
+    # Drivers registered for a URL scheme also define a classmethod
+    # ``from_url(url, **options)``; its options are theirs to choose, so it
+    # is not declared here (an override could not narrow them).
 
     def write(
         self,
@@ -182,7 +177,7 @@ class StorageDriver(abc.ABC):
             return False
         return True
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most drivers hold nothing to release
         """Release connections and handles; the driver is unusable after."""
 
     def __enter__(self) -> StorageDriver:
@@ -206,7 +201,7 @@ class StorageDriver(abc.ABC):
     def _list(self, prefix: str) -> Iterator[ObjectInfo]: ...
 
     @abc.abstractmethod
-    def _delete(self, keys: list[str]) -> None: ...
+    def _delete(self, keys: Sequence[str]) -> None: ...
 
 
 def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, int]:
@@ -374,16 +369,14 @@ class FsspecDriver(StorageDriver):
             info = self.fs.info(self._path(key))
         except FileNotFoundError:
             info = None
+        info = dict(info) if info is not None else None
         if info is None or info.get("type") != "file":
             raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key)
         return info
 
     def _stat(self, key: str) -> ObjectInfo:
         info = self._info(key)
-        if self.native_metadata:
-            metadata = self._metadata_from_info(key, info)
-        else:
-            metadata = self._sidecar_metadata(key)
+        metadata = self._metadata_from_info(key, info) if self.native_metadata else self._sidecar_metadata(key)
         return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
 
     def _sidecar_metadata(self, key: str) -> dict[str, str]:
@@ -427,7 +420,7 @@ class FsspecDriver(StorageDriver):
         infos.sort(key=lambda info: info.key)
         return iter(infos)
 
-    def _delete(self, keys: list[str]) -> None:
+    def _delete(self, keys: Sequence[str]) -> None:
         with self._commit_lock():
             for key in keys:
                 self._roll_forward(key)

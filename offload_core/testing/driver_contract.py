@@ -182,9 +182,11 @@ class DriverContract:
         "metadata",
         [{"UpperCase": "v"}, {"": "v"}, {"has space": "v"}, {"k": 1}, {"k": None}, {"ü": "v"}, {"k": "nul\x00"}],
     )
-    def test_invalid_metadata_is_rejected_before_writing(self, driver: StorageDriver, metadata: dict) -> None:
+    def test_invalid_metadata_is_rejected_before_writing(
+        self, driver: StorageDriver, metadata: dict[str, object]
+    ) -> None:
         with pytest.raises(InvalidMetadataError):
-            driver.write("obj", b"x", metadata=metadata)
+            driver.write("obj", b"x", metadata=metadata)  # type: ignore[arg-type]
         assert not driver.exists("obj")
 
     def test_stat_result_is_immutable(self, driver: StorageDriver) -> None:

@@ -18,7 +18,7 @@ __all__ = ["DriverStateMachine"]
 KEYS = ["a", "b/c", "b/d", "e/f/g", "ledger-1", "ledger-1-index", "ü/x"]
 PREFIXES = ["", "a", "b", "b/", "b/c", "e/f", "ledger-1", "ledger-1-", "ü", "z"]
 
-metadata_values = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=8)
+metadata_values = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
 metadata = st.dictionaries(st.sampled_from(["v", "format", "x.y-z"]), metadata_values, max_size=3)
 payloads = st.lists(st.binary(max_size=64), max_size=4)
 

@@ -34,11 +34,12 @@ class FilesystemDriver(FsspecDriver):
         if not root:
             raise ConfigError("filesystem driver needs a root directory: open_driver('file:///path/to/bucket')")
         absolute = os.path.abspath(os.path.expanduser(root))
-        if create:
+        if create and not os.path.exists(absolute):
             os.makedirs(absolute, exist_ok=True)
-        elif not os.path.isdir(absolute):
+        if not os.path.isdir(absolute):
             raise ConfigError(
-                f"filesystem driver root {absolute!r} is not a directory; create it or pass create=True"
+                f"filesystem driver root {absolute!r} is not a directory: "
+                "it is missing (pass create=True) or names a file"
             )
         super().__init__(LocalFileSystem(), absolute)
         self._fsync = fsync

@@ -1,0 +1,43 @@
+# The two commands a new user runs: `make demo` and `make test`.
+# Everything they need is installed here, into .venv, from the package index.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e examples/driver-plugin
+PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
+
+.PHONY: setup demo test test-fast proto bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): $(PYPROJECTS)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(DISTRIBUTIONS)
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/python examples/walkthrough.py --data-dir offload-data
+
+# CI runs this. Hypothesis uses its bounded, derandomized profile unless told otherwise.
+test: $(STAMP)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest
+
+# The quick loop: no emulators, no Spark, no slow crash tests.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not emulator and not spark"
+
+proto: $(STAMP)
+	cd offload_core/proto && ../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. *.proto
+
+bench: $(STAMP)
+	@ls bench/*.py >/dev/null 2>&1 && for b in bench/bench_*.py; do $(BIN)/python $$b; done || echo "no benchmarks yet"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy offload_core drivers/filesystem/offload_driver_filesystem
+
+clean:
+	rm -rf $(VENV) offload-data .pytest_cache .hypothesis

@@ -1,0 +1,37 @@
+"""The ``offload`` command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import OffloadError
+from .driver_commands import drivers
+from .plugin_commands import plugins
+
+__all__ = ["main"]
+
+
+class _Group(click.Group):
+    """Turns our errors into one clear line and exit status 1, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OffloadError as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="offload")
+def main() -> None:
+    """offload-core: tiered storage for append-only logs.
+
+    Offload sealed log data to object storage and read it back by position.
+    """
+
+
+main.add_command(plugins)
+main.add_command(drivers)

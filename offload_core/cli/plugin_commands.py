@@ -1,0 +1,41 @@
+"""``offload plugins``: what is installed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..plugins import PluginManager
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def plugins(as_json: bool) -> None:
+    """List installed plugins, their distributions, and the drivers they add."""
+    manager = PluginManager()
+    drivers_by_plugin: dict[str, list[dict[str, Any]]] = {}
+    for spec in manager.drivers():
+        drivers_by_plugin.setdefault(spec.plugin.name, []).append(
+            {"name": spec.name, "aliases": list(spec.aliases), "schemes": list(spec.schemes)}
+        )
+    if as_json:
+        rows = [
+            {
+                "name": info.name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "group": info.group,
+                "drivers": drivers_by_plugin.get(info.name, []),
+            }
+            for info in manager.plugins()
+        ]
+        click.echo(json.dumps({"plugins": rows}, indent=2))
+        return
+    for info in manager.plugins():
+        click.echo(f"{info.name:<24} {info.distribution} {info.version}  [{info.group}]")
+        for driver in drivers_by_plugin.get(info.name, []):
+            aliases = ", ".join(driver["aliases"]) or "-"
+            schemes = ", ".join(f"{s}://" for s in driver["schemes"]) or "-"
+            click.echo(f"    driver {driver['name']:<14} aliases: {aliases:<28} schemes: {schemes}")

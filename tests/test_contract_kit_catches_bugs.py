@@ -1,0 +1,84 @@
+"""The contract kit must fail drivers that break the contract: each broken
+driver below violates one clause, and the kit's test for it must fail."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from offload_core.errors import OffloadError
+from offload_core.memory import MemoryDriver
+from offload_core.model import ObjectInfo
+from offload_core.storage import BytesLike
+from offload_core.testing import DriverContract
+
+
+class UnsortedListing(MemoryDriver):
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        return iter(sorted(super()._list(prefix), key=lambda info: info.key, reverse=True))
+
+
+class TornWrites(MemoryDriver):
+    """Stores each part as it arrives, so a failing iterator leaves half an object."""
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        data = b""
+        for part in parts:
+            data += bytes(part)
+            self._objects[key] = (data, metadata)
+        return ObjectInfo(key=key, size=len(data), metadata=metadata)
+
+
+class ForgetsMetadata(MemoryDriver):
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        return super()._write(key, parts, {}, if_absent)
+
+
+class IgnoresIfAbsent(MemoryDriver):
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        return super()._write(key, parts, metadata, False)
+
+
+class NoRangeCheck(MemoryDriver):
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        return self._get(key)[0][start:end]
+
+
+kit = DriverContract()
+
+
+def test_unsorted_listing_fails_the_kit() -> None:
+    with pytest.raises(AssertionError):
+        kit.test_list_is_sorted_and_filtered_by_string_prefix(UnsortedListing())
+
+
+def test_torn_writes_fail_the_kit() -> None:
+    with pytest.raises(AssertionError):
+        kit.test_failing_parts_leave_nothing(TornWrites())
+    with pytest.raises(AssertionError):
+        kit.test_failing_overwrite_keeps_the_old_object(TornWrites())
+
+
+def test_lost_metadata_fails_the_kit() -> None:
+    with pytest.raises(AssertionError):
+        kit.test_metadata_round_trip_including_non_ascii(ForgetsMetadata())
+
+
+def test_ignored_conditional_create_fails_the_kit() -> None:
+    with pytest.raises(pytest.fail.Exception):
+        kit.test_conditional_create(IgnoresIfAbsent())
+
+
+def test_missing_range_check_fails_the_kit() -> None:
+    with pytest.raises(pytest.fail.Exception):
+        kit.test_invalid_ranges_raise(NoRangeCheck(), 10, 11)
+
+
+@pytest.mark.parametrize("broken", [UnsortedListing, TornWrites, ForgetsMetadata, IgnoresIfAbsent, NoRangeCheck])
+def test_state_machine_finds_each_broken_driver(broken: type[MemoryDriver]) -> None:
+    # A broken driver fails either a model assertion or a contract error
+    # the model did not expect (TornWrites never stores an empty object),
+    # or several of them at once.
+    with pytest.raises((AssertionError, OffloadError, ExceptionGroup)):
+        kit.test_behaves_like_a_dict(broken())

@@ -1,0 +1,241 @@
+"""Plugin discovery, driver lookup and their error paths."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from offload_driver_filesystem import FilesystemDriver
+
+from offload_core import (
+    ConfigError,
+    DriverNotInstalledError,
+    Event,
+    PluginLoadError,
+    PluginManager,
+    hookimpl,
+    open_driver,
+)
+from offload_core.memory import MemoryDriver
+from offload_core.plugins import ENV_ALLOW, ENV_DISABLE_AUTOLOAD
+
+
+def install_fake_distribution(site: Path, dist: str, entry_point: str, module: str, source: str) -> None:
+    """Make an installed-looking distribution under ``site`` (on sys.path)."""
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+    info = site / f"{dist.replace('-', '_')}-9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 9.9\n")
+    (info / "entry_points.txt").write_text(f"[offload_core.drivers]\n{entry_point} = {module}\n")
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "site"
+    path.mkdir()
+    monkeypatch.syspath_prepend(str(path))
+    yield path
+    for name in [m for m in sys.modules if m.startswith("fake_")]:
+        del sys.modules[name]
+
+
+def test_builtin_and_installed_plugins_are_listed_with_distributions() -> None:
+    manager = PluginManager(environ={})
+    by_name = {info.name: info for info in manager.plugins()}
+    assert by_name["offload_core.memory"].distribution == "offload-core"
+    assert by_name["filesystem"].distribution == "offload-driver-filesystem"
+    assert by_name["filesystem"].group == "offload_core.drivers"
+    assert by_name["filesystem"].version == "0.1.0"
+    assert by_name["sqlite"].distribution == "offload-driver-sqlite-example"
+    assert {spec.name for spec in manager.drivers()} >= {"memory", "filesystem", "sqlite"}
+
+
+def test_open_driver_by_url_name_and_alias(tmp_path: Path) -> None:
+    manager = PluginManager(environ={})
+    by_url = manager.open_driver(f"file://{tmp_path}/bucket")
+    assert isinstance(by_url, FilesystemDriver)
+    assert by_url.root == f"{tmp_path}/bucket"
+    by_name = manager.open_driver("filesystem", root=str(tmp_path / "b2"))
+    assert isinstance(by_name, FilesystemDriver)
+    assert isinstance(manager.open_driver("FileSystem", root=str(tmp_path / "b3")), FilesystemDriver)
+    assert isinstance(manager.open_driver("memory"), MemoryDriver)
+
+
+def test_module_level_open_driver_discovers_plugins(tmp_path: Path) -> None:
+    driver = open_driver(f"file://{tmp_path}/x")
+    driver.write("k", b"v")
+    assert open_driver(f"file://{tmp_path}/x").read("k") == b"v"
+
+
+def test_memory_urls_open_isolated_stores() -> None:
+    first = open_driver("memory://")
+    second = open_driver("memory://")
+    first.write("k", b"v")
+    assert not second.exists("k")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "distribution"),
+    [
+        ("s3://bucket/prefix", "offload-driver-s3"),
+        ("aws-s3", "offload-driver-s3"),
+        ("S3", "offload-driver-s3"),
+        ("gs://bucket", "offload-driver-gcs"),
+        ("google-cloud-storage", "offload-driver-gcs"),
+        ("azureblob", "offload-driver-azure"),
+        ("abfs://container", "offload-driver-azure"),
+        ("hdfs://namenode/path", "offload-driver-hdfs"),
+    ],
+)
+def test_missing_driver_names_the_distribution_to_install(wanted: str, distribution: str) -> None:
+    with pytest.raises(DriverNotInstalledError, match=f"pip install {distribution}"):
+        open_driver(wanted)
+
+
+def test_unknown_driver_lists_what_is_installed() -> None:
+    with pytest.raises(DriverNotInstalledError, match="filesystem.*memory") as caught:
+        open_driver("filesytem")
+    assert "did you mean 'filesystem'" in str(caught.value)
+    assert isinstance(caught.value, ConfigError)
+
+
+def test_unknown_option_is_a_config_error_with_a_suggestion(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'roott'.*did you mean 'root'"):
+        open_driver("filesystem", roott=str(tmp_path))
+    with pytest.raises(ConfigError, match="'creat'.*did you mean 'create'"):
+        open_driver(f"file://{tmp_path}", creat=False)
+
+
+def test_missing_root_without_create_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a directory"):
+        open_driver("filesystem", root=str(tmp_path / "missing"), create=False)
+
+
+def test_disable_autoload_keeps_builtins_only() -> None:
+    manager = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1"})
+    assert [info.name for info in manager.plugins()] == ["offload_core.memory"]
+    assert isinstance(manager.open_driver("memory://"), MemoryDriver)
+    with pytest.raises(DriverNotInstalledError, match="pip install offload-driver-filesystem"):
+        manager.open_driver("file:///tmp/x")
+
+
+def test_disable_autoload_with_allow_list_loads_the_named_ones() -> None:
+    manager = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1", ENV_ALLOW: "filesystem"})
+    assert {info.name for info in manager.plugins()} == {"offload_core.memory", "filesystem"}
+
+
+def test_allow_list_restricts_autoload_by_entry_point_or_distribution() -> None:
+    by_entry_point = PluginManager(environ={ENV_ALLOW: "sqlite"})
+    assert {info.name for info in by_entry_point.plugins()} == {"offload_core.memory", "sqlite"}
+    by_distribution = PluginManager(environ={ENV_ALLOW: "offload-driver-filesystem"})
+    assert {info.name for info in by_distribution.plugins()} == {"offload_core.memory", "filesystem"}
+
+
+def test_allow_list_naming_a_missing_plugin_is_an_error() -> None:
+    with pytest.raises(PluginLoadError, match="'nosuch'.*installed:.*filesystem"):
+        PluginManager(environ={ENV_ALLOW: "filesystem,nosuch"})
+
+
+def test_plugin_that_fails_to_import_is_reported_by_name_and_distribution(site: Path) -> None:
+    install_fake_distribution(
+        site, "fake-broken-driver", "broken", "fake_broken", "import a_module_that_does_not_exist\n"
+    )
+    with pytest.raises(PluginLoadError) as caught:
+        PluginManager(environ={})
+    message = str(caught.value)
+    assert "'broken'" in message
+    assert "fake-broken-driver 9.9" in message
+    assert "a_module_that_does_not_exist" in message
+    assert ENV_ALLOW in message
+    # ... and the allow-list is the way around it.
+    assert "broken" not in {info.name for info in PluginManager(environ={ENV_ALLOW: "filesystem"}).plugins()}
+
+
+def test_duplicate_driver_names_name_both_distributions(site: Path) -> None:
+    install_fake_distribution(
+        site,
+        "fake-dup-driver",
+        "dup",
+        "fake_dup",
+        """
+        from offload_core.hooks import hookimpl
+        from offload_core.memory import MemoryDriver
+
+        @hookimpl
+        def offload_core_register_drivers(register):
+            register(MemoryDriver, name="other", aliases=("FILESYSTEM",))
+        """,
+    )
+    manager = PluginManager(environ={})
+    with pytest.raises(PluginLoadError) as caught:
+        manager.open_driver("memory://")
+    message = str(caught.value)
+    assert "'filesystem'" in message
+    assert "offload-driver-filesystem 0.1.0" in message
+    assert "fake-dup-driver 9.9" in message
+
+
+def test_duplicate_scheme_is_an_error_too() -> None:
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(MemoryDriver, name="memory2", schemes=("memory",))
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    with pytest.raises(PluginLoadError, match="URL scheme 'memory'"):
+        manager.drivers()
+
+
+def test_registering_a_non_driver_is_an_error() -> None:
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(dict, name="nope")
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    with pytest.raises(PluginLoadError, match="not a StorageDriver"):
+        manager.drivers()
+
+
+def test_events_offloaders_and_transforms_reach_plugins() -> None:
+    seen: list[Event] = []
+
+    class Reverse:
+        name = "reverse"
+
+        def encode(self, block: bytes) -> bytes:
+            return block[::-1]
+
+        def decode(self, block: bytes) -> bytes:
+            return block[::-1]
+
+    def factory(driver: object) -> str:
+        return "an offloader"
+
+    class Plugin:
+        @hookimpl
+        def offload_core_on_event(self, event: Event) -> None:
+            seen.append(event)
+
+        @hookimpl
+        def offload_core_register_transforms(self, register):  # type: ignore[no-untyped-def]
+            register(Reverse())
+
+        @hookimpl
+        def offload_core_register_offloaders(self, register):  # type: ignore[no-untyped-def]
+            register(factory, name="blobby", aliases=("Blob",))
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    manager.emit(Event("offload.finished", {"bytes": 3}))
+    assert seen == [Event("offload.finished", {"bytes": 3})]
+    assert manager.transform("reverse").decode(b"cba") == b"abc"
+    assert manager.offloader("blob").factory is factory
+    with pytest.raises(ConfigError, match="no block transform named 'zstd'"):
+        manager.transform("zstd")
+    with pytest.raises(ConfigError, match="no ledger offloader named 'x'.*blobby"):
+        manager.offloader("x")
