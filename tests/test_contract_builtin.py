@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import fsspec
 import pytest
 from offload_driver_filesystem import FilesystemDriver
 
 from offload_core.memory import MemoryDriver
-from offload_core.storage import StorageDriver
+from offload_core.storage import FsspecDriver, StorageDriver
 from offload_core.testing import DriverContract
 
 
@@ -24,3 +26,21 @@ class TestFilesystemDriver(DriverContract):
     @pytest.fixture
     def driver(self, tmp_path: Path) -> StorageDriver:
         return FilesystemDriver(str(tmp_path / "bucket"))
+
+
+class TestFsspecDriverOnFsspecMemory(DriverContract):
+    """The generic sidecar-metadata path on a filesystem that is not local disk."""
+
+    large_part_size = 2**20
+
+    @pytest.fixture
+    def driver(self) -> Iterator[StorageDriver]:
+        fs = fsspec.filesystem("memory")
+        # fsspec's memory filesystem is one dict per process: start and end empty.
+        fs.store.clear()
+        fs.pseudo_dirs.clear()
+        fs.pseudo_dirs.append("")
+        yield FsspecDriver(fs, "/bucket")
+        fs.store.clear()
+        fs.pseudo_dirs.clear()
+        fs.pseudo_dirs.append("")
