@@ -1,0 +1,1 @@
+"""Pure object formats: bytes in, dataclasses out, and back. No I/O."""

@@ -1,0 +1,489 @@
+"""Pulsar's PIP-17 ledger-offload object format (version 1). Pure: no I/O.
+
+A ledger becomes two objects:
+
+* the **data object** ``{uuid}-ledger-{ledgerId}``: a sequence of blocks, one
+  multipart part each. A block is a 128-byte header (``int32 magic
+  0xFBDBABCB | int64 header length 128 | int64 block length | int64 first
+  entry id | zeros``), then whole entries (``int32 length | int64 entry id |
+  payload``), then padding: ``FE DC DE AD`` repeated, cut at the block
+  length. Every block has the maximum size except the last, which is sized
+  exactly (see :func:`block_size`).
+* the **index object** ``{uuid}-ledger-{ledgerId}-index``: ``int32 magic
+  0xDE47DE47 | int32 index length | int64 data object length | int64 data
+  header length (128) | int32 block count | int32 metadata length |
+  BookKeeper LedgerMetadataFormat | block count x (int64 first entry id,
+  int32 part id from 1, int64 block offset)``.
+
+Both carry the user metadata ``s3managedledgeroffloaderformatversion=1``.
+All integers are big-endian. Decoders are strict (they accept exactly what
+the encoders produce, so ``encode(decode(b)) == b``) and raise only
+:class:`FormatError`; every length read from untrusted bytes is checked
+against what is really there before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from ..errors import FormatError, InvalidRangeError
+from ..proto import LedgerMetadataFormat
+
+__all__ = [
+    "BLOCK_HEADER_LENGTH",
+    "BLOCK_MAGIC",
+    "ENTRY_HEADER_LENGTH",
+    "FORMAT_VERSION",
+    "FORMAT_VERSION_KEY",
+    "INDEX_MAGIC",
+    "PADDING",
+    "Block",
+    "BlockHeader",
+    "EncodedBlock",
+    "Index",
+    "IndexEntry",
+    "LedgerKey",
+    "block_size",
+    "closed_ledger_metadata",
+    "data_key",
+    "decode_block",
+    "decode_block_header",
+    "decode_index",
+    "encode_block",
+    "encode_block_header",
+    "encode_data_blocks",
+    "encode_index",
+    "entry_fits",
+    "frame_entry",
+    "index_key",
+    "padding",
+    "parse_key",
+]
+
+BLOCK_MAGIC = 0xFBDBABCB
+BLOCK_HEADER_LENGTH = 128
+ENTRY_HEADER_LENGTH = 12
+INDEX_MAGIC = 0xDE47DE47
+PADDING = bytes.fromhex("FEDCDEAD")
+FORMAT_VERSION_KEY = "s3managedledgeroffloaderformatversion"
+FORMAT_VERSION = "1"
+
+_BLOCK_HEADER = struct.Struct(">Iqqq")
+_ENTRY_HEADER = struct.Struct(">iq")
+_INDEX_HEADER = struct.Struct(">Iiqqii")
+_INDEX_ENTRY = struct.Struct(">qiq")
+_INT64_MAX = 2**63 - 1
+
+
+# -- keys ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerKey:
+    """What an object key says: offload ``uuid``, ``ledger_id``, which object."""
+
+    uuid: str
+    ledger_id: int
+    is_index: bool
+
+
+def data_key(uuid: str, ledger_id: int) -> str:
+    """``{uuid}-ledger-{ledgerId}``, the data object's key."""
+    return f"{uuid}-ledger-{ledger_id}"
+
+
+def index_key(uuid: str, ledger_id: int) -> str:
+    """``{uuid}-ledger-{ledgerId}-index``, the index object's key."""
+    return f"{data_key(uuid, ledger_id)}-index"
+
+
+_KEY = re.compile(
+    r"^(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"-ledger-(?P<ledger>0|[1-9][0-9]{0,18})(?P<index>-index)?$"
+)
+
+
+def parse_key(key: str) -> LedgerKey | None:
+    """Parse the last path segment of ``key``; ``None`` if it is not a v1 key."""
+    match = _KEY.match(key.rsplit("/", 1)[-1])
+    if match is None or int(match["ledger"]) > _INT64_MAX:
+        return None
+    return LedgerKey(uuid=match["uuid"], ledger_id=int(match["ledger"]), is_index=match["index"] is not None)
+
+
+# -- data blocks ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockHeader:
+    """The 128-byte header at the start of every data block."""
+
+    block_length: int
+    first_entry_id: int
+
+
+def encode_block_header(header: BlockHeader) -> bytes:
+    """The 128 header bytes. Raises :class:`FormatError` for impossible values."""
+    if not BLOCK_HEADER_LENGTH <= header.block_length <= _INT64_MAX:
+        raise FormatError(f"block length {header.block_length} is not in [{BLOCK_HEADER_LENGTH}, 2^63)")
+    if not 0 <= header.first_entry_id <= _INT64_MAX:
+        raise FormatError(f"first entry id {header.first_entry_id} is not in [0, 2^63)")
+    packed = _BLOCK_HEADER.pack(BLOCK_MAGIC, BLOCK_HEADER_LENGTH, header.block_length, header.first_entry_id)
+    return packed + bytes(BLOCK_HEADER_LENGTH - len(packed))
+
+
+def decode_block_header(data: bytes | memoryview) -> BlockHeader:
+    """Parse the first 128 bytes of ``data`` as a block header."""
+    if len(data) < BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block header needs {BLOCK_HEADER_LENGTH} bytes, got {len(data)}")
+    magic, header_length, block_length, first_entry_id = _BLOCK_HEADER.unpack_from(data)
+    if magic != BLOCK_MAGIC:
+        raise FormatError(f"block header magic is {magic:#010x}, expected {BLOCK_MAGIC:#010x}")
+    if header_length != BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block header length is {header_length}, expected {BLOCK_HEADER_LENGTH}")
+    if block_length < BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block length {block_length} is shorter than its header")
+    if first_entry_id < 0:
+        raise FormatError(f"block first entry id {first_entry_id} is negative")
+    if any(bytes(data[_BLOCK_HEADER.size : BLOCK_HEADER_LENGTH])):
+        raise FormatError("block header fill is not all zero")
+    return BlockHeader(block_length=block_length, first_entry_id=first_entry_id)
+
+
+def block_size(max_block_size: int, remaining_entries: int, remaining_bytes: int) -> int:
+    """Size of the next block, as Pulsar computes it: the maximum, or exactly
+    enough for what is left of the ledger (the last block)."""
+    return min(max_block_size, remaining_entries * ENTRY_HEADER_LENGTH + remaining_bytes + BLOCK_HEADER_LENGTH)
+
+
+def entry_fits(used: int, entry_length: int, size: int) -> bool:
+    """Whether an entry of ``entry_length`` fits whole in a block of ``size``
+    of which ``used`` bytes (header included) are taken."""
+    return used + ENTRY_HEADER_LENGTH + entry_length <= size
+
+
+def frame_entry(entry_id: int, payload: bytes | memoryview) -> bytes:
+    """``int32 length | int64 entry id | payload``."""
+    if len(payload) > 2**31 - 1:
+        raise FormatError(f"entry {entry_id} is {len(payload)} bytes; the format's limit is 2^31-1")
+    return _ENTRY_HEADER.pack(len(payload), entry_id) + bytes(payload)
+
+
+def padding(length: int) -> bytes:
+    """``length`` padding bytes. The pattern starts over at the padding's
+    first byte wherever in the block that is (as Pulsar writes it), and is
+    cut mid-pattern at the block's end."""
+    whole, rest = divmod(length, len(PADDING))
+    return PADDING * whole + PADDING[:rest]
+
+
+def encode_block(first_entry_id: int, size: int, payloads: Sequence[bytes | memoryview]) -> bytes:
+    """A whole block of ``size`` bytes holding ``payloads`` as consecutive
+    entries from ``first_entry_id``, padded to ``size``.
+
+    Raises :class:`FormatError` if they do not fit (callers check with
+    :func:`entry_fits` first)."""
+    out = bytearray(encode_block_header(BlockHeader(size, first_entry_id)))
+    for offset, payload in enumerate(payloads):
+        if not entry_fits(len(out), len(payload), size):
+            raise FormatError(
+                f"entry {first_entry_id + offset} ({len(payload)} bytes) does not fit in a block of {size} bytes "
+                f"with {size - len(out)} bytes left"
+            )
+        out += frame_entry(first_entry_id + offset, payload)
+    out += padding(size - len(out))
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class EncodedBlock:
+    """One block of a data object, with its place in the index."""
+
+    entry: IndexEntry
+    data: bytes
+
+
+def encode_data_blocks(
+    payloads: Iterable[bytes | memoryview], *, entry_count: int, ledger_length: int, max_block_size: int
+) -> Iterator[EncodedBlock]:
+    """Cut a ledger's entries (ids ``0 .. entry_count-1``, ``ledger_length``
+    payload bytes in all) into blocks exactly as Pulsar does.
+
+    Lazy: it holds one block's entries plus one look-ahead entry, so a
+    ledger of any size streams through in bounded memory. Raises
+    :class:`FormatError` before yielding the block that would need it when
+    an entry cannot fit even an empty block (Pulsar would silently stop and
+    drop the rest of the ledger), and when the entries do not add up to
+    ``entry_count`` and ``ledger_length``."""
+    if max_block_size < BLOCK_HEADER_LENGTH + ENTRY_HEADER_LENGTH:
+        raise FormatError(f"max block size {max_block_size} cannot hold a header and an entry")
+    source = iter(payloads)
+    pending = next(source, None)
+    next_id = written = offset = 0
+    part_id = 1
+    while pending is not None:
+        size = block_size(max_block_size, entry_count - next_id, ledger_length - written)
+        first_id, used, chosen = next_id, BLOCK_HEADER_LENGTH, []
+        while pending is not None and entry_fits(used, len(pending), size):
+            chosen.append(pending)
+            used += ENTRY_HEADER_LENGTH + len(pending)
+            next_id += 1
+            written += len(pending)
+            pending = next(source, None)
+        if not chosen:
+            assert pending is not None
+            if size < max_block_size:
+                raise FormatError(
+                    f"ledger length {ledger_length} is less than its entries add up to (entry {next_id} is "
+                    f"{len(pending)} bytes with {ledger_length - written} bytes of the length left)"
+                )
+            raise FormatError(
+                f"entry {next_id} is {len(pending)} bytes, more than a block of {max_block_size} bytes can hold "
+                f"({max_block_size - BLOCK_HEADER_LENGTH - ENTRY_HEADER_LENGTH}); raise the max block size"
+            )
+        yield EncodedBlock(IndexEntry(first_id, part_id, offset), encode_block(first_id, size, chosen))
+        offset += size
+        part_id += 1
+    if next_id != entry_count or written != ledger_length:
+        raise FormatError(
+            f"ledger metadata says {entry_count} entries and {ledger_length} bytes, the entries are {next_id} "
+            f"and {written} bytes"
+        )
+
+
+@dataclass(frozen=True)
+class Block:
+    """A decoded data block: its header, its entries, where padding starts."""
+
+    header: BlockHeader
+    entries: tuple[tuple[int, bytes], ...]
+    padding_start: int
+
+    @property
+    def last_entry_id(self) -> int:
+        """Id of the block's last entry; ``first_entry_id - 1`` if it has none."""
+        return self.header.first_entry_id + len(self.entries) - 1
+
+
+def decode_block(data: bytes | memoryview) -> Block:
+    """Decode one whole block (exactly ``block_length`` bytes).
+
+    Checks the header, that entries are framed whole, that their ids run
+    consecutively from the header's first entry id, and that the rest is
+    padding in phase. Raises :class:`FormatError` naming the offset."""
+    view = memoryview(data)
+    header = decode_block_header(view)
+    if header.block_length != len(view):
+        raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
+    entries: list[tuple[int, bytes]] = []
+    position = BLOCK_HEADER_LENGTH
+    next_id = header.first_entry_id
+    while position < len(view):
+        remaining = len(view) - position
+        if remaining < 4 or struct.unpack_from(">i", view, position)[0] < 0:
+            break  # padding (its first byte, 0xFE, makes the length negative)
+        if remaining < ENTRY_HEADER_LENGTH:
+            raise FormatError(f"entry header at block offset {position} is cut off ({remaining} bytes left)")
+        length, entry_id = _ENTRY_HEADER.unpack_from(view, position)
+        if length > remaining - ENTRY_HEADER_LENGTH:
+            raise FormatError(
+                f"entry {entry_id} at block offset {position} claims {length} bytes, only "
+                f"{remaining - ENTRY_HEADER_LENGTH} remain in the block"
+            )
+        if entry_id != next_id:
+            raise FormatError(f"entry at block offset {position} has id {entry_id}, expected {next_id}")
+        start = position + ENTRY_HEADER_LENGTH
+        entries.append((entry_id, bytes(view[start : start + length])))
+        position = start + length
+        next_id += 1
+    if view[position:] != padding(len(view) - position):
+        raise FormatError(f"padding from block offset {position} is not the FE DC DE AD pattern")
+    return Block(header=header, entries=tuple(entries), padding_start=position)
+
+
+# -- the index ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """Where a block starts: its first entry, multipart part id, byte offset."""
+
+    first_entry_id: int
+    part_id: int
+    offset: int
+
+    @property
+    def data_offset(self) -> int:
+        """Offset of the block's first entry (after the block header)."""
+        return self.offset + BLOCK_HEADER_LENGTH
+
+
+@dataclass(frozen=True)
+class Index:
+    """A decoded index object. ``ledger_metadata`` keeps the serialized
+    BookKeeper metadata exactly as stored."""
+
+    data_object_length: int
+    ledger_metadata: bytes
+    entries: tuple[IndexEntry, ...]
+    data_header_length: int = BLOCK_HEADER_LENGTH
+
+    def metadata(self) -> LedgerMetadataFormat:
+        """The ledger metadata, parsed. Raises :class:`FormatError` if corrupt."""
+        return _parse_metadata(self.ledger_metadata)
+
+    @property
+    def last_entry_id(self) -> int:
+        return int(self.metadata().lastEntryId)
+
+    def lookup(self, entry_id: int) -> IndexEntry:
+        """The block holding ``entry_id`` (the last block starting at or
+        before it). Raises :class:`InvalidRangeError` for a negative id or
+        one beyond the ledger's last entry."""
+        last = self.last_entry_id
+        if entry_id < 0 or entry_id > last:
+            raise InvalidRangeError(f"Entry index: {entry_id} beyond lastEntryId: {last}")
+        low, high = 0, len(self.entries) - 1
+        if high < 0 or self.entries[0].first_entry_id > entry_id:
+            raise InvalidRangeError(f"entry {entry_id} is before the first block of the index")
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.entries[middle].first_entry_id <= entry_id:
+                low = middle
+            else:
+                high = middle - 1
+        return self.entries[low]
+
+    def block_end(self, block: IndexEntry) -> int:
+        """Offset just past ``block`` (the next block's offset, or the end)."""
+        position = block.part_id  # part ids are 1-based and consecutive
+        return self.entries[position].offset if position < len(self.entries) else self.data_object_length
+
+
+def encode_index(index: Index) -> bytes:
+    """Serialize ``index``. Raises :class:`FormatError` for an index that
+    breaks the format's invariants (see :func:`decode_index`)."""
+    _check_index(index)
+    total = _INDEX_HEADER.size + len(index.ledger_metadata) + _INDEX_ENTRY.size * len(index.entries)
+    if total > 2**31 - 1:
+        raise FormatError(f"index of {len(index.entries)} blocks is too large for the format")
+    out = bytearray(
+        _INDEX_HEADER.pack(
+            INDEX_MAGIC,
+            total,
+            index.data_object_length,
+            index.data_header_length,
+            len(index.entries),
+            len(index.ledger_metadata),
+        )
+    )
+    out += index.ledger_metadata
+    for entry in index.entries:
+        out += _INDEX_ENTRY.pack(entry.first_entry_id, entry.part_id, entry.offset)
+    return bytes(out)
+
+
+def decode_index(data: bytes | memoryview) -> Index:
+    """Parse an index object. Raises :class:`FormatError` unless the bytes
+    are exactly one well-formed index."""
+    view = memoryview(data)
+    if len(view) < _INDEX_HEADER.size:
+        raise FormatError(f"index needs at least {_INDEX_HEADER.size} bytes, got {len(view)}")
+    magic, total, data_length, header_length, count, metadata_length = _INDEX_HEADER.unpack_from(view)
+    if magic != INDEX_MAGIC:
+        raise FormatError(f"index magic is {magic:#010x}, expected {INDEX_MAGIC:#010x}")
+    if total != len(view):
+        raise FormatError(f"index says it is {total} bytes, the object has {len(view)}")
+    if count < 0 or metadata_length < 0:
+        raise FormatError(f"index block count {count} / metadata length {metadata_length} is negative")
+    if _INDEX_HEADER.size + metadata_length + count * _INDEX_ENTRY.size != total:
+        raise FormatError(
+            f"index of {total} bytes cannot hold {metadata_length} bytes of metadata and {count} block entries"
+        )
+    start = _INDEX_HEADER.size
+    metadata = bytes(view[start : start + metadata_length])
+    entries = tuple(
+        IndexEntry(*_INDEX_ENTRY.unpack_from(view, start + metadata_length + n * _INDEX_ENTRY.size))
+        for n in range(count)
+    )
+    index = Index(
+        data_object_length=data_length, ledger_metadata=metadata, entries=entries, data_header_length=header_length
+    )
+    _check_index(index)
+    return index
+
+
+def _check_index(index: Index) -> None:
+    if index.data_header_length != BLOCK_HEADER_LENGTH:
+        raise FormatError(f"index data header length is {index.data_header_length}, expected {BLOCK_HEADER_LENGTH}")
+    if not index.entries:
+        raise FormatError("index has no blocks")
+    metadata = _parse_metadata(index.ledger_metadata)
+    previous: IndexEntry | None = None
+    for number, entry in enumerate(index.entries, start=1):
+        if entry.part_id != number:
+            raise FormatError(f"index block {number} has part id {entry.part_id}; part ids run 1, 2, 3 ...")
+        if previous is None:
+            if entry.offset != 0 or entry.first_entry_id < 0:
+                raise FormatError(f"first index block starts at offset {entry.offset}, entry {entry.first_entry_id}")
+        elif entry.offset < previous.offset + BLOCK_HEADER_LENGTH or entry.first_entry_id < previous.first_entry_id:
+            raise FormatError(
+                f"index block {number} (offset {entry.offset}, entry {entry.first_entry_id}) does not follow "
+                f"block {number - 1} (offset {previous.offset}, entry {previous.first_entry_id})"
+            )
+        previous = entry
+    if previous is not None and index.data_object_length < previous.offset + BLOCK_HEADER_LENGTH:
+        raise FormatError(
+            f"index data object length {index.data_object_length} ends inside its last block at {previous.offset}"
+        )
+    if metadata.lastEntryId < index.entries[-1].first_entry_id:
+        raise FormatError(
+            f"ledger metadata last entry {metadata.lastEntryId} is before the last block's first entry "
+            f"{index.entries[-1].first_entry_id}"
+        )
+
+
+def _parse_metadata(raw: bytes) -> LedgerMetadataFormat:
+    metadata = LedgerMetadataFormat()
+    try:
+        metadata.ParseFromString(raw)
+    except (DecodeError, RuntimeWarning, ValueError) as exc:
+        raise FormatError(f"ledger metadata in the index is not a LedgerMetadataFormat: {exc}") from exc
+    if not metadata.IsInitialized():
+        raise FormatError(
+            f"ledger metadata in the index lacks required fields: {', '.join(metadata.FindInitializationErrors())}"
+        )
+    if metadata.lastEntryId < -1 or metadata.length < 0:
+        raise FormatError(f"ledger metadata has last entry {metadata.lastEntryId} and length {metadata.length}")
+    return metadata
+
+
+def closed_ledger_metadata(
+    *,
+    length: int,
+    last_entry_id: int,
+    ensemble: Iterable[str] = ("127.0.0.1:3181",),
+    ctime_ms: int = 0,
+    custom: Iterable[tuple[str, bytes]] = (),
+) -> LedgerMetadataFormat:
+    """BookKeeper metadata for a closed single-segment ledger (no password)."""
+    members = list(ensemble)
+    metadata = LedgerMetadataFormat(
+        quorumSize=len(members),
+        ensembleSize=len(members),
+        ackQuorumSize=len(members),
+        length=length,
+        lastEntryId=last_entry_id,
+        state=LedgerMetadataFormat.CLOSED,
+        digestType=LedgerMetadataFormat.CRC32C,
+        ctime=ctime_ms,
+    )
+    metadata.segment.add(ensembleMember=members, firstEntryId=0)
+    for key, value in custom:
+        metadata.customMetadata.add(key=key, value=value)
+    return metadata
