@@ -21,7 +21,15 @@ from .errors import (
     TransientStorageError,
 )
 from .hooks import Event, hookimpl
-from .model import ObjectInfo
+from .model import Entry, ObjectInfo
+from .offload import (
+    BlobStoreLedgerOffloader,
+    InMemoryReadHandle,
+    LedgerOffloader,
+    OffloadResult,
+    ReadHandle,
+    open_offloader,
+)
 from .plugins import PluginManager, open_driver
 from .storage import FsspecDriver, StorageDriver
 
@@ -32,22 +40,29 @@ except _metadata.PackageNotFoundError:  # running from a source tree without ins
 
 __all__ = [
     "AlreadyExistsError",
+    "BlobStoreLedgerOffloader",
     "ConfigError",
     "DriverNotInstalledError",
+    "Entry",
     "Event",
     "FormatError",
     "FsspecDriver",
+    "InMemoryReadHandle",
     "InvalidKeyError",
     "InvalidMetadataError",
     "InvalidRangeError",
+    "LedgerOffloader",
     "NotFoundError",
     "ObjectInfo",
     "OffloadError",
+    "OffloadResult",
     "PluginLoadError",
     "PluginManager",
+    "ReadHandle",
     "StorageDriver",
     "TransientStorageError",
     "__version__",
     "hookimpl",
     "open_driver",
+    "open_offloader",
 ]

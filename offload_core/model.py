@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["ObjectInfo"]
+__all__ = ["Entry", "ObjectInfo"]
 
 
 @dataclass(frozen=True)
@@ -38,3 +38,12 @@ class ObjectInfo:
             dict(other.metadata),
             other.etag,
         )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One log entry: its ledger, its id within the ledger, its bytes."""
+
+    ledger_id: int
+    entry_id: int
+    data: bytes

@@ -48,7 +48,7 @@ __all__ = [
 ENTRY_POINT_GROUPS = ("offload_core.drivers", "offload_core.plugins")
 ENV_ALLOW = "OFFLOAD_CORE_PLUGINS"
 ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
-BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory",)
+BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory", "offload_core.offload.ledger")
 
 # Where to send a user who asks for a driver nobody installed.
 _DISTRIBUTION_FOR = {

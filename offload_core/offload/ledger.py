@@ -1,0 +1,313 @@
+"""PIP-17: the blob-store LedgerOffloader, byte-compatible with Pulsar's.
+
+One ledger is offloaded as a data object (one multipart part per block)
+and an index object; see :mod:`offload_core.formats.pulsar_v1`.
+"""
+
+from __future__ import annotations
+
+import uuid as uuid_module
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar, runtime_checkable
+
+from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError, OffloadError
+from ..formats import pulsar_v1 as v1
+from ..hooks import Event, OffloaderRegistrar, hookimpl
+from ..instrument import InstrumentedDriver, RequestCounts
+from ..proto import LedgerMetadataFormat
+from ..retry import RetryPolicy, call_with_retries
+from ..storage import StorageDriver
+from .offloaded_read_handle import OffloadedReadHandle
+from .read_handle import ReadHandle
+
+__all__ = [
+    "DEFAULT_MAX_BLOCK_SIZE",
+    "DEFAULT_READ_BUFFER_SIZE",
+    "BlobStoreLedgerOffloader",
+    "LedgerOffloader",
+    "OffloadResult",
+]
+
+DEFAULT_MAX_BLOCK_SIZE = 64 * 2**20
+DEFAULT_READ_BUFFER_SIZE = 2**20
+DEFAULT_RETRY = RetryPolicy()
+T = TypeVar("T")
+# Pulsar reads 100 entries per call; we also cap a batch's expected bytes
+# at one block so that huge entries do not blow the memory bound.
+_ENTRIES_PER_READ = 100
+
+
+@dataclass(frozen=True)
+class OffloadResult:
+    """Where a ledger went: its uuid, object keys, and the driver metadata
+    to keep in the ledger's ``OffloadContext``."""
+
+    ledger_id: int
+    uuid: str
+    data_key: str
+    index_key: str
+    blocks: int
+    data_object_length: int
+    driver_metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LedgerOffloader(Protocol):
+    """PIP-17's LedgerOffloader: move a closed ledger to long-term storage
+    and read it back."""
+
+    def offload(
+        self, handle: ReadHandle, uuid: uuid_module.UUID | str, extra_metadata: Mapping[str, str] | None = None
+    ) -> OffloadResult: ...
+
+    def read_offloaded(
+        self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
+    ) -> ReadHandle: ...
+
+    def delete_offloaded(
+        self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
+    ) -> None: ...
+
+
+class BlobStoreLedgerOffloader:
+    """PIP-17 on any :class:`StorageDriver`.
+
+    ``max_block_size`` and ``read_buffer_size`` are Pulsar's
+    ``managedLedgerOffloadMaxBlockSizeInBytes`` (64 MiB) and
+    ``managedLedgerOffloadReadBufferSizeInBytes`` (1 MiB); ``prefix`` is put
+    before every object key. Every storage request is counted (``requests``)
+    and, when ``emit`` is given, reported as a ``storage.request`` event;
+    offloads also report ``offload.started`` / ``offload.finished`` /
+    ``offload.failed``.
+    """
+
+    def __init__(
+        self,
+        driver: StorageDriver,
+        *,
+        max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+        read_buffer_size: int = DEFAULT_READ_BUFFER_SIZE,
+        prefix: str = "",
+        retry: RetryPolicy = DEFAULT_RETRY,
+        emit: Callable[[Event], None] | None = None,
+    ) -> None:
+        _check_size("managedLedgerOffloadMaxBlockSizeInBytes", max_block_size,
+                    v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH)  # fmt: skip
+        _check_size("managedLedgerOffloadReadBufferSizeInBytes", read_buffer_size, 1)
+        if not isinstance(prefix, str):
+            raise ConfigError(f"offload prefix must be a string, got {prefix!r}")
+        self.driver = InstrumentedDriver(driver, emit)
+        self.max_block_size = max_block_size
+        self.read_buffer_size = read_buffer_size
+        self.prefix = prefix
+        self.retry = retry
+        self._emit = emit
+
+    def __repr__(self) -> str:
+        return f"BlobStoreLedgerOffloader({self.driver.inner!r}, prefix={self.prefix!r})"
+
+    @property
+    def requests(self) -> RequestCounts:
+        """Storage requests made so far."""
+        return self.driver.counts
+
+    def driver_metadata(self) -> dict[str, str]:
+        """What to record in ``OffloadContext.driverMetadata``."""
+        return {"driver": self.driver.name or type(self.driver.inner).__name__, "prefix": self.prefix}
+
+    def keys(self, ledger_id: int, uuid: uuid_module.UUID | str, prefix: str | None = None) -> tuple[str, str]:
+        """The data and index keys of an offloaded ledger."""
+        text = str(uuid)
+        base = self.prefix if prefix is None else prefix
+        return base + v1.data_key(text, ledger_id), base + v1.index_key(text, ledger_id)
+
+    # -- offload -------------------------------------------------------------
+
+    def offload(
+        self, handle: ReadHandle, uuid: uuid_module.UUID | str, extra_metadata: Mapping[str, str] | None = None
+    ) -> OffloadResult:
+        """Offload the closed ledger behind ``handle`` under ``uuid``.
+
+        Streams blocks from the handle into one multipart write (memory
+        stays near two blocks whatever the ledger size), then writes the
+        index. Raises :class:`OffloadError` for an open or empty ledger and
+        :class:`FormatError` when an entry fits no block or the entries do
+        not match the ledger metadata; on any failure at any stage both
+        objects are removed before the error propagates.
+        """
+        ledger_id = handle.ledger_id
+        metadata = handle.metadata
+        if metadata.state != LedgerMetadataFormat.CLOSED:
+            raise OffloadError(f"ledger {ledger_id} is not closed; only sealed ledgers can be offloaded")
+        if handle.last_entry_id < 0:
+            raise OffloadError(f"ledger {ledger_id} is empty; there is nothing to offload")
+        user_metadata = _object_metadata(extra_metadata)
+        data_key, index_key = self.keys(ledger_id, uuid)
+        self._event("offload.started", ledger_id=ledger_id, uuid=str(uuid), key=data_key)
+        table: list[v1.IndexEntry] = []
+        try:
+            blocks = v1.encode_data_blocks(
+                _payloads(handle, self.max_block_size),
+                entry_count=handle.last_entry_id + 1,
+                ledger_length=handle.length,
+                max_block_size=self.max_block_size,
+            )
+            data_info = self.driver.write(data_key, _recorded(blocks, table), metadata=user_metadata)
+            index = v1.Index(
+                data_object_length=data_info.size,
+                ledger_metadata=_without_password(metadata).SerializeToString(),
+                entries=tuple(table),
+            )
+            self.driver.write(index_key, v1.encode_index(index), metadata=user_metadata)
+        except BaseException as exc:
+            self._remove_quietly(ledger_id, [data_key, index_key], exc)
+            self._event("offload.failed", ledger_id=ledger_id, uuid=str(uuid), error=type(exc).__name__)
+            raise
+        self._event("offload.finished", ledger_id=ledger_id, uuid=str(uuid), bytes=data_info.size, blocks=len(table))
+        return OffloadResult(
+            ledger_id=ledger_id,
+            uuid=str(uuid),
+            data_key=data_key,
+            index_key=index_key,
+            blocks=len(table),
+            data_object_length=data_info.size,
+            driver_metadata=self.driver_metadata(),
+        )
+
+    def _remove_quietly(self, ledger_id: int, keys: list[str], cause: BaseException) -> None:
+        try:
+            call_with_retries(lambda: self.driver.delete(keys), self.retry)
+        except OffloadError as exc:
+            cause.add_note(
+                f"cleanup after the failed offload of ledger {ledger_id} also failed ({exc}); "
+                f"delete {keys} by hand or with `offload ledgers rm`"
+            )
+
+    # -- read ----------------------------------------------------------------
+
+    def read_offloaded(
+        self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
+    ) -> OffloadedReadHandle:
+        """Open an offloaded ledger for reading.
+
+        Loads the index (retrying transient errors a bounded number of
+        times) and checks the format version on both objects. Raises
+        :class:`NotFoundError` naming the ledger when an object is missing,
+        :class:`FormatError` for an unknown version or a corrupt index.
+        ``driver_metadata`` (as returned by :meth:`offload`) chooses the key
+        prefix the ledger was written under.
+        """
+        prefix = (driver_metadata or {}).get("prefix", self.prefix)
+        data_key, index_key = self.keys(ledger_id, uuid, prefix)
+        index_info = self._retrying(lambda: self.driver.stat(index_key), ledger_id, index_key)
+        _check_version(index_info.metadata, index_key)
+        raw = self._retrying(lambda: self.driver.read(index_key), ledger_id, index_key)
+        index = v1.decode_index(raw)
+        data_info = self._retrying(lambda: self.driver.stat(data_key), ledger_id, data_key)
+        _check_version(data_info.metadata, data_key)
+        if data_info.size != index.data_object_length:
+            raise FormatError(
+                f"offloaded ledger {ledger_id}: data object {data_key!r} is {data_info.size} bytes, its index "
+                f"says {index.data_object_length}"
+            )
+        return OffloadedReadHandle(ledger_id, index, self.driver, data_key, read_buffer_size=self.read_buffer_size)
+
+    def _retrying(self, action: Callable[[], T], ledger_id: int, key: str) -> T:
+        try:
+            return call_with_retries(action, self.retry)
+        except NotFoundError as exc:
+            raise NotFoundError(
+                f"offloaded ledger {ledger_id} is not in the store: object {key!r} is missing "
+                "(wrong uuid or prefix, or the ledger was deleted)",
+                key=key,
+            ) from exc
+
+    # -- delete --------------------------------------------------------------
+
+    def delete_offloaded(
+        self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
+    ) -> None:
+        """Delete both objects of an offloaded ledger; idempotent."""
+        prefix = (driver_metadata or {}).get("prefix", self.prefix)
+        keys = list(self.keys(ledger_id, uuid, prefix))
+        call_with_retries(lambda: self.driver.delete(keys), self.retry)
+        self._event("offload.deleted", ledger_id=ledger_id, uuid=str(uuid))
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def _event(self, kind: str, **fields: object) -> None:
+        if self._emit is not None:
+            self._emit(Event(kind, fields))
+
+
+def _check_size(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= 2**31 - 1:
+        raise ConfigError(f"{name} must be an integer from {minimum} to 2147483647, got {value!r}")
+
+
+def _object_metadata(extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The version key plus the caller's metadata, names lowercased as S3
+    stores them (Pulsar passes names like ``ManagedLedgerName``)."""
+    metadata = {}
+    for name, value in (extra or {}).items():
+        if name.lower() == v1.FORMAT_VERSION_KEY:
+            raise InvalidMetadataError(f"extra metadata may not set {v1.FORMAT_VERSION_KEY!r}; the offloader does")
+        metadata[name.lower()] = value
+    metadata[v1.FORMAT_VERSION_KEY] = v1.FORMAT_VERSION
+    return metadata
+
+
+def _check_version(metadata: Mapping[str, str], key: str) -> None:
+    version = metadata.get(v1.FORMAT_VERSION_KEY)
+    if version != v1.FORMAT_VERSION:
+        raise FormatError(
+            f"object {key!r} has format version {version!r} ({v1.FORMAT_VERSION_KEY}); this reader understands "
+            f"{v1.FORMAT_VERSION!r}: upgrade offload-core, or check the object was written by a ledger offloader"
+        )
+
+
+def _without_password(metadata: LedgerMetadataFormat) -> LedgerMetadataFormat:
+    if not metadata.HasField("password"):
+        return metadata
+    copy = LedgerMetadataFormat()
+    copy.CopyFrom(metadata)
+    copy.ClearField("password")
+    return copy
+
+
+def _payloads(handle: ReadHandle, max_block_size: int) -> Iterator[bytes]:
+    """The ledger's entries in order, read in batches small enough that one
+    batch holds about a block's worth of bytes."""
+    last = handle.last_entry_id
+    average = max(1, handle.length // (last + 1))
+    batch = max(1, min(_ENTRIES_PER_READ, max_block_size // average))
+    first = 0
+    while first <= last:
+        end = min(first + batch - 1, last)
+        entries = handle.read(first, end)
+        for expected, entry in enumerate(entries, start=first):
+            if entry.entry_id != expected:
+                raise FormatError(
+                    f"ledger {handle.ledger_id}: the read handle returned entry {entry.entry_id} "
+                    f"where {expected} was asked for"
+                )
+            yield entry.data
+        if len(entries) != end - first + 1:
+            raise FormatError(
+                f"ledger {handle.ledger_id}: asked for entries {first}..{end}, the read handle returned {len(entries)}"
+            )
+        first = end + 1
+
+
+def _recorded(blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry]) -> Iterator[bytes]:
+    for block in blocks:
+        table.append(block.entry)
+        yield block.data
+
+
+@hookimpl
+def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
+    register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"))
+

@@ -1,0 +1,93 @@
+"""The ReadHandle protocol (BookKeeper's, as PIP-17 uses it) and an
+in-memory implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ..errors import InvalidRangeError, OffloadError
+from ..formats.pulsar_v1 import closed_ledger_metadata
+from ..model import Entry
+from ..proto import LedgerMetadataFormat
+
+__all__ = ["InMemoryReadHandle", "ReadHandle", "check_read_range"]
+
+
+@runtime_checkable
+class ReadHandle(Protocol):
+    """Read access to one ledger.
+
+    ``read(first, last)`` returns entries ``first..last`` inclusive, in
+    order; it raises :class:`InvalidRangeError` when ``first > last``,
+    ``first < 0`` or ``last > last_entry_id``.
+    """
+
+    @property
+    def ledger_id(self) -> int: ...
+
+    @property
+    def metadata(self) -> LedgerMetadataFormat: ...
+
+    @property
+    def last_entry_id(self) -> int: ...
+
+    @property
+    def length(self) -> int: ...
+
+    def read(self, first: int, last: int) -> list[Entry]: ...
+
+    def close(self) -> None: ...
+
+
+def check_read_range(ledger_id: int, first: int, last: int, last_entry_id: int) -> None:
+    """Raise :class:`InvalidRangeError` unless ``0 <= first <= last <= last_entry_id``."""
+    if first < 0 or first > last or last > last_entry_id:
+        raise InvalidRangeError(
+            f"ledger {ledger_id}: cannot read entries {first}..{last}; valid ids are 0..{last_entry_id}"
+        )
+
+
+class InMemoryReadHandle:
+    """A closed ledger over a list of byte strings (entry ``i`` is ``entries[i]``).
+
+    ``metadata`` defaults to closed-ledger BookKeeper metadata whose length
+    and last entry id match ``entries``.
+    """
+
+    def __init__(
+        self, ledger_id: int, entries: Sequence[bytes], metadata: LedgerMetadataFormat | None = None
+    ) -> None:
+        self._ledger_id = ledger_id
+        self._entries = list(entries)
+        if metadata is None:
+            metadata = closed_ledger_metadata(
+                length=sum(len(entry) for entry in self._entries), last_entry_id=len(self._entries) - 1
+            )
+        self._metadata = metadata
+        self._closed = False
+
+    @property
+    def ledger_id(self) -> int:
+        return self._ledger_id
+
+    @property
+    def metadata(self) -> LedgerMetadataFormat:
+        return self._metadata
+
+    @property
+    def last_entry_id(self) -> int:
+        return int(self._metadata.lastEntryId)
+
+    @property
+    def length(self) -> int:
+        return int(self._metadata.length)
+
+    def read(self, first: int, last: int) -> list[Entry]:
+        if self._closed:
+            raise OffloadError(f"ledger {self._ledger_id}: read handle is closed")
+        check_read_range(self._ledger_id, first, last, min(self.last_entry_id, len(self._entries) - 1))
+        return [Entry(self._ledger_id, entry_id, self._entries[entry_id]) for entry_id in range(first, last + 1)]
+
+    def close(self) -> None:
+        self._closed = True
