@@ -19,7 +19,7 @@ from offload_core import (
     open_driver,
 )
 from offload_core.memory import MemoryDriver
-from offload_core.plugins import ENV_ALLOW, ENV_DISABLE_AUTOLOAD
+from offload_core.plugins import BUILTIN_PLUGINS, ENV_ALLOW, ENV_DISABLE_AUTOLOAD
 
 
 def install_fake_distribution(site: Path, dist: str, entry_point: str, module: str, source: str) -> None:
@@ -115,7 +115,7 @@ def test_missing_root_without_create_is_a_config_error(tmp_path: Path) -> None:
 
 def test_disable_autoload_keeps_builtins_only() -> None:
     manager = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1"})
-    assert [info.name for info in manager.plugins()] == ["offload_core.memory"]
+    assert [info.name for info in manager.plugins()] == list(BUILTIN_PLUGINS)
     assert isinstance(manager.open_driver("memory://"), MemoryDriver)
     with pytest.raises(DriverNotInstalledError, match="pip install offload-driver-filesystem"):
         manager.open_driver("file:///tmp/x")
@@ -123,14 +123,14 @@ def test_disable_autoload_keeps_builtins_only() -> None:
 
 def test_disable_autoload_with_allow_list_loads_the_named_ones() -> None:
     manager = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1", ENV_ALLOW: "filesystem"})
-    assert {info.name for info in manager.plugins()} == {"offload_core.memory", "filesystem"}
+    assert {info.name for info in manager.plugins()} == {*BUILTIN_PLUGINS, "filesystem"}
 
 
 def test_allow_list_restricts_autoload_by_entry_point_or_distribution() -> None:
     by_entry_point = PluginManager(environ={ENV_ALLOW: "sqlite"})
-    assert {info.name for info in by_entry_point.plugins()} == {"offload_core.memory", "sqlite"}
+    assert {info.name for info in by_entry_point.plugins()} == {*BUILTIN_PLUGINS, "sqlite"}
     by_distribution = PluginManager(environ={ENV_ALLOW: "offload-driver-filesystem"})
-    assert {info.name for info in by_distribution.plugins()} == {"offload_core.memory", "filesystem"}
+    assert {info.name for info in by_distribution.plugins()} == {*BUILTIN_PLUGINS, "filesystem"}
 
 
 def test_allow_list_naming_a_missing_plugin_is_an_error() -> None:
