@@ -9,6 +9,7 @@ import click
 from .. import __version__
 from ..errors import OffloadError
 from .driver_commands import drivers
+from .ledger_commands import ledgers
 from .plugin_commands import plugins
 
 __all__ = ["main"]
@@ -35,3 +36,4 @@ def main() -> None:
 
 main.add_command(plugins)
 main.add_command(drivers)
+main.add_command(ledgers)

@@ -85,8 +85,10 @@ _INT64_MAX = 2**63 - 1
 
 @dataclass(frozen=True)
 class LedgerKey:
-    """What an object key says: offload ``uuid``, ``ledger_id``, which object."""
+    """What an object key says: the ``prefix`` before the offload ``uuid``,
+    the ``ledger_id``, and which of the two objects it is."""
 
+    prefix: str
     uuid: str
     ledger_id: int
     is_index: bool
@@ -103,17 +105,23 @@ def index_key(uuid: str, ledger_id: int) -> str:
 
 
 _KEY = re.compile(
-    r"^(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"-ledger-(?P<ledger>0|[1-9][0-9]{0,18})(?P<index>-index)?$"
 )
 
 
 def parse_key(key: str) -> LedgerKey | None:
-    """Parse the last path segment of ``key``; ``None`` if it is not a v1 key."""
-    match = _KEY.match(key.rsplit("/", 1)[-1])
+    """Parse a v1 object key (with any prefix before the uuid); ``None`` if
+    ``key`` does not end like one."""
+    match = _KEY.search(key)
     if match is None or int(match["ledger"]) > _INT64_MAX:
         return None
-    return LedgerKey(uuid=match["uuid"], ledger_id=int(match["ledger"]), is_index=match["index"] is not None)
+    return LedgerKey(
+        prefix=key[: match.start()],
+        uuid=match["uuid"],
+        ledger_id=int(match["ledger"]),
+        is_index=match["index"] is not None,
+    )
 
 
 # -- data blocks ----------------------------------------------------------

@@ -101,8 +101,9 @@ def test_keys_and_their_parser() -> None:
     uuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
     assert v1.data_key(uuid, 5_000_000_000) == f"{uuid}-ledger-5000000000"
     assert v1.index_key(uuid, 7) == f"{uuid}-ledger-7-index"
-    assert v1.parse_key(f"{uuid}-ledger-5000000000") == v1.LedgerKey(uuid, 5_000_000_000, False)
-    assert v1.parse_key(f"some/prefix/{uuid}-ledger-7-index") == v1.LedgerKey(uuid, 7, True)
+    assert v1.parse_key(f"{uuid}-ledger-5000000000") == v1.LedgerKey("", uuid, 5_000_000_000, False)
+    assert v1.parse_key(f"some/prefix/{uuid}-ledger-7-index") == v1.LedgerKey("some/prefix/", uuid, 7, True)
+    assert v1.parse_key(f"flat-{uuid}-ledger-7") == v1.LedgerKey("flat-", uuid, 7, False)
     for bad in [f"{uuid}-ledger-", f"{uuid}-ledger-07", f"{uuid}-ledger-7-idx", "x-ledger-7", f"{uuid}-ledger-{2**63}"]:
         assert v1.parse_key(bad) is None
 

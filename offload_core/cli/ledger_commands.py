@@ -1,0 +1,198 @@
+"""``offload ledgers ...``: offloaded ledgers in a bucket (ours or Pulsar's)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..errors import FormatError
+from ..formats import pulsar_v1 as v1
+from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
+from ..offload.ledger import BlobStoreLedgerOffloader
+from ..offload.verify import Defect, verify_ledger
+from ..plugins import open_driver
+from ..storage import StorageDriver
+from .options import driver_options, parse_driver_options
+
+_BATCH = 500
+
+
+@click.group()
+def ledgers() -> None:
+    """Offloaded ledgers (PIP-17 objects) in a store."""
+
+
+def _open(url: str, options: tuple[str, ...]) -> StorageDriver:
+    return open_driver(url, **parse_driver_options(options))
+
+
+prefix_option = click.option("--prefix", default="", help="Only keys starting with this prefix.")
+uuid_option = click.option("--uuid", default=None, help="Which offload of the ledger, when there are several.")
+
+
+@ledgers.command("ls")
+@click.argument("url")
+@prefix_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per ledger, one per line.")
+@driver_options
+def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
+    """List offloaded ledgers found under URL, with entries and sizes from their indexes."""
+    driver = _open(url, options)
+    found = find_offloaded_ledgers(driver, prefix)
+    rows = [_describe(driver, ledger) for ledger in found]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    click.echo(f"{'LEDGER':>12}  {'UUID':<36}  {'ENTRIES':>9}  {'BYTES':>12}  {'BLOCKS':>6}  STATE")
+    for row in rows:
+        click.echo(
+            f"{row['ledger_id']:>12}  {row['uuid']:<36}  {_cell(row['entries']):>9}  {_cell(row['bytes']):>12}  "
+            f"{_cell(row['blocks']):>6}  {row['state']}"
+        )
+    click.echo(f"{len(rows)} ledger(s)", err=True)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _describe(driver: StorageDriver, ledger: OffloadedLedger) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "ledger_id": ledger.ledger_id,
+        "uuid": ledger.uuid,
+        "prefix": ledger.prefix,
+        "entries": None,
+        "bytes": None,
+        "blocks": None,
+        "data_object_bytes": ledger.data.size if ledger.data else None,
+    }
+    if not ledger.complete:
+        row["state"] = "incomplete (" + ("index" if ledger.index is None else "data") + " missing)"
+        return row
+    try:
+        index = v1.decode_index(driver.read(ledger.index_key))
+        metadata = index.metadata()
+    except FormatError as exc:
+        row["state"] = f"unreadable index: {exc}"
+        return row
+    row.update(entries=metadata.lastEntryId + 1, bytes=metadata.length, blocks=len(index.entries), state="complete")
+    return row
+
+
+@ledgers.command("cat")
+@click.argument("url")
+@click.argument("ledger", type=int)
+@uuid_option
+@prefix_option
+@click.option("--from", "first", type=int, default=0, show_default=True, help="First entry id.")
+@click.option("--to", "last", type=int, default=None, help="Last entry id (default: the ledger's last).")
+@click.option("--raw", "output", flag_value="raw", help="Payload bytes only, concatenated (for piping).")
+@click.option("--hex", "output", flag_value="hex", default=True, help="entry id, size and hex payload per line.")
+@click.option(
+    "--json", "output", flag_value="json", help="One JSON object per entry: ledger_id, entry_id, size, payload_b64."
+)
+@driver_options
+def cat(
+    url: str,
+    ledger: int,
+    uuid: str | None,
+    prefix: str,
+    first: int,
+    last: int | None,
+    output: str,
+    options: tuple[str, ...],
+) -> None:
+    """Print the entries of offloaded LEDGER (all, or --from/--to)."""
+    driver = _open(url, options)
+    chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
+    offloader = BlobStoreLedgerOffloader(driver, prefix=chosen.prefix)
+    handle = offloader.read_offloaded(chosen.ledger_id, chosen.uuid)
+    end = handle.last_entry_id if last is None else last
+    out = sys.stdout.buffer
+    position = first
+    while position <= end:
+        batch_end = min(end, position + _BATCH - 1)
+        for entry in handle.read(position, batch_end):
+            if output == "raw":
+                out.write(entry.data)
+            elif output == "json":
+                record = {
+                    "ledger_id": entry.ledger_id,
+                    "entry_id": entry.entry_id,
+                    "size": len(entry.data),
+                    "payload_b64": base64.b64encode(entry.data).decode("ascii"),
+                }
+                out.write(json.dumps(record).encode() + b"\n")
+            else:
+                out.write(f"{entry.entry_id}\t{len(entry.data)}\t{entry.data.hex()}\n".encode())
+        position = batch_end + 1
+    out.flush()
+
+
+@ledgers.command()
+@click.argument("url")
+@click.argument("ledger", type=int, required=False)
+@uuid_option
+@prefix_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON report per ledger, one per line.")
+@driver_options
+def verify(
+    url: str, ledger: int | None, uuid: str | None, prefix: str, as_json: bool, options: tuple[str, ...]
+) -> None:
+    """Read every block of every offloaded ledger under URL (or just LEDGER)
+    and check framing, entry ids, lengths and metadata.
+
+    Exits 1 if any ledger has a defect, naming where the first one is.
+    """
+    driver = _open(url, options)
+    found = find_offloaded_ledgers(driver, prefix)
+    targets = found if ledger is None else [select_ledger(found, ledger, uuid)]
+    total = sum(t.data.size for t in targets if t.data is not None)
+    defects: list[Defect] = []
+    with click.progressbar(length=total, label="verifying", file=sys.stderr) as progress:
+        reports = [verify_ledger(driver, target, on_block=progress.update) for target in targets]
+    for report in reports:
+        defects.extend(report.defects)
+        if as_json:
+            click.echo(json.dumps({
+                "ledger_id": report.ledger.ledger_id,
+                "uuid": report.ledger.uuid,
+                "ok": report.ok,
+                "blocks": report.blocks,
+                "entries": report.entries,
+                "bytes": report.entry_bytes,
+                "defects": [{"key": d.key, "offset": d.offset, "problem": d.problem} for d in report.defects],
+            }))  # fmt: skip
+        elif report.ok:
+            click.echo(f"ok      ledger {report.ledger.ledger_id} ({report.ledger.uuid}): "
+                       f"{report.blocks} blocks, {report.entries} entries, {report.entry_bytes} bytes")  # fmt: skip
+        else:
+            for defect in report.defects:
+                click.echo(f"DEFECT  {defect.location()}: {defect.problem}")
+    click.echo(f"verified {len(reports)} ledger(s): {len(defects)} defect(s)", err=True)
+    if defects:
+        first = defects[0]
+        raise click.ClickException(f"first defect: {first.location()}: {first.problem}")
+
+
+@ledgers.command("rm")
+@click.argument("url")
+@click.argument("ledger", type=int)
+@uuid_option
+@prefix_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@driver_options
+def remove(url: str, ledger: int, uuid: str | None, prefix: str, yes: bool, options: tuple[str, ...]) -> None:
+    """Delete both objects of offloaded LEDGER (idempotent)."""
+    driver = _open(url, options)
+    chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
+    keys = [chosen.data_key, chosen.index_key]
+    if not yes:
+        click.confirm(f"delete {keys[0]!r} and {keys[1]!r}?", abort=True)
+    driver.delete(keys)
+    click.echo(f"deleted ledger {chosen.ledger_id} ({chosen.uuid})")
