@@ -24,6 +24,7 @@ against what is really there before anything is allocated.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -59,7 +60,6 @@ __all__ = [
     "encode_data_blocks",
     "encode_index",
     "entry_fits",
-    "frame_entry",
     "index_key",
     "padding",
     "parse_key",
@@ -175,13 +175,6 @@ def entry_fits(used: int, entry_length: int, size: int) -> bool:
     return used + ENTRY_HEADER_LENGTH + entry_length <= size
 
 
-def frame_entry(entry_id: int, payload: bytes | memoryview) -> bytes:
-    """``int32 length | int64 entry id | payload``."""
-    if len(payload) > 2**31 - 1:
-        raise FormatError(f"entry {entry_id} is {len(payload)} bytes; the format's limit is 2^31-1")
-    return _ENTRY_HEADER.pack(len(payload), entry_id) + bytes(payload)
-
-
 def padding(length: int) -> bytes:
     """``length`` padding bytes. The pattern starts over at the padding's
     first byte wherever in the block that is (as Pulsar writes it), and is
@@ -190,30 +183,53 @@ def padding(length: int) -> bytes:
     return PADDING * whole + PADDING[:rest]
 
 
+class _BlockWriter:
+    """Frames entries straight into one block's buffer."""
+
+    def __init__(self, first_entry_id: int, size: int) -> None:
+        self.out = bytearray(encode_block_header(BlockHeader(size, first_entry_id)))
+        self.size = size
+        self.next_id = first_entry_id
+
+    def add(self, payload: bytes | memoryview) -> bool:
+        """Append the entry if it fits whole; report whether it did."""
+        if not entry_fits(len(self.out), len(payload), self.size):
+            return False
+        if len(payload) > 2**31 - 1:
+            raise FormatError(f"entry {self.next_id} is {len(payload)} bytes; the format's limit is 2^31-1")
+        self.out += _ENTRY_HEADER.pack(len(payload), self.next_id)
+        self.out += payload
+        self.next_id += 1
+        return True
+
+    def finish(self) -> bytearray:
+        self.out += padding(self.size - len(self.out))
+        return self.out
+
+
 def encode_block(first_entry_id: int, size: int, payloads: Sequence[bytes | memoryview]) -> bytes:
     """A whole block of ``size`` bytes holding ``payloads`` as consecutive
     entries from ``first_entry_id``, padded to ``size``.
 
     Raises :class:`FormatError` if they do not fit (callers check with
     :func:`entry_fits` first)."""
-    out = bytearray(encode_block_header(BlockHeader(size, first_entry_id)))
-    for offset, payload in enumerate(payloads):
-        if not entry_fits(len(out), len(payload), size):
+    writer = _BlockWriter(first_entry_id, size)
+    for payload in payloads:
+        if not writer.add(payload):
             raise FormatError(
-                f"entry {first_entry_id + offset} ({len(payload)} bytes) does not fit in a block of {size} bytes "
-                f"with {size - len(out)} bytes left"
+                f"entry {writer.next_id} ({len(payload)} bytes) does not fit in a block of {size} bytes "
+                f"with {size - len(writer.out)} bytes left"
             )
-        out += frame_entry(first_entry_id + offset, payload)
-    out += padding(size - len(out))
-    return bytes(out)
+    return bytes(writer.finish())
 
 
 @dataclass(frozen=True)
 class EncodedBlock:
-    """One block of a data object, with its place in the index."""
+    """One block of a data object, with its place in the index. ``data`` is
+    a fresh buffer the caller owns (not copied again into ``bytes``)."""
 
     entry: IndexEntry
-    data: bytes
+    data: bytes | bytearray
 
 
 def encode_data_blocks(
@@ -222,7 +238,7 @@ def encode_data_blocks(
     """Cut a ledger's entries (ids ``0 .. entry_count-1``, ``ledger_length``
     payload bytes in all) into blocks exactly as Pulsar does.
 
-    Lazy: it holds one block's entries plus one look-ahead entry, so a
+    Lazy: it holds one block being filled plus one look-ahead entry, so a
     ledger of any size streams through in bounded memory. Raises
     :class:`FormatError` before yielding the block that would need it when
     an entry cannot fit even an empty block (Pulsar would silently stop and
@@ -236,14 +252,11 @@ def encode_data_blocks(
     part_id = 1
     while pending is not None:
         size = block_size(max_block_size, entry_count - next_id, ledger_length - written)
-        first_id, used, chosen = next_id, BLOCK_HEADER_LENGTH, []
-        while pending is not None and entry_fits(used, len(pending), size):
-            chosen.append(pending)
-            used += ENTRY_HEADER_LENGTH + len(pending)
-            next_id += 1
+        writer = _BlockWriter(next_id, size)
+        while pending is not None and writer.add(pending):
             written += len(pending)
             pending = next(source, None)
-        if not chosen:
+        if writer.next_id == next_id:
             assert pending is not None
             if size < max_block_size:
                 raise FormatError(
@@ -254,7 +267,8 @@ def encode_data_blocks(
                 f"entry {next_id} is {len(pending)} bytes, more than a block of {max_block_size} bytes can hold "
                 f"({max_block_size - BLOCK_HEADER_LENGTH - ENTRY_HEADER_LENGTH}); raise the max block size"
             )
-        yield EncodedBlock(IndexEntry(first_id, part_id, offset), encode_block(first_id, size, chosen))
+        yield EncodedBlock(IndexEntry(next_id, part_id, offset), writer.finish())
+        next_id = writer.next_id
         offset += size
         part_id += 1
     if next_id != entry_count or written != ledger_length:
@@ -342,10 +356,11 @@ class Index:
     data_header_length: int = BLOCK_HEADER_LENGTH
 
     def metadata(self) -> LedgerMetadataFormat:
-        """The ledger metadata, parsed. Raises :class:`FormatError` if corrupt."""
+        """The ledger metadata, parsed (a fresh copy each call). Raises
+        :class:`FormatError` if corrupt."""
         return _parse_metadata(self.ledger_metadata)
 
-    @property
+    @functools.cached_property
     def last_entry_id(self) -> int:
         return int(self.metadata().lastEntryId)
 

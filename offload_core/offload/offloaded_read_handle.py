@@ -82,8 +82,7 @@ class OffloadedReadHandle:
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
         entries = []
         for entry_id in range(first, last + 1):
-            offset = self._locate(entry_id)
-            length, _ = self._entry_header(offset)
+            offset, length = self._locate(entry_id)
             data = self._bytes(offset + v1.ENTRY_HEADER_LENGTH, length)
             entries.append(Entry(self._ledger_id, entry_id, data))
             self._remember(entry_id + 1, offset + v1.ENTRY_HEADER_LENGTH + length)
@@ -96,7 +95,8 @@ class OffloadedReadHandle:
 
     # -- locating entries ----------------------------------------------------
 
-    def _locate(self, entry_id: int) -> int:
+    def _locate(self, entry_id: int) -> tuple[int, int]:
+        """Byte offset and payload length of ``entry_id``."""
         block = self._index.lookup(entry_id)
         start, end = block.data_offset, self._index.block_end(block)
         position, at_id = start, block.first_entry_id
@@ -104,24 +104,22 @@ class OffloadedReadHandle:
         if known is not None and start <= known < end:
             position, at_id = known, entry_id
         while True:
-            if position + 4 > end or struct.unpack(">i", self._bytes(position, 4))[0] < 0:
+            # A negative length is padding (its first byte is 0xFE): the
+            # entry should have been in this block and is not.
+            if position + v1.ENTRY_HEADER_LENGTH > end:
                 raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
-            length, stored_id = self._entry_header(position)
+            length, stored_id = _ENTRY_HEADER.unpack(self._bytes(position, v1.ENTRY_HEADER_LENGTH))
+            if length < 0:
+                raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
             if stored_id != at_id:
                 raise self._corrupt(position, f"found entry id {stored_id}, expected {at_id}")
             if position + v1.ENTRY_HEADER_LENGTH + length > end:
                 raise self._corrupt(position, f"entry {stored_id} of {length} bytes runs past its block")
             self._remember(stored_id, position)
             if stored_id == entry_id:
-                return position
+                return position, int(length)
             position += v1.ENTRY_HEADER_LENGTH + length
             at_id += 1
-
-    def _entry_header(self, position: int) -> tuple[int, int]:
-        length, entry_id = _ENTRY_HEADER.unpack(self._bytes(position, v1.ENTRY_HEADER_LENGTH))
-        if length < 0:
-            raise self._corrupt(position, f"negative entry length {length}")
-        return int(length), int(entry_id)
 
     def _remember(self, entry_id: int, position: int) -> None:
         self._offsets[entry_id] = position
