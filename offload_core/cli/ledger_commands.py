@@ -43,7 +43,8 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
     """List offloaded ledgers found under URL, with entries and sizes from their indexes."""
     driver = _open(url, options)
     found = find_offloaded_ledgers(driver, prefix)
-    rows = [_describe(driver, ledger) for ledger in found]
+    with click.progressbar(found, label="reading indexes", file=sys.stderr) as progress:
+        rows = [_describe(driver, ledger) for ledger in progress]
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
