@@ -301,7 +301,7 @@ def _payloads(handle: ReadHandle, max_block_size: int) -> Iterator[bytes]:
         first = end + 1
 
 
-def _recorded(blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry]) -> Iterator[bytes]:
+def _recorded(blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry]) -> Iterator[bytes | bytearray]:
     for block in blocks:
         table.append(block.entry)
         yield block.data
