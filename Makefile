@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/walkthrough.py --data-dir offload-data
 
 # CI runs this. Hypothesis uses its bounded, derandomized profile unless told otherwise.
-test: $(STAMP)
+test: $(STAMP) lint
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest
 
 # The quick loop: no emulators, no Spark, no slow crash tests.
