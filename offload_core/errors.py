@@ -14,6 +14,7 @@ from collections.abc import Mapping
 __all__ = [
     "AlreadyExistsError",
     "ConfigError",
+    "ConflictError",
     "DriverNotInstalledError",
     "FormatError",
     "InvalidKeyError",
@@ -65,6 +66,12 @@ class AlreadyExistsError(OffloadError, FileExistsError):
 class InvalidRangeError(OffloadError, ValueError):
     """A byte or entry range that cannot be served (start at or past the end,
     negative, or reversed)."""
+
+
+class ConflictError(OffloadError):
+    """A compare-and-set update lost: the record changed since it was read.
+
+    Re-read the record and decide again; never retry the same write blindly."""
 
 
 class InvalidKeyError(OffloadError, ValueError):

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Entry", "ObjectInfo"]
+from .errors import ConfigError
+
+__all__ = ["Entry", "ObjectInfo", "Position"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +49,31 @@ class Entry:
     ledger_id: int
     entry_id: int
     data: bytes
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where an entry is in a managed ledger: ``ledger_id:entry_id``.
+
+    Positions order by ledger, then entry."""
+
+    ledger_id: int
+    entry_id: int
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}"
+
+    @classmethod
+    def parse(cls, text: str) -> Position:
+        """``"12:345"`` -> ``Position(12, 345)``; :class:`ConfigError` for
+        anything else."""
+        ledger, sep, entry = text.partition(":")
+        try:
+            if not sep:
+                raise ValueError(text)
+            position = cls(int(ledger), int(entry))
+        except ValueError:
+            raise ConfigError(f"position {text!r} is not LEDGER:ENTRY (two integers, e.g. 12:0)") from None
+        if position.ledger_id < 0 or position.entry_id < 0:
+            raise ConfigError(f"position {text!r} has a negative part")
+        return position

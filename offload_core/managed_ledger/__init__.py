@@ -1,0 +1,28 @@
+"""The embedded managed ledger: hot tier, offload lifecycle, policies, tiered reads."""
+
+from .broker import Broker
+from .config import BrokerConfig, load_config, parse_config
+from .ledger_file import FsyncPolicy
+from .managed_ledger import Cursor, LedgerState, ManagedLedger, OffloadStatus, TieredEntry
+from .metadata_store import MetadataStore, SqliteMetadataStore, Versioned
+from .policies import OffloadPolicies, PolicyStore, ReadPriority, TopicName
+
+__all__ = [
+    "Broker",
+    "BrokerConfig",
+    "Cursor",
+    "FsyncPolicy",
+    "LedgerState",
+    "ManagedLedger",
+    "MetadataStore",
+    "OffloadPolicies",
+    "OffloadStatus",
+    "PolicyStore",
+    "ReadPriority",
+    "SqliteMetadataStore",
+    "TieredEntry",
+    "TopicName",
+    "Versioned",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,84 @@
+"""The embedded broker: one data directory, its metadata, its topics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..plugins import PluginManager
+from .config import BrokerConfig
+from .managed_ledger import ManagedLedger
+from .metadata_store import MetadataStore, SqliteMetadataStore
+from .offloaders import OffloaderProvider
+from .policies import PolicyStore, TopicName
+
+__all__ = ["Broker"]
+
+
+class Broker:
+    """Opens managed ledgers (topics) in ``data_dir``.
+
+    Layout: ``metadata.db`` (SQLite metadata store), ``ledgers/`` (hot-tier
+    files), ``bucket/`` (the default offload target, a local directory),
+    ``locks/``. ``store`` replaces the SQLite store (a ZooKeeper or etcd
+    one, say); ``clock`` is for tests.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        config: BrokerConfig | None = None,
+        *,
+        plugin_manager: PluginManager | None = None,
+        store: MetadataStore | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config = config if config is not None else BrokerConfig()
+        self.plugins = plugin_manager if plugin_manager is not None else PluginManager()
+        self.store = store if store is not None else SqliteMetadataStore(self.data_dir / "metadata.db")
+        self.policies = PolicyStore(self.store, self.config.policies)
+        self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit)
+        self._clock = clock
+        self._open: dict[TopicName, ManagedLedger] = {}
+
+    def topic(self, name: str | TopicName) -> ManagedLedger:
+        """Open (or return the already open) managed ledger of topic ``name``."""
+        topic = name if isinstance(name, TopicName) else TopicName.parse(name)
+        ledger = self._open.get(topic)
+        if ledger is None:
+            ledger = ManagedLedger(
+                topic,
+                data_dir=self.data_dir,
+                store=self.store,
+                config=self.config,
+                policies=self.policies,
+                offloaders=self.offloaders,
+                emit=self.plugins.emit,
+                clock=self._clock,
+            )
+            self._open[topic] = ledger
+        return ledger
+
+    def topics(self) -> list[TopicName]:
+        """Every topic with a managed ledger in this data directory."""
+        names = []
+        for path in self.store.children("managed-ledgers/"):
+            tenant, namespace, _persistent, local = path.removeprefix("managed-ledgers/").split("/")
+            names.append(TopicName(tenant, namespace, local))
+        return names
+
+    def close(self) -> None:
+        for ledger in self._open.values():
+            ledger.close()
+        self._open.clear()
+        self.offloaders.close()
+        self.store.close()
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,139 @@
+"""Broker configuration from a TOML file, with Pulsar's key names.
+
+A flat table, as in Pulsar's ``broker.conf``::
+
+    managedLedgerOffloadDriver = "filesystem"
+    managedLedgerOffloadBucket = "/data/offload-bucket"
+    managedLedgerOffloadThresholdInBytes = 1073741824
+    managedLedgerDataReadPriority = "tiered-storage-first"
+    managedLedgerMaxEntriesPerLedger = 50000
+
+Unknown keys are an error with a suggestion; values are type-checked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .ledger_file import FsyncPolicy
+from .policies import OffloadPolicies, ReadPriority, validate_policies
+
+__all__ = ["DEFAULT_POLICIES", "BrokerConfig", "load_config", "parse_config"]
+
+#: Defaults as in Pulsar, except that retention is unlimited (-1) and the
+#: driver is the embedded local-directory store, so nothing is deleted or
+#: sent anywhere unless configured.
+DEFAULT_POLICIES = OffloadPolicies(
+    read_priority=ReadPriority.OFFLOADED_FIRST,
+    offload_threshold_bytes=-1,
+    offload_threshold_seconds=-1,
+    deletion_lag_ms=4 * 3600 * 1000,
+    driver="filesystem",
+    bucket=None,
+    endpoint=None,
+    region=None,
+    max_block_size=64 * 2**20,
+    read_buffer_size=2**20,
+    retention_time_minutes=-1,
+    retention_size_mb=-1,
+)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Everything the embedded broker reads from its config file."""
+
+    policies: OffloadPolicies = DEFAULT_POLICIES
+    max_entries_per_ledger: int = 50000
+    max_size_per_ledger_mb: int = 2048
+    max_ledger_rollover_minutes: int = 240
+    fsync_policy: FsyncPolicy = FsyncPolicy.BATCH
+    source: str = field(default="(defaults)", compare=False)
+
+
+def _integer(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} must be an integer, got {value!r}")
+    return value
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+    return value
+
+
+def _positive(key: str, value: Any) -> int:
+    number = _integer(key, value)
+    if number <= 0:
+        raise ConfigError(f"{key} must be positive, got {number}")
+    return number
+
+
+# key -> (where it goes, field, parser)
+_KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
+    "managedLedgerOffloadDriver": ("policies", "driver", _text),
+    "managedLedgerOffloadBucket": ("policies", "bucket", _text),
+    "managedLedgerOffloadServiceEndpoint": ("policies", "endpoint", _text),
+    "managedLedgerOffloadRegion": ("policies", "region", _text),
+    "managedLedgerOffloadMaxBlockSizeInBytes": ("policies", "max_block_size", _positive),
+    "managedLedgerOffloadReadBufferSizeInBytes": ("policies", "read_buffer_size", _positive),
+    "managedLedgerOffloadThresholdInBytes": ("policies", "offload_threshold_bytes", _integer),
+    "managedLedgerOffloadThresholdInSeconds": ("policies", "offload_threshold_seconds", _integer),
+    "managedLedgerOffloadDeletionLagMs": ("policies", "deletion_lag_ms", _integer),
+    "managedLedgerDataReadPriority": ("policies", "read_priority", lambda k, v: ReadPriority.parse(_text(k, v))),
+    "defaultRetentionTimeInMinutes": ("policies", "retention_time_minutes", _integer),
+    "defaultRetentionSizeInMB": ("policies", "retention_size_mb", _integer),
+    "managedLedgerMaxEntriesPerLedger": ("broker", "max_entries_per_ledger", _positive),
+    "managedLedgerMaxSizePerLedgerMbytes": ("broker", "max_size_per_ledger_mb", _positive),
+    "managedLedgerMaxLedgerRolloverTimeMinutes": ("broker", "max_ledger_rollover_minutes", _positive),
+    "managedLedgerFsyncPolicy": ("broker", "fsync_policy", lambda k, v: FsyncPolicy.parse(_text(k, v))),
+}
+
+#: The Pulsar key for each policy field (for messages and the CLI).
+PULSAR_KEY_OF = {name: key for key, (where, name, _) in _KEYS.items() if where == "policies"}
+
+
+def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> BrokerConfig:
+    """Build a :class:`BrokerConfig` from a flat mapping of Pulsar keys.
+
+    Raises :class:`ConfigError` naming the key for unknown keys (with the
+    closest known one), wrong types, and policies that contradict each
+    other (see :func:`validate_policies`)."""
+    policies: dict[str, Any] = {}
+    broker: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in _KEYS:
+            close = difflib.get_close_matches(key, list(_KEYS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(_KEYS))}"
+            raise ConfigError(f"unknown configuration key {key!r} in {source}{hint}")
+        where, name, parse = _KEYS[key]
+        (policies if where == "policies" else broker)[name] = parse(key, value)
+    merged = OffloadPolicies(**policies).over(DEFAULT_POLICIES)
+    validate_policies(merged)
+    return BrokerConfig(policies=merged, source=source, **broker)
+
+
+def load_config(path: str | Path | None) -> BrokerConfig:
+    """Read a TOML config file; ``None`` gives the defaults.
+
+    Raises :class:`ConfigError` for a missing or malformed file."""
+    if path is None:
+        return BrokerConfig()
+    file = Path(path)
+    try:
+        values = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {file} does not exist; create it or drop --config") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    nested = [key for key, value in values.items() if isinstance(value, dict)]
+    if nested:
+        raise ConfigError(f"config file {file} has tables {nested}; keys are flat, as in Pulsar's broker.conf")
+    return parse_config(values, source=str(file))

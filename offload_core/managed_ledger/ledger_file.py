@@ -1,0 +1,232 @@
+"""One hot-tier ledger: an append-only file of checksummed entries.
+
+Layout: ``b"OLEDGER1" | int64 ledger id`` then records ``int32 length |
+int64 entry id | uint32 crc32(entry id, payload) | payload``. Appends go
+straight to the file descriptor (no user-space buffer), so a killed process
+loses nothing it acknowledged; fsync (per :class:`FsyncPolicy`) protects
+against losing the machine. On reopen a torn or corrupt tail is found by
+length, checksum and entry-id checks and cut at the last whole entry.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import struct
+import zlib
+from array import array
+from pathlib import Path
+
+from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError
+from ..model import Entry
+
+__all__ = ["FsyncPolicy", "LedgerFile"]
+
+_MAGIC = b"OLEDGER1"
+_FILE_HEADER = struct.Struct(">8sq")
+_RECORD = struct.Struct(">iqI")
+_ENTRY_ID = struct.Struct(">q")
+
+
+class FsyncPolicy(enum.Enum):
+    """When appends reach the disk: after every append, every
+    ``batch_size`` appends (and on seal/close), or when the OS decides."""
+
+    ALWAYS = "always"
+    BATCH = "batch"
+    NONE = "none"
+
+    @classmethod
+    def parse(cls, value: str | FsyncPolicy) -> FsyncPolicy:
+        if isinstance(value, FsyncPolicy):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise ConfigError(f"fsync policy {value!r} is not one of: always, batch, none") from None
+
+
+def _checksum(entry_id: int, payload: bytes | memoryview) -> int:
+    return zlib.crc32(payload, zlib.crc32(_ENTRY_ID.pack(entry_id)))
+
+
+class LedgerFile:
+    """An open ledger file. Use :meth:`create` or :meth:`open`."""
+
+    def __init__(
+        self, path: Path, ledger_id: int, fd: int, offsets: array[int], end: int, fsync: FsyncPolicy, batch_size: int
+    ) -> None:
+        self.path = path
+        self.ledger_id = ledger_id
+        self._fd = fd
+        self._offsets = offsets
+        self._end = end
+        self._length = 0
+        self._fsync = fsync
+        self._batch_size = batch_size
+        self._unsynced = 0
+
+    @classmethod
+    def create(
+        cls, path: Path, ledger_id: int, *, fsync: FsyncPolicy = FsyncPolicy.BATCH, batch_size: int = 256
+    ) -> LedgerFile:
+        """Create a new, empty ledger file; :class:`OffloadError` if it exists."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise OffloadError(f"hot-tier file for ledger {ledger_id} already exists at {path}") from None
+        os.write(fd, _FILE_HEADER.pack(_MAGIC, ledger_id))
+        if fsync is not FsyncPolicy.NONE:
+            os.fsync(fd)
+            _fsync_dir(path.parent)
+        return cls(path, ledger_id, fd, array("q"), _FILE_HEADER.size, fsync, batch_size)
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        ledger_id: int,
+        *,
+        repair: bool,
+        fsync: FsyncPolicy = FsyncPolicy.BATCH,
+        batch_size: int = 256,
+    ) -> LedgerFile:
+        """Open an existing ledger file and index its entries.
+
+        With ``repair`` (the ledger being recovered after a crash) a torn
+        tail is cut off at the last whole entry. Without it (a sealed
+        ledger), a torn or corrupt record raises :class:`FormatError`.
+        Raises :class:`NotFoundError`-compatible ``FileNotFoundError`` if
+        the file is missing."""
+        fd = os.open(path, os.O_RDWR if repair else os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            header = os.pread(fd, _FILE_HEADER.size, 0)
+            if len(header) != _FILE_HEADER.size or _FILE_HEADER.unpack(header) != (_MAGIC, ledger_id):
+                raise FormatError(f"{path} is not the hot-tier file of ledger {ledger_id}")
+            offsets, end, length, problem = _scan(fd, size)
+            if problem is not None:
+                if not repair:
+                    raise FormatError(
+                        f"hot-tier file of ledger {ledger_id} ({path}) is corrupt at byte {end}: {problem}"
+                    )
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        ledger = cls(path, ledger_id, fd, offsets, end, fsync, batch_size)
+        ledger._length = length
+        return ledger
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def last_entry_id(self) -> int:
+        return len(self._offsets) - 1
+
+    @property
+    def length(self) -> int:
+        """Payload bytes in the ledger (what BookKeeper calls its length)."""
+        return self._length
+
+    # -- writing ---------------------------------------------------------------
+
+    def append(self, payload: bytes) -> int:
+        """Append one entry; return its id. Durable per the fsync policy."""
+        entry_id = len(self._offsets)
+        record = _RECORD.pack(len(payload), entry_id, _checksum(entry_id, payload)) + payload
+        written = os.pwrite(self._fd, record, self._end)
+        if written != len(record):
+            os.ftruncate(self._fd, self._end)
+            raise OffloadError(f"short write to {self.path}: {written} of {len(record)} bytes; is the disk full?")
+        self._offsets.append(self._end)
+        self._end += len(record)
+        self._length += len(payload)
+        self._unsynced += 1
+        if self._fsync is FsyncPolicy.ALWAYS or (
+            self._fsync is FsyncPolicy.BATCH and self._unsynced >= self._batch_size
+        ):
+            self.sync()
+        return entry_id
+
+    def sync(self) -> None:
+        """Force appended entries to disk (whatever the policy)."""
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = 0
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, first: int, last: int) -> list[Entry]:
+        """Entries ``first..last`` inclusive; :class:`InvalidRangeError` outside the ledger."""
+        if first < 0 or first > last or last > self.last_entry_id:
+            raise InvalidRangeError(
+                f"ledger {self.ledger_id}: cannot read entries {first}..{last}; hot tier holds 0..{self.last_entry_id}"
+            )
+        start = self._offsets[first]
+        stop = self._offsets[last + 1] if last + 1 < len(self._offsets) else self._end
+        chunk = os.pread(self._fd, stop - start, start)
+        if len(chunk) != stop - start:
+            raise FormatError(f"hot-tier file of ledger {self.ledger_id} shrank under the reader ({self.path})")
+        entries = []
+        view = memoryview(chunk)
+        for entry_id in range(first, last + 1):
+            at = self._offsets[entry_id] - start
+            length, stored_id, checksum = _RECORD.unpack_from(view, at)
+            payload = bytes(view[at + _RECORD.size : at + _RECORD.size + length])
+            if stored_id != entry_id or _checksum(entry_id, payload) != checksum:
+                raise FormatError(
+                    f"hot-tier file of ledger {self.ledger_id} is corrupt at entry {entry_id} ({self.path})"
+                )
+            entries.append(Entry(self.ledger_id, entry_id, payload))
+        return entries
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            if self._fsync is not FsyncPolicy.NONE:
+                self.sync()
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _scan(fd: int, size: int) -> tuple[array[int], int, int, str | None]:
+    """Index the records: offsets, end of the last whole record, payload
+    bytes, and what is wrong after it (``None`` if nothing)."""
+    offsets: array[int] = array("q")
+    position = _FILE_HEADER.size
+    length_total = 0
+    chunk_size = 1 << 20
+    while position < size:
+        header = os.pread(fd, _RECORD.size, position)
+        if len(header) < _RECORD.size:
+            return offsets, position, length_total, "record header cut off"
+        length, entry_id, checksum = _RECORD.unpack(header)
+        if length < 0 or position + _RECORD.size + length > size:
+            return offsets, position, length_total, "record cut off"
+        if entry_id != len(offsets):
+            return offsets, position, length_total, f"entry id {entry_id} where {len(offsets)} was expected"
+        crc = zlib.crc32(_ENTRY_ID.pack(entry_id))
+        read = 0
+        while read < length:
+            piece = os.pread(fd, min(chunk_size, length - read), position + _RECORD.size + read)
+            crc = zlib.crc32(piece, crc)
+            read += len(piece)
+        if crc != checksum:
+            return offsets, position, length_total, f"checksum mismatch in entry {entry_id}"
+        offsets.append(position)
+        length_total += length
+        position += _RECORD.size + length
+    return offsets, position, length_total, None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,89 @@
+"""Offloaders for a broker, from policies or from what a ledger recorded.
+
+A ledger is read back with the driver settings recorded in its
+``OffloadContext.driverMetadata`` at offload time, so changing the policy
+(a new bucket, say) never strands ledgers already offloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..hooks import Event
+from ..offload.ledger import BlobStoreLedgerOffloader
+from ..plugins import PluginManager
+from .policies import OffloadPolicies
+
+__all__ = ["OffloaderProvider", "driver_settings"]
+
+_SETTINGS = ("driver", "bucket", "endpoint", "region")
+_LOCAL_DRIVERS = {"filesystem", "file", "local"}
+
+
+def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]:
+    """Driver name and location from policies; the embedded default is a
+    ``bucket`` folder in the data directory."""
+    settings = {name: value for name in _SETTINGS if (value := getattr(policies, name)) is not None}
+    settings.setdefault("driver", "filesystem")
+    if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
+        settings["bucket"] = str(data_dir / "bucket")
+    return settings
+
+
+class OffloaderProvider:
+    """Opens (and caches) one offloader per distinct driver setting."""
+
+    def __init__(self, plugins: PluginManager, data_dir: Path, emit: Callable[[Event], None] | None = None) -> None:
+        self._plugins = plugins
+        self._data_dir = data_dir
+        self._emit = emit
+        self._cache: dict[tuple[tuple[str, str], ...], BlobStoreLedgerOffloader] = {}
+
+    def for_settings(
+        self, settings: Mapping[str, str], *, max_block_size: int, read_buffer_size: int
+    ) -> BlobStoreLedgerOffloader:
+        """An offloader for ``settings`` (``driver``, ``bucket``, ``endpoint``,
+        ``region``, ``prefix``). Raises :class:`DriverNotInstalledError` /
+        :class:`ConfigError` from the driver."""
+        key = tuple(sorted({**settings, "max_block_size": str(max_block_size),
+                            "read_buffer_size": str(read_buffer_size)}.items()))  # fmt: skip
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        driver_name = settings.get("driver", "filesystem")
+        options: dict[str, Any] = {}
+        if "://" in driver_name:
+            driver = self._plugins.open_driver(driver_name)
+        elif driver_name.lower() in _LOCAL_DRIVERS:
+            root = Path(settings.get("bucket") or self._data_dir / "bucket")
+            driver = self._plugins.open_driver(
+                driver_name, root=str(root if root.is_absolute() else self._data_dir / root)
+            )
+        else:
+            options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
+            driver = self._plugins.open_driver(driver_name, **options)
+        offloader = BlobStoreLedgerOffloader(
+            driver,
+            max_block_size=max_block_size,
+            read_buffer_size=read_buffer_size,
+            prefix=settings.get("prefix", ""),
+            emit=self._emit,
+        )
+        self._cache[key] = offloader
+        return offloader
+
+    def for_policies(self, policies: OffloadPolicies) -> tuple[BlobStoreLedgerOffloader, dict[str, str]]:
+        """The offloader the policies choose, and the settings to record."""
+        settings = driver_settings(policies, self._data_dir)
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        offloader = self.for_settings(
+            settings, max_block_size=policies.max_block_size, read_buffer_size=policies.read_buffer_size
+        )
+        return offloader, {**settings, "prefix": offloader.prefix}
+
+    def close(self) -> None:
+        for offloader in self._cache.values():
+            offloader.close()
+        self._cache.clear()

@@ -1,0 +1,209 @@
+"""Offload policies at three levels: broker default -> namespace -> topic.
+
+The most specific level that sets a field wins. Namespace and topic
+policies live in the metadata store, updated with compare-and-set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .metadata_store import MetadataStore
+
+__all__ = ["OffloadPolicies", "PolicyStore", "ReadPriority", "TopicName", "validate_policies"]
+
+
+class ReadPriority(enum.Enum):
+    """Which tier serves a ledger that is in both (BOOKKEEPER is the hot tier).
+
+    ``*_FIRST`` falls back to the other tier on any failure; ``*_ONLY``
+    never reads the other tier, and raises instead."""
+
+    BOOKKEEPER_ONLY = "bookkeeper-only"
+    BOOKKEEPER_FIRST = "bookkeeper-first"
+    OFFLOADED_ONLY = "offloaded-only"
+    OFFLOADED_FIRST = "offloaded-first"
+
+    @classmethod
+    def parse(cls, value: str | ReadPriority) -> ReadPriority:
+        """Accepts the enum names (any case, ``-`` or ``_``) and Pulsar's
+        ``bookkeeper-first`` / ``tiered-storage-first``."""
+        if isinstance(value, ReadPriority):
+            return value
+        text = str(value).strip().lower().replace("_", "-")
+        aliases = {"tiered-storage-first": cls.OFFLOADED_FIRST, "tiered-storage-only": cls.OFFLOADED_ONLY}
+        if text in aliases:
+            return aliases[text]
+        try:
+            return cls(text)
+        except ValueError:
+            choices = ", ".join(p.name for p in cls) + ", bookkeeper-first, tiered-storage-first"
+            raise ConfigError(f"read priority {value!r} is not one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class OffloadPolicies:
+    """Offload settings; ``None`` means "not set at this level"."""
+
+    read_priority: ReadPriority | None = None
+    offload_threshold_bytes: int | None = None
+    offload_threshold_seconds: int | None = None
+    deletion_lag_ms: int | None = None
+    driver: str | None = None
+    bucket: str | None = None
+    endpoint: str | None = None
+    region: str | None = None
+    max_block_size: int | None = None
+    read_buffer_size: int | None = None
+    retention_time_minutes: int | None = None
+    retention_size_mb: int | None = None
+
+    def over(self, base: OffloadPolicies) -> OffloadPolicies:
+        """These policies, falling back to ``base`` for fields not set here."""
+        return OffloadPolicies(**{
+            f.name: getattr(base, f.name) if getattr(self, f.name) is None else getattr(self, f.name)
+            for f in dataclasses.fields(self)
+        })  # fmt: skip
+
+    def replace(self, **changes: Any) -> OffloadPolicies:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> bytes:
+        values = {
+            f.name: (value.value if isinstance(value, ReadPriority) else value)
+            for f in dataclasses.fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
+        return json.dumps(values, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> OffloadPolicies:
+        values = json.loads(raw)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ConfigError(f"stored policies have unknown fields {sorted(unknown)}; written by a newer version?")
+        if "read_priority" in values:
+            values["read_priority"] = ReadPriority.parse(values["read_priority"])
+        return cls(**values)
+
+
+def validate_policies(policies: OffloadPolicies) -> None:
+    """Raise :class:`ConfigError` if data would be deleted by retention
+    before the offload thresholds would offload it, or a value is out of range."""
+    for name in ("max_block_size", "read_buffer_size"):
+        value = getattr(policies, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be positive, got {value}")
+    if policies.deletion_lag_ms is not None and policies.deletion_lag_ms < 0:
+        raise ConfigError(f"managedLedgerOffloadDeletionLagMs must not be negative, got {policies.deletion_lag_ms}")
+    size, retention_mb = policies.offload_threshold_bytes, policies.retention_size_mb
+    if size is not None and size >= 0 and retention_mb is not None and retention_mb >= 0 and size >= retention_mb << 20:
+        raise ConfigError(
+            f"managedLedgerOffloadThresholdInBytes ({size}) must be below the retention size "
+            f"({retention_mb} MB): data would be deleted before it is offloaded; lower the threshold or raise "
+            "defaultRetentionSizeInMB (-1 keeps data forever)"
+        )
+    seconds, retention_min = policies.offload_threshold_seconds, policies.retention_time_minutes
+    if (
+        seconds is not None
+        and seconds >= 0
+        and retention_min is not None
+        and retention_min >= 0
+        and seconds >= retention_min * 60
+    ):
+        raise ConfigError(
+            f"managedLedgerOffloadThresholdInSeconds ({seconds}) must be below the retention time "
+            f"({retention_min} min): data would be deleted before it is offloaded; lower the threshold or raise "
+            "defaultRetentionTimeInMinutes (-1 keeps data forever)"
+        )
+
+
+@dataclass(frozen=True, order=True)
+class TopicName:
+    """``tenant/namespace/topic`` (``persistent://`` accepted in front)."""
+
+    tenant: str
+    namespace_part: str
+    local: str
+
+    @classmethod
+    def parse(cls, text: str) -> TopicName:
+        body = text.removeprefix("persistent://")
+        parts = body.split("/")
+        if len(parts) != 3 or not all(_valid_name(part) for part in parts):
+            raise ConfigError(
+                f"topic {text!r} is not tenant/namespace/topic (letters, digits, '-', '_', '.', '=' and ':')"
+            )
+        return cls(*parts)
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.tenant}/{self.namespace_part}"
+
+    @property
+    def managed_ledger_name(self) -> str:
+        """Pulsar's name for the topic's managed ledger."""
+        return f"{self.tenant}/{self.namespace_part}/persistent/{self.local}"
+
+    def __str__(self) -> str:
+        return f"{self.tenant}/{self.namespace_part}/{self.local}"
+
+
+def parse_namespace(text: str) -> str:
+    """``tenant/namespace``; :class:`ConfigError` otherwise."""
+    parts = text.split("/")
+    if len(parts) != 2 or not all(_valid_name(part) for part in parts):
+        raise ConfigError(f"namespace {text!r} is not tenant/namespace")
+    return text
+
+
+def _valid_name(part: str) -> bool:
+    return bool(part) and part not in (".", "..") and all(c.isalnum() or c in "-_.=:" for c in part)
+
+
+class PolicyStore:
+    """Namespace and topic policies in the metadata store."""
+
+    def __init__(self, store: MetadataStore, broker_defaults: OffloadPolicies) -> None:
+        self._store = store
+        self.broker_defaults = broker_defaults
+
+    @staticmethod
+    def _path(level: str, name: str) -> str:
+        return f"policies/{level}/{name}"
+
+    def get(self, level: str, name: str) -> OffloadPolicies:
+        """The policies set at ``level`` (``namespace`` or ``topic``) for ``name``."""
+        record = self._store.get(self._path(level, name))
+        return OffloadPolicies() if record is None else OffloadPolicies.from_json(record.value)
+
+    def update(self, level: str, name: str, **changes: Any) -> OffloadPolicies:
+        """Set (or, with ``None``, unset) fields at one level; compare-and-set.
+
+        Raises :class:`ConflictError` if another writer changed the record
+        in between, :class:`ConfigError` if the result would be invalid."""
+        path = self._path(level, name)
+        record = self._store.get(path)
+        current = OffloadPolicies() if record is None else OffloadPolicies.from_json(record.value)
+        updated = current.replace(**changes)
+        if level == "topic":
+            topic = TopicName.parse(name)
+            merged = updated.over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
+        else:
+            merged = updated.over(self.broker_defaults)
+        validate_policies(merged)
+        if record is None:
+            self._store.create(path, updated.to_json())
+        else:
+            self._store.set(path, updated.to_json(), record.version)
+        return updated
+
+    def effective(self, topic: TopicName) -> OffloadPolicies:
+        """Topic over namespace over broker defaults."""
+        return self.get("topic", str(topic)).over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
