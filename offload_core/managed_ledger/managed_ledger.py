@@ -358,15 +358,11 @@ class ManagedLedger:
             ids = [ledger.ledgerId for ledger in self._info.ledgerInfo]
             while len(results) < count:
                 if at.ledger_id not in ids:
-                    if ids and at.ledger_id > ids[-1]:
+                    if not ids or at.ledger_id > ids[-1]:
                         break
-                    later = [ledger_id for ledger_id in ids if ledger_id > at.ledger_id]
-                    if not later or results:
-                        raise InvalidRangeError(
-                            f"managed ledger {self.name} has no ledger {at.ledger_id} (trimmed, or never existed)"
-                        )
-                    at = Position(later[0], 0)
-                    continue
+                    raise InvalidRangeError(
+                        f"managed ledger {self.name} has no ledger {at.ledger_id} (trimmed, or never existed)"
+                    )
                 last = self._last_entry_id(at.ledger_id)
                 if at.entry_id > last:
                     following = ids.index(at.ledger_id) + 1
@@ -380,6 +376,16 @@ class ManagedLedger:
                 results.extend(TieredEntry(entry, tier) for entry in entries)
                 at = Position(at.ledger_id, end + 1)
         return results
+
+    def first_available(self, position: Position) -> Position:
+        """``position`` if its ledger still exists, else the start of the
+        next ledger that does (ledgers before it were trimmed)."""
+        with self._lock:
+            ids = [ledger.ledgerId for ledger in self._info.ledgerInfo]
+        if position.ledger_id in ids:
+            return position
+        later = [ledger_id for ledger_id in ids if ledger_id > position.ledger_id]
+        return Position(later[0], 0) if later else position
 
     def _last_entry_id(self, ledger_id: int) -> int:
         if self._current is not None and self._current.ledger_id == ledger_id:
@@ -803,6 +809,7 @@ class Cursor:
 
     def read(self, count: int, *, priority: ReadPriority | str | None = None) -> list[TieredEntry]:
         """The next ``count`` entries (fewer at the end of the log)."""
+        self._next = self._ledger.first_available(self._next)
         entries = self._ledger.read_tiered(self._next, count, priority=priority)
         if entries:
             last = entries[-1].entry

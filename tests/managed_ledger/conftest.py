@@ -1,0 +1,80 @@
+"""A broker in a temporary directory, a settable clock, and a fault-injecting store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import Event, PluginManager, hookimpl
+from offload_core.managed_ledger import Broker, parse_config
+from offload_core.memory import MemoryDriver
+from offload_core.testing.faults import Fault, FaultyDriver
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FaultyStorePlugin:
+    """Registers driver ``faulty``: every instance shares one memory store
+    and one list of faults the test can change."""
+
+    def __init__(self) -> None:
+        self.store = MemoryDriver()
+        self.faults: list[Fault] = []
+        self.events: list[Event] = []
+
+    @hookimpl
+    def offload_core_register_drivers(self, register: Any) -> None:
+        plugin = self
+
+        class SharedFaulty(FaultyDriver):
+            def __init__(self, bucket: str = "default") -> None:
+                super().__init__(plugin.store, [])
+                self.faults = plugin.faults
+
+        register(SharedFaulty, name="faulty")
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def steps(self) -> list[str]:
+        return [str(e.fields["step"]) for e in self.events if e.kind == "offload.lifecycle"]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def faulty() -> FaultyStorePlugin:
+    return FaultyStorePlugin()
+
+
+@pytest.fixture
+def make_broker(tmp_path: Path, clock: Clock, faulty: FaultyStorePlugin) -> Iterator[Any]:
+    brokers: list[Broker] = []
+
+    def make(**config: Any) -> Broker:
+        values = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096, **config}
+        plugins = PluginManager()
+        plugins.register(faulty)
+        broker = Broker(tmp_path / "data", parse_config(values), plugin_manager=plugins, clock=clock)
+        brokers.append(broker)
+        return broker
+
+    yield make
+    for broker in brokers:
+        broker.close()

@@ -1,0 +1,160 @@
+"""TOML config with Pulsar keys; policies at broker, namespace and topic level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from offload_core.errors import ConfigError, ConflictError
+from offload_core.managed_ledger import (
+    FsyncPolicy,
+    OffloadPolicies,
+    PolicyStore,
+    ReadPriority,
+    SqliteMetadataStore,
+    TopicName,
+    load_config,
+    parse_config,
+)
+from offload_core.managed_ledger.config import DEFAULT_POLICIES
+
+
+def test_toml_with_pulsar_keys(tmp_path: Path) -> None:
+    path = tmp_path / "broker.toml"
+    path.write_text(
+        'managedLedgerOffloadDriver = "aws-s3"\n'
+        'managedLedgerOffloadBucket = "cold"\n'
+        'managedLedgerOffloadServiceEndpoint = "http://127.0.0.1:9000"\n'
+        'managedLedgerOffloadRegion = "eu-west-1"\n'
+        "managedLedgerOffloadMaxBlockSizeInBytes = 8388608\n"
+        "managedLedgerOffloadReadBufferSizeInBytes = 65536\n"
+        "managedLedgerOffloadThresholdInBytes = 1024\n"
+        "managedLedgerOffloadThresholdInSeconds = 60\n"
+        "managedLedgerOffloadDeletionLagMs = 0\n"
+        'managedLedgerDataReadPriority = "bookkeeper-first"\n'
+        "managedLedgerMaxEntriesPerLedger = 100\n"
+        "managedLedgerMaxSizePerLedgerMbytes = 10\n"
+        "managedLedgerMaxLedgerRolloverTimeMinutes = 5\n"
+        'managedLedgerFsyncPolicy = "always"\n'
+    )
+    config = load_config(path)
+    assert config.policies.driver == "aws-s3" and config.policies.bucket == "cold"
+    assert config.policies.endpoint == "http://127.0.0.1:9000" and config.policies.region == "eu-west-1"
+    assert (config.policies.max_block_size, config.policies.read_buffer_size) == (8388608, 65536)
+    assert (config.policies.offload_threshold_bytes, config.policies.offload_threshold_seconds) == (1024, 60)
+    assert config.policies.read_priority is ReadPriority.BOOKKEEPER_FIRST
+    assert (config.max_entries_per_ledger, config.max_size_per_ledger_mb, config.max_ledger_rollover_minutes) == (
+        100,
+        10,
+        5,
+    )
+    assert config.fsync_policy is FsyncPolicy.ALWAYS
+
+
+def test_defaults_are_pulsars_with_unlimited_retention() -> None:
+    config = load_config(None)
+    assert config.policies == DEFAULT_POLICIES
+    assert config.policies.read_priority is ReadPriority.OFFLOADED_FIRST
+    assert config.policies.max_block_size == 64 << 20 and config.policies.read_buffer_size == 1 << 20
+    assert config.policies.deletion_lag_ms == 4 * 3600 * 1000
+    assert config.policies.retention_size_mb == -1
+
+
+def test_unknown_key_gets_a_suggestion() -> None:
+    with pytest.raises(ConfigError, match="'managedLedgerOffloadThresholdInByte'.*did you mean 'managedLedgerOffloadThresholdInBytes'"):
+        parse_config({"managedLedgerOffloadThresholdInByte": 1})
+    with pytest.raises(ConfigError, match="known keys"):
+        parse_config({"zzz": 1})
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"managedLedgerOffloadThresholdInBytes": "10"}, "must be an integer"),
+        ({"managedLedgerOffloadMaxBlockSizeInBytes": 0}, "must be positive"),
+        ({"managedLedgerDataReadPriority": "fastest"}, "not one of"),
+        ({"managedLedgerOffloadBucket": 5}, "must be a string"),
+        ({"managedLedgerMaxEntriesPerLedger": True}, "must be an integer"),
+        ({"managedLedgerOffloadThresholdInBytes": 2 << 20, "defaultRetentionSizeInMB": 1}, "below the retention size"),
+        ({"managedLedgerOffloadThresholdInSeconds": 600, "defaultRetentionTimeInMinutes": 10}, "below the retention"),
+        ({"managedLedgerOffloadDeletionLagMs": -5}, "must not be negative"),
+    ],
+)
+def test_bad_values_name_the_key(values: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(values)
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "bad.toml").write_text("this is = = not toml")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(tmp_path / "bad.toml")
+    (tmp_path / "nested.toml").write_text("[offload]\nx = 1\n")
+    with pytest.raises(ConfigError, match="flat"):
+        load_config(tmp_path / "nested.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("bookkeeper-first", ReadPriority.BOOKKEEPER_FIRST),
+        ("tiered-storage-first", ReadPriority.OFFLOADED_FIRST),
+        ("OFFLOADED_FIRST", ReadPriority.OFFLOADED_FIRST),
+        ("offloaded_only", ReadPriority.OFFLOADED_ONLY),
+        ("Bookkeeper_Only", ReadPriority.BOOKKEEPER_ONLY),
+    ],
+)
+def test_read_priority_names(text: str, expected: ReadPriority) -> None:
+    assert ReadPriority.parse(text) is expected
+
+
+def test_most_specific_level_wins(tmp_path: Path) -> None:
+    policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), DEFAULT_POLICIES)
+    topic = TopicName.parse("acme/prod/orders")
+    other = TopicName.parse("acme/prod/payments")
+    policies.update("namespace", "acme/prod", read_priority=ReadPriority.BOOKKEEPER_FIRST, deletion_lag_ms=5)
+    policies.update("topic", str(topic), read_priority=ReadPriority.OFFLOADED_ONLY)
+    assert policies.effective(topic).read_priority is ReadPriority.OFFLOADED_ONLY
+    assert policies.effective(topic).deletion_lag_ms == 5
+    assert policies.effective(other).read_priority is ReadPriority.BOOKKEEPER_FIRST
+    assert policies.effective(TopicName.parse("acme/dev/x")).read_priority is ReadPriority.OFFLOADED_FIRST
+    policies.update("topic", str(topic), read_priority=None)
+    assert policies.effective(topic).read_priority is ReadPriority.BOOKKEEPER_FIRST
+
+
+def test_invalid_policy_update_is_refused(tmp_path: Path) -> None:
+    base = OffloadPolicies(retention_size_mb=1).over(DEFAULT_POLICIES)
+    policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), base)
+    with pytest.raises(ConfigError, match="below the retention size"):
+        policies.update("namespace", "a/b", offload_threshold_bytes=5 << 20)
+    assert policies.get("namespace", "a/b") == OffloadPolicies()
+
+
+def test_policy_updates_from_two_writers_conflict(tmp_path: Path) -> None:
+    first = SqliteMetadataStore(tmp_path / "m.db")
+    second = SqliteMetadataStore(tmp_path / "m.db")
+    PolicyStore(first, DEFAULT_POLICIES).update("namespace", "a/b", deletion_lag_ms=1)
+    stale = first.get("policies/namespace/a/b")
+    assert stale is not None
+    PolicyStore(second, DEFAULT_POLICIES).update("namespace", "a/b", deletion_lag_ms=2)
+    with pytest.raises(ConflictError):
+        first.set("policies/namespace/a/b", OffloadPolicies(deletion_lag_ms=3).to_json(), stale.version)
+    assert PolicyStore(first, DEFAULT_POLICIES).get("namespace", "a/b").deletion_lag_ms == 2
+
+
+@pytest.mark.parametrize("bad", ["a/b", "a/b/c/d", "a//c", "a/../c", "a/b c/d", "persistent://a/b"])
+def test_bad_topic_names(bad: str) -> None:
+    with pytest.raises(ConfigError, match="tenant/namespace/topic"):
+        TopicName.parse(bad)
+
+
+def test_topic_names() -> None:
+    topic = TopicName.parse("persistent://acme/prod/orders-v2")
+    assert (str(topic), topic.namespace, topic.managed_ledger_name) == (
+        "acme/prod/orders-v2",
+        "acme/prod",
+        "acme/prod/persistent/orders-v2",
+    )

@@ -1,0 +1,89 @@
+"""Hot-tier ledger files: durability and torn-tail repair."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from offload_core.errors import ConfigError, FormatError, InvalidRangeError, OffloadError
+from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
+
+PAYLOADS = [b"", b"a", b"bb" * 100, bytes(range(256)), b"tail"]
+
+
+def filled(path: Path, policy: FsyncPolicy = FsyncPolicy.ALWAYS) -> None:
+    ledger = LedgerFile.create(path, 7, fsync=policy)
+    for payload in PAYLOADS:
+        ledger.append(payload)
+    ledger.close()
+
+
+@pytest.mark.parametrize("policy", list(FsyncPolicy))
+def test_round_trip_under_every_fsync_policy(tmp_path: Path, policy: FsyncPolicy) -> None:
+    filled(tmp_path / "7.log", policy)
+    ledger = LedgerFile.open(tmp_path / "7.log", 7, repair=False)
+    assert [e.data for e in ledger.read(0, 4)] == PAYLOADS
+    assert ledger.read(2, 3)[1].entry_id == 3
+    assert (ledger.entry_count, ledger.length) == (5, sum(map(len, PAYLOADS)))
+
+
+def test_create_refuses_an_existing_file(tmp_path: Path) -> None:
+    filled(tmp_path / "7.log")
+    with pytest.raises(OffloadError, match="already exists"):
+        LedgerFile.create(tmp_path / "7.log", 7)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 15, 16, 17, 20])
+def test_torn_tail_is_cut_at_the_last_whole_entry(tmp_path: Path, cut: int) -> None:
+    path = tmp_path / "7.log"
+    filled(path)
+    size = path.stat().st_size
+    os.truncate(path, size - cut)  # the last record ("tail", 16 + 4 bytes) is torn
+    repaired = LedgerFile.open(path, 7, repair=True)
+    assert [e.data for e in repaired.read(0, repaired.last_entry_id)] == PAYLOADS[:4]
+    assert repaired.append(b"after") == 4
+    repaired.close()
+    assert [e.data for e in LedgerFile.open(path, 7, repair=False).read(0, 4)] == [*PAYLOADS[:4], b"after"]
+
+
+@pytest.mark.parametrize("garbage", [b"\x00", b"\xff" * 40, b"\x00\x00\x00\x04" + b"\x00" * 8 + b"\x00" * 8])
+def test_garbage_after_the_last_entry_is_cut(tmp_path: Path, garbage: bytes) -> None:
+    path = tmp_path / "7.log"
+    filled(path)
+    with open(path, "ab") as out:
+        out.write(garbage)
+    with pytest.raises(FormatError, match="corrupt"):
+        LedgerFile.open(path, 7, repair=False)
+    assert LedgerFile.open(path, 7, repair=True).entry_count == 5
+
+
+def test_flipped_byte_in_a_sealed_ledger_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "7.log"
+    filled(path)
+    data = bytearray(path.read_bytes())
+    data[100] ^= 1  # inside the payload of entry 2 (header 16 + records of 16 and 17 bytes + 16)
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="checksum mismatch"):
+        LedgerFile.open(path, 7, repair=False)
+
+
+def test_wrong_ledger_file_is_refused(tmp_path: Path) -> None:
+    filled(tmp_path / "7.log")
+    with pytest.raises(FormatError, match="not the hot-tier file of ledger 8"):
+        LedgerFile.open(tmp_path / "7.log", 8, repair=False)
+
+
+def test_reads_outside_the_ledger_raise(tmp_path: Path) -> None:
+    filled(tmp_path / "7.log")
+    ledger = LedgerFile.open(tmp_path / "7.log", 7, repair=False)
+    for first, last in [(-1, 0), (3, 2), (0, 5)]:
+        with pytest.raises(InvalidRangeError):
+            ledger.read(first, last)
+
+
+def test_fsync_policy_parsing() -> None:
+    assert FsyncPolicy.parse("Batch") is FsyncPolicy.BATCH
+    with pytest.raises(ConfigError, match="always, batch, none"):
+        FsyncPolicy.parse("sometimes")

@@ -1,0 +1,426 @@
+"""The managed ledger: appends, rollover, recovery, offload lifecycle, tiered reads, retention."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+
+from offload_core import Event, OffloadError, hookimpl
+from offload_core.errors import ConflictError, InvalidRangeError
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.managed_ledger import Broker, ReadPriority
+from offload_core.model import Position
+from offload_core.proto import KeyValue, ManagedLedgerInfo
+from offload_core.testing.faults import Fault
+from tests.managed_ledger.conftest import Clock, FaultyStorePlugin
+
+TOPIC = "acme/prod/orders"
+
+
+def payload(n: int) -> bytes:
+    return f"message-{n}-".encode() * (1 + n % 7)
+
+
+def produce(broker: Broker, count: int, start: int = 0) -> list[Position]:
+    ledger = broker.topic(TOPIC)
+    return [ledger.append(payload(n)) for n in range(start, start + count)]
+
+
+def read_all(broker: Broker, priority: ReadPriority | None = None) -> list[Any]:
+    ledger = broker.topic(TOPIC)
+    first = ledger.ledgers()[0].ledger_id
+    return ledger.read_tiered(Position(first, 0), 10**6, priority=priority)
+
+
+# -- appending, rollover, recovery ------------------------------------------------------
+
+
+def test_append_and_read_across_ledgers(make_broker: Any) -> None:
+    broker = make_broker()
+    positions = produce(broker, 250)
+    ledger = broker.topic(TOPIC)
+    assert [s.entries for s in ledger.ledgers()] == [100, 100, 50]
+    assert [s.sealed for s in ledger.ledgers()] == [True, True, False]
+    assert positions[100] == Position(positions[99].ledger_id + 1, 0)
+    assert [e.data for e in ledger.read(positions[95], 10)] == [payload(n) for n in range(95, 105)]
+    assert ledger.last_position == positions[-1]
+    assert ledger.read(positions[-1], 10)[0].data == payload(249)
+    assert ledger.read(Position(positions[-1].ledger_id, 50), 10) == []
+
+
+def test_rollover_by_size_and_by_age(make_broker: Any, clock: Clock) -> None:
+    broker = make_broker(managedLedgerMaxEntriesPerLedger=10**6, managedLedgerMaxSizePerLedgerMbytes=1,
+                         managedLedgerMaxLedgerRolloverTimeMinutes=1)  # fmt: skip
+    ledger = broker.topic(TOPIC)
+    for _ in range(3):
+        ledger.append(b"x" * (600 << 10))
+    assert [s.entries for s in ledger.ledgers()] == [2, 1]
+    clock.advance(61)
+    assert ledger.roll_over_if_due()
+    assert [s.sealed for s in ledger.ledgers()] == [True, True]
+
+
+def test_reopen_seals_the_last_ledger_and_appends_to_a_new_one(make_broker: Any) -> None:
+    broker = make_broker()
+    produce(broker, 150)
+    broker.close()
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+    assert [(s.entries, s.sealed) for s in ledger.ledgers()] == [(100, True), (50, True)]
+    position = ledger.append(b"after reopen")
+    assert position.entry_id == 0 and position.ledger_id > ledger.ledgers()[1].ledger_id
+    assert [t.entry.data for t in read_all(broker)][149:] == [payload(149), b"after reopen"]
+
+
+def test_torn_tail_is_cut_on_reopen_and_never_served(make_broker: Any, tmp_path: Any) -> None:
+    broker = make_broker()
+    positions = produce(broker, 130)
+    broker.close()
+    current = tmp_path / "data" / "ledgers" / f"{positions[-1].ledger_id}.log"
+    with open(current, "ab") as out:
+        out.write(b"\x00\x00\x01\x00" + b"\x00" * 8 + b"torn")  # a record cut off mid-write
+    broker = make_broker()
+    entries = [e.entry.data for e in read_all(broker)]
+    assert entries == [payload(n) for n in range(130)]
+
+
+def test_an_empty_last_ledger_is_dropped_on_reopen(make_broker: Any) -> None:
+    broker = make_broker()
+    produce(broker, 100)  # exactly fills ledger 1, which is sealed; no current ledger
+    ledger = broker.topic(TOPIC)
+    ledger.append(b"x")
+    broker.close()
+    broker = make_broker()
+    assert [s.entries for s in broker.topic(TOPIC).ledgers()] == [100, 1]
+
+
+def test_only_one_owner(make_broker: Any) -> None:
+    first = make_broker()
+    first.topic(TOPIC)
+    second = make_broker()
+    with pytest.raises(OffloadError, match="open in another process"):
+        second.topic(TOPIC)
+
+
+def test_durable_cursor(make_broker: Any) -> None:
+    broker = make_broker()
+    produce(broker, 230)
+    cursor = broker.topic(TOPIC).open_cursor("catch-up")
+    first = cursor.read(120)
+    assert [t.entry.data for t in first] == [payload(n) for n in range(120)]
+    cursor.mark_delete(Position(first[-1].entry.ledger_id, first[-1].entry.entry_id))
+    broker.close()
+    broker = make_broker()
+    cursor = broker.topic(TOPIC).open_cursor("catch-up")
+    assert [t.entry.data for t in cursor.read(1000)] == [payload(n) for n in range(120, 230)]
+
+
+# -- tiered reads under every priority, in every phase ------------------------------------------
+
+PRIORITIES = list(ReadPriority)
+
+
+def expect_reads(broker: Broker, allowed: dict[ReadPriority, str | None], count: int) -> None:
+    """Under each priority: either every entry comes back byte-identical from
+    the tiers given ('hot', 'offloaded', 'mixed'), or (None) reading raises."""
+    for priority in PRIORITIES:
+        expectation = allowed[priority]
+        if expectation is None:
+            with pytest.raises(OffloadError, match=priority.name):
+                read_all(broker, priority)
+            continue
+        entries = read_all(broker, priority)
+        assert [t.entry.data for t in entries] == [payload(n) for n in range(count)], priority
+        tiers = {t.tier for t in entries}
+        assert tiers == ({"hot", "offloaded"} if expectation == "mixed" else {expectation}), (priority, tiers)
+
+
+def test_every_entry_under_every_priority_before_during_and_after_offload(
+    make_broker: Any, faulty: FaultyStorePlugin
+) -> None:
+    broker = make_broker(managedLedgerOffloadDeletionLagMs=3_600_000)
+    produce(broker, 300)
+    ledger = broker.topic(TOPIC)
+    ledger.append(payload(300))  # the current ledger: always hot
+    count = 301
+
+    # Before: nothing offloaded; OFFLOADED_ONLY cannot be honoured.
+    before = {p: "hot" for p in PRIORITIES} | {ReadPriority.OFFLOADED_ONLY: None}
+    expect_reads(broker, before, count)
+
+    # During: objects written, metadata not yet complete -> still the hot tier.
+    during: list[None] = []
+
+    class ReadWhileOffloading:
+        @hookimpl
+        def offload_core_on_event(self, event: Event) -> None:
+            if event.kind == "offload.lifecycle" and event.fields["step"] == "offloaded" and not during:
+                during.append(None)
+                expect_reads(broker, before, count)
+
+    broker.plugins.register(ReadWhileOffloading())
+    ledger.offload_prefix(ledger.last_position)
+    assert during, "the read-while-offloading check did not run"
+    assert [s.tier for s in ledger.ledgers()] == ["hot+offloaded"] * 3 + ["hot"]
+
+    # After, hot copies kept (deletion lag): the priority picks the tier.
+    after = {
+        ReadPriority.OFFLOADED_FIRST: "mixed",
+        ReadPriority.OFFLOADED_ONLY: None,  # the current ledger is not offloaded
+        ReadPriority.BOOKKEEPER_FIRST: "hot",
+        ReadPriority.BOOKKEEPER_ONLY: "hot",
+    }
+    expect_reads(broker, after, count)
+    sealed_only = ledger.read_tiered(Position(ledger.ledgers()[0].ledger_id, 0), 300,
+                                     priority=ReadPriority.OFFLOADED_ONLY)  # fmt: skip
+    assert {t.tier for t in sealed_only} == {"offloaded"}
+    assert [t.entry.data for t in sealed_only] == [payload(n) for n in range(300)]
+
+    # After the hot copies are deleted: BOOKKEEPER_ONLY cannot be honoured.
+    broker._clock.advance(3601)  # type: ignore[attr-defined]
+    assert len(ledger.delete_hot_copies_past_lag()) == 3
+    assert [s.tier for s in ledger.ledgers()] == ["offloaded"] * 3 + ["hot"]
+    gone = {
+        ReadPriority.OFFLOADED_FIRST: "mixed",
+        ReadPriority.OFFLOADED_ONLY: None,
+        ReadPriority.BOOKKEEPER_FIRST: "mixed",
+        ReadPriority.BOOKKEEPER_ONLY: None,
+    }
+    expect_reads(broker, gone, count)
+
+
+def test_first_priorities_fall_back_on_any_failure_and_count_it(make_broker: Any, faulty: FaultyStorePlugin,
+                                                                tmp_path: Any) -> None:  # fmt: skip
+    broker = make_broker(managedLedgerOffloadDriver="faulty", managedLedgerOffloadDeletionLagMs=3_600_000)
+    produce(broker, 200)
+    ledger = broker.topic(TOPIC)
+    ledger.offload_prefix()
+    first = Position(ledger.ledgers()[0].ledger_id, 0)
+
+    faulty.faults.append(Fault("read", times=None, permanent=True))  # the object store is broken
+    served = ledger.read_tiered(first, 200, priority=ReadPriority.OFFLOADED_FIRST)
+    assert [t.entry.data for t in served] == [payload(n) for n in range(200)]
+    assert {t.tier for t in served} == {"hot"}
+    assert ledger.read_stats.fallbacks["offloaded->hot"] >= 1
+    with pytest.raises(OffloadError, match="OFFLOADED_ONLY"):
+        ledger.read_tiered(first, 200, priority=ReadPriority.OFFLOADED_ONLY)
+    faulty.faults.clear()
+
+    hot_file = tmp_path / "data" / "ledgers" / f"{first.ledger_id}.log"
+    data = bytearray(hot_file.read_bytes())
+    data[200] ^= 0xFF  # corrupt the hot copy
+    hot_file.write_bytes(bytes(data))
+    served = ledger.read_tiered(first, 100, priority=ReadPriority.BOOKKEEPER_FIRST)
+    assert [t.entry.data for t in served] == [payload(n) for n in range(100)]
+    assert {t.tier for t in served} == {"offloaded"}
+    assert ledger.read_stats.fallbacks["hot->offloaded"] == 1
+    with pytest.raises(OffloadError, match="BOOKKEEPER_ONLY"):
+        ledger.read_tiered(first, 100, priority=ReadPriority.BOOKKEEPER_ONLY)
+    fallbacks = [e for e in faulty.events if e.kind == "read.fallback"]
+    assert {(e.fields["from"], e.fields["to"]) for e in fallbacks} == {("offloaded", "hot"), ("hot", "offloaded")}
+
+
+def test_read_priority_comes_from_the_policies(make_broker: Any) -> None:
+    broker = make_broker(managedLedgerOffloadDeletionLagMs=3_600_000)
+    produce(broker, 150)
+    ledger = broker.topic(TOPIC)
+    ledger.offload_prefix()
+    first = Position(ledger.ledgers()[0].ledger_id, 0)
+    assert {t.tier for t in ledger.read_tiered(first, 100)} == {"offloaded"}
+    broker.policies.update("namespace", "acme/prod", read_priority=ReadPriority.BOOKKEEPER_FIRST)
+    assert {t.tier for t in ledger.read_tiered(first, 100)} == {"hot"}
+    broker.policies.update("topic", TOPIC, read_priority=ReadPriority.OFFLOADED_FIRST)
+    assert {t.tier for t in ledger.read_tiered(first, 100)} == {"offloaded"}
+
+
+# -- the offload lifecycle -------------------------------------------------------------------
+
+
+def test_lifecycle_steps_objects_and_metadata(make_broker: Any, faulty: FaultyStorePlugin) -> None:
+    broker = make_broker(managedLedgerOffloadDriver="faulty", managedLedgerOffloadDeletionLagMs=0)
+    produce(broker, 120)
+    ledger = broker.topic(TOPIC)
+    status = ledger.offload_prefix(ledger.last_position)
+    sealed_id = ledger.ledgers()[0].ledger_id
+    assert status.status == "success" and status.offloaded_ledgers == 1
+    assert status.first_unoffloaded == Position(ledger.ledgers()[1].ledger_id, 0)
+    assert faulty.steps() == ["prepared", "offloaded", "completed", "hot-delete-marked", "hot-deleted"]
+    info = ManagedLedgerInfo.FromString(broker.store.get(f"managed-ledgers/{ledger.name}").value)  # type: ignore[union-attr]
+    context = info.ledgerInfo[0].offloadContext
+    assert context.complete and context.bookkeeperDeleted and context.timestamp == int(broker._clock() * 1000)  # type: ignore[attr-defined]
+    assert context.driverMetadata.name == "faulty"
+    uid = ledger.ledgers()[0].uuid
+    keys = [info.key for info in faulty.store.list("")]
+    assert keys == [v1.data_key(uid, sealed_id), v1.index_key(uid, sealed_id)]  # type: ignore[arg-type]
+    assert faulty.store.stat(keys[0]).metadata["managedledgername"] == ledger.name
+    assert ledger.offload_status() == status
+
+
+def test_failed_attempt_is_recorded_and_cleaned_by_the_next(make_broker: Any, faulty: FaultyStorePlugin) -> None:
+    broker = make_broker(managedLedgerOffloadDriver="faulty")
+    produce(broker, 150)
+    ledger = broker.topic(TOPIC)
+    faulty.faults.append(Fault("write", key="-index", permanent=True))
+    status = ledger.offload_prefix()
+    assert status.status == "error" and "injected" in (status.error or "")
+    assert ledger.offload_status().status == "error"
+    failed_uid = ledger.ledgers()[0].uuid
+    assert ledger.ledgers()[0].tier == "offloading" and failed_uid is not None
+    assert list(faulty.store.list("")) == []  # the offloader removed its partial objects
+    # Leave an object behind, as a crash would, to prove the next attempt cleans it.
+    faulty.store.write(v1.data_key(failed_uid, ledger.ledgers()[0].ledger_id), b"partial")
+    faulty.faults.clear()
+    assert ledger.offload_prefix().status == "success"
+    new_uid = ledger.ledgers()[0].uuid
+    assert new_uid != failed_uid
+    assert all(failed_uid not in info.key for info in faulty.store.list(""))
+
+
+def test_size_threshold_walks_newest_to_oldest(make_broker: Any) -> None:
+    # Each ledger holds 100 entries, about 4.7 KB: keep about two ledgers' worth hot.
+    broker = make_broker(managedLedgerOffloadThresholdInBytes=10_000)
+    produce(broker, 500)  # the trigger runs as each ledger seals; the 500th entry seals the fifth
+    states = broker.topic(TOPIC).ledgers()
+    hot_bytes = 0
+    for state in reversed(states):
+        hot_bytes += state.size
+        expected = "hot" if hot_bytes <= 10_000 or not state.sealed else "hot+offloaded"
+        assert state.tier == expected, (state, hot_bytes)
+    assert any(s.tier == "hot+offloaded" for s in states) and states[-2].tier == "hot"
+
+
+def test_time_threshold(make_broker: Any, clock: Clock) -> None:
+    broker = make_broker(managedLedgerOffloadThresholdInSeconds=600)
+    produce(broker, 250)
+    ledger = broker.topic(TOPIC)
+    assert ledger.maybe_offload() is None
+    clock.advance(601)
+    status = ledger.maybe_offload()
+    assert status is not None and status.offloaded_ledgers == 2
+    assert [s.tier for s in ledger.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
+
+
+def test_deletion_lag(make_broker: Any, clock: Clock, tmp_path: Any) -> None:
+    broker = make_broker(managedLedgerOffloadDeletionLagMs=60_000)
+    produce(broker, 120)
+    ledger = broker.topic(TOPIC)
+    ledger.offload_prefix()
+    first = ledger.ledgers()[0].ledger_id
+    assert (tmp_path / "data" / "ledgers" / f"{first}.log").exists()
+    clock.advance(59)
+    assert ledger.delete_hot_copies_past_lag() == []
+    clock.advance(1)
+    assert ledger.delete_hot_copies_past_lag() == [first]
+    assert not (tmp_path / "data" / "ledgers" / f"{first}.log").exists()
+
+
+def test_offload_and_trim_are_mutually_exclusive(make_broker: Any, clock: Clock) -> None:
+    broker = make_broker(defaultRetentionTimeInMinutes=1)
+    produce(broker, 250)
+    ledger = broker.topic(TOPIC)
+    clock.advance(120)
+    holding, release, trimmed = threading.Event(), threading.Event(), threading.Event()
+    order: list[str] = []
+
+    class HoldOffload:
+        @hookimpl
+        def offload_core_on_event(self, event: Event) -> None:
+            if event.kind == "offload.lifecycle" and event.fields["step"] == "prepared" and not release.is_set():
+                holding.set()
+                release.wait(10)
+
+    broker.plugins.register(HoldOffload())
+    offload = threading.Thread(target=lambda: (ledger.offload_prefix(), order.append("offload")))
+    offload.start()
+    assert holding.wait(10), "the offload never started"
+    trim = threading.Thread(target=lambda: (ledger.trim(), order.append("trim"), trimmed.set()))
+    trim.start()
+    assert not trimmed.wait(0.5), "trim ran while an offload was in progress"
+    release.set()
+    offload.join(10)
+    trim.join(10)
+    assert order == ["offload", "trim"]
+
+
+# -- retention ---------------------------------------------------------------------------------
+
+
+def test_retention_by_time_deletes_from_both_tiers(make_broker: Any, clock: Clock, faulty: FaultyStorePlugin,
+                                                   tmp_path: Any) -> None:  # fmt: skip
+    broker = make_broker(managedLedgerOffloadDriver="faulty", defaultRetentionTimeInMinutes=10)
+    produce(broker, 250)
+    ledger = broker.topic(TOPIC)
+    ledger.offload_prefix()
+    doomed = [s.ledger_id for s in ledger.ledgers()[:2]]
+    assert ledger.trim() == []
+    clock.advance(601)
+    assert ledger.trim() == doomed
+    assert [s.entries for s in ledger.ledgers()] == [50]
+    assert list(faulty.store.list("")) == []
+    assert not any((tmp_path / "data" / "ledgers" / f"{ledger_id}.log").exists() for ledger_id in doomed)
+    with pytest.raises(InvalidRangeError):
+        ledger.read(Position(doomed[0], 0), 1)
+
+
+def test_retention_by_size_keeps_unconsumed_ledgers(make_broker: Any) -> None:
+    broker = make_broker(defaultRetentionSizeInMB=0)
+    produce(broker, 350)
+    ledger = broker.topic(TOPIC)
+    cursor = ledger.open_cursor("slow")
+    entries = cursor.read(150)
+    cursor.mark_delete(Position(entries[-1].entry.ledger_id, entries[-1].entry.entry_id))
+    first_ledger = ledger.ledgers()[0].ledger_id
+    # Retention 0 MB: everything consumed goes, but the cursor is halfway into ledger 2.
+    assert ledger.trim() == [first_ledger]
+    remaining = ledger.ledgers()[0].ledger_id
+    assert ledger.read(Position(remaining, 0), 1)[0].data == payload(100)
+
+
+# -- compare-and-set -----------------------------------------------------------------------------
+
+
+def test_a_concurrent_metadata_writer_is_never_overwritten(make_broker: Any, tmp_path: Any) -> None:
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+    ledger.append(b"x")
+    path = f"managed-ledgers/{ledger.name}"
+    other = type(broker.store)(tmp_path / "data" / "metadata.db")  # a second writer on the same store
+    real_set = broker.store.set
+    interfered: list[int] = []
+
+    def set_after_interference(record_path: str, value: bytes, version: int) -> Any:
+        if record_path == path and not interfered:
+            current = other.get(path)
+            info = ManagedLedgerInfo.FromString(current.value)  # type: ignore[union-attr]
+            info.properties.append(KeyValue(key="written-by", value="the other writer"))
+            other.set(path, info.SerializeToString(), current.version)  # type: ignore[union-attr]
+            interfered.append(1)
+        return real_set(record_path, value, version)
+
+    broker.store.set = set_after_interference  # type: ignore[method-assign]
+    for n in range(99):
+        ledger.append(b"x")  # fills the ledger: sealing updates the metadata
+    broker.store.set = real_set  # type: ignore[method-assign]
+    stored = ManagedLedgerInfo.FromString(other.get(path).value)  # type: ignore[union-attr]
+    assert [kv.key for kv in stored.properties] == ["written-by"]
+    assert stored.ledgerInfo[0].entries == 100
+
+
+def test_conflicts_that_persist_raise(make_broker: Any) -> None:
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+
+    def always_conflict(*args: Any) -> Any:
+        raise ConflictError("another writer keeps winning")
+
+    broker.store.set = always_conflict  # type: ignore[method-assign]
+    with pytest.raises(ConflictError):
+        ledger.append(b"x")
+
+
+def test_bad_input() -> None:
+    with pytest.raises(Exception, match="tenant/namespace/topic"):
+        Broker(os.devnull + "-unused").topic("no-namespace")  # type: ignore[arg-type]
