@@ -62,7 +62,8 @@ def test_defaults_are_pulsars_with_unlimited_retention() -> None:
 
 
 def test_unknown_key_gets_a_suggestion() -> None:
-    with pytest.raises(ConfigError, match="'managedLedgerOffloadThresholdInByte'.*did you mean 'managedLedgerOffloadThresholdInBytes'"):
+    suggestion = "'managedLedgerOffloadThresholdInByte'.*did you mean 'managedLedgerOffloadThresholdInBytes'"
+    with pytest.raises(ConfigError, match=suggestion):
         parse_config({"managedLedgerOffloadThresholdInByte": 1})
     with pytest.raises(ConfigError, match="known keys"):
         parse_config({"zzz": 1})

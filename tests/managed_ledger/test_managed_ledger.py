@@ -401,7 +401,7 @@ def test_a_concurrent_metadata_writer_is_never_overwritten(make_broker: Any, tmp
         return real_set(record_path, value, version)
 
     broker.store.set = set_after_interference  # type: ignore[method-assign]
-    for n in range(99):
+    for _ in range(99):
         ledger.append(b"x")  # fills the ledger: sealing updates the metadata
     broker.store.set = real_set  # type: ignore[method-assign]
     stored = ManagedLedgerInfo.FromString(other.get(path).value)  # type: ignore[union-attr]
