@@ -19,7 +19,7 @@ $(STAMP): $(PYPROJECTS)
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/python examples/walkthrough.py --data-dir offload-data
+	$(BIN)/python examples/main_job.py --data-dir offload-data
 
 # CI runs this. Hypothesis uses its bounded, derandomized profile unless told otherwise.
 test: $(STAMP) lint
@@ -37,6 +37,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy offload_core drivers/filesystem/offload_driver_filesystem
 
 clean:

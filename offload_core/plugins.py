@@ -372,8 +372,7 @@ def _not_installed(message: str, wanted: str, registries: _Registries) -> Driver
     close = difflib.get_close_matches(wanted.lower(), [*registries.drivers_by_name, *schemes], n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return DriverNotInstalledError(
-        f"{message}{hint} (installed drivers: {', '.join(names) or 'none'}; schemes: "
-        f"{', '.join(schemes) or 'none'})"
+        f"{message}{hint} (installed drivers: {', '.join(names) or 'none'}; schemes: {', '.join(schemes) or 'none'})"
     )
 
 
@@ -402,4 +401,3 @@ def _version_of(distribution: str) -> str:
         return importlib_metadata.version(distribution)
     except importlib_metadata.PackageNotFoundError:
         return "0+unknown"
-

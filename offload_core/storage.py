@@ -187,9 +187,7 @@ class StorageDriver(abc.ABC):
         self.close()
 
     @abc.abstractmethod
-    def _write(
-        self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool
-    ) -> ObjectInfo: ...
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo: ...
 
     @abc.abstractmethod
     def _read(self, key: str, start: int, end: int | None) -> bytes: ...
@@ -209,9 +207,7 @@ def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, 
 
     Raises :class:`InvalidRangeError` when ``start`` is at or past the end."""
     if start >= size:
-        raise InvalidRangeError(
-            f"read of {key!r}: start {start} is at or past the end of the object ({size} bytes)"
-        )
+        raise InvalidRangeError(f"read of {key!r}: start {start} is at or past the end of the object ({size} bytes)")
     return start, size if end is None else min(end, size)
 
 
@@ -413,7 +409,7 @@ class FsspecDriver(StorageDriver):
         root = self.root + "/"
         infos = []
         for path, info in found.items():
-            key = path[len(root):] if path.startswith(root) else None
+            key = path[len(root) :] if path.startswith(root) else None
             if key is None or not key.startswith(prefix) or _is_reserved(key):
                 continue
             infos.append(ObjectInfo(key=key, size=int(info["size"]), etag=_etag_of(info)))

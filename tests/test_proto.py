@@ -29,13 +29,23 @@ def test_generated_code_matches_source(tmp_path: Path, source: str) -> None:
 def test_field_numbers_are_pulsars() -> None:
     numbers = {f.name: f.number for f in OffloadContext.DESCRIPTOR.fields}
     assert numbers == {
-        "uidMsb": 1, "uidLsb": 2, "complete": 3, "bookkeeperDeleted": 4,
-        "timestamp": 5, "driverMetadata": 6, "offloadSegment": 7,
-    }  # fmt: skip
+        "uidMsb": 1,
+        "uidLsb": 2,
+        "complete": 3,
+        "bookkeeperDeleted": 4,
+        "timestamp": 5,
+        "driverMetadata": 6,
+        "offloadSegment": 7,
+    }
     ledger_info = {f.name: f.number for f in ManagedLedgerInfo.LedgerInfo.DESCRIPTOR.fields}
     assert ledger_info == {
-        "ledgerId": 1, "entries": 2, "size": 3, "timestamp": 4, "offloadContext": 5, "properties": 6,
-    }  # fmt: skip
+        "ledgerId": 1,
+        "entries": 2,
+        "size": 3,
+        "timestamp": 4,
+        "offloadContext": 5,
+        "properties": 6,
+    }
 
 
 def test_bookkeeper_metadata_from_a_pulsar_index_round_trips() -> None:

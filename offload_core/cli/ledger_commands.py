@@ -160,18 +160,24 @@ def verify(
     for report in reports:
         defects.extend(report.defects)
         if as_json:
-            click.echo(json.dumps({
-                "ledger_id": report.ledger.ledger_id,
-                "uuid": report.ledger.uuid,
-                "ok": report.ok,
-                "blocks": report.blocks,
-                "entries": report.entries,
-                "bytes": report.entry_bytes,
-                "defects": [{"key": d.key, "offset": d.offset, "problem": d.problem} for d in report.defects],
-            }))  # fmt: skip
+            click.echo(
+                json.dumps(
+                    {
+                        "ledger_id": report.ledger.ledger_id,
+                        "uuid": report.ledger.uuid,
+                        "ok": report.ok,
+                        "blocks": report.blocks,
+                        "entries": report.entries,
+                        "bytes": report.entry_bytes,
+                        "defects": [{"key": d.key, "offset": d.offset, "problem": d.problem} for d in report.defects],
+                    }
+                )
+            )
         elif report.ok:
-            click.echo(f"ok      ledger {report.ledger.ledger_id} ({report.ledger.uuid}): "
-                       f"{report.blocks} blocks, {report.entries} entries, {report.entry_bytes} bytes")  # fmt: skip
+            click.echo(
+                f"ok      ledger {report.ledger.ledger_id} ({report.ledger.uuid}): "
+                f"{report.blocks} blocks, {report.entries} entries, {report.entry_bytes} bytes"
+            )
         else:
             for defect in report.defects:
                 click.echo(f"DEFECT  {defect.location()}: {defect.problem}")

@@ -209,8 +209,9 @@ class ManagedLedger:
         return call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
 
     def _lifecycle(self, step: str, ledger_id: int, **fields: object) -> None:
-        self._emit(Event("offload.lifecycle", {"step": step, "managed_ledger": self.name, "ledger_id": ledger_id,
-                                               **fields}))  # fmt: skip
+        self._emit(
+            Event("offload.lifecycle", {"step": step, "managed_ledger": self.name, "ledger_id": ledger_id, **fields})
+        )
 
     def policies(self) -> OffloadPolicies:
         """The effective policies: topic over namespace over broker defaults."""
@@ -267,8 +268,12 @@ class ManagedLedger:
             ledger.entries, ledger.size, ledger.timestamp = entries, size, now
 
         self._update(seal)
-        self._emit(Event("ledger.sealed", {"managed_ledger": self.name, "ledger_id": ledger_id, "entries": entries,
-                                           "recovered": True}))  # fmt: skip
+        self._emit(
+            Event(
+                "ledger.sealed",
+                {"managed_ledger": self.name, "ledger_id": ledger_id, "entries": entries, "recovered": True},
+            )
+        )
 
     # -- appending -------------------------------------------------------------------
 
@@ -330,8 +335,9 @@ class ManagedLedger:
         self._update(seal)
         current.close()
         self._current = None
-        self._emit(Event("ledger.sealed", {"managed_ledger": self.name, "ledger_id": current.ledger_id,
-                                           "entries": entries}))  # fmt: skip
+        self._emit(
+            Event("ledger.sealed", {"managed_ledger": self.name, "ledger_id": current.ledger_id, "entries": entries})
+        )
         self.maybe_offload()
 
     # -- reading ------------------------------------------------------------------------
@@ -425,11 +431,27 @@ class ManagedLedger:
                 raise OffloadError(
                     f"ledger {ledger_id} of {self.name}: reading the {tiers[0]} tier failed ({exc}); {_only(priority)}"
                 ) from exc
-            log.warning("ledger %s of %s: %s tier failed (%s); reading the %s tier", ledger_id, self.name,
-                        tiers[0], exc, tiers[1])  # fmt: skip
+            log.warning(
+                "ledger %s of %s: %s tier failed (%s); reading the %s tier",
+                ledger_id,
+                self.name,
+                tiers[0],
+                exc,
+                tiers[1],
+            )
             self.read_stats.fallbacks[f"{tiers[0]}->{tiers[1]}"] += 1
-            self._emit(Event("read.fallback", {"managed_ledger": self.name, "ledger_id": ledger_id,
-                                               "from": tiers[0], "to": tiers[1], "error": str(exc)}))  # fmt: skip
+            self._emit(
+                Event(
+                    "read.fallback",
+                    {
+                        "managed_ledger": self.name,
+                        "ledger_id": ledger_id,
+                        "from": tiers[0],
+                        "to": tiers[1],
+                        "error": str(exc),
+                    },
+                )
+            )
             return readers[tiers[1]](ledger_id, first, last), tiers[1]
 
     def _read_hot(self, ledger_id: int, first: int, last: int) -> list[Entry]:
@@ -595,8 +617,9 @@ class ManagedLedger:
             context.complete = True
             context.timestamp = now
 
-        call_with_retries(lambda: self._update(complete), _METADATA_RETRY,
-                          retry_on=(ConflictError, TransientStorageError))  # fmt: skip
+        call_with_retries(
+            lambda: self._update(complete), _METADATA_RETRY, retry_on=(ConflictError, TransientStorageError)
+        )
         self._lifecycle("completed", ledger_id, uuid=str(uid))
 
     def delete_hot_copies_past_lag(self) -> list[int]:
@@ -633,13 +656,15 @@ class ManagedLedger:
 
     def _store_status(self, status: OffloadStatus) -> None:
         path = f"offload-status/{self.name}"
-        value = json.dumps({
-            "status": status.status,
-            "first_unoffloaded": str(status.first_unoffloaded) if status.first_unoffloaded else None,
-            "offloaded_ledgers": status.offloaded_ledgers,
-            "error": status.error,
-            "at_ms": self._now_ms(),
-        }).encode()  # fmt: skip
+        value = json.dumps(
+            {
+                "status": status.status,
+                "first_unoffloaded": str(status.first_unoffloaded) if status.first_unoffloaded else None,
+                "offloaded_ledgers": status.offloaded_ledgers,
+                "error": status.error,
+                "at_ms": self._now_ms(),
+            }
+        ).encode()
         record = self._store.get(path)
         if record is None:
             self._store.create(path, value)
@@ -653,8 +678,9 @@ class ManagedLedger:
             return OffloadStatus("not-run")
         values = json.loads(record.value)
         first = values["first_unoffloaded"]
-        return OffloadStatus(values["status"], Position.parse(first) if first else None,
-                             values["offloaded_ledgers"], values["error"])  # fmt: skip
+        return OffloadStatus(
+            values["status"], Position.parse(first) if first else None, values["offloaded_ledgers"], values["error"]
+        )
 
     # -- retention -------------------------------------------------------------------------
 
@@ -694,8 +720,9 @@ class ManagedLedger:
         ledger_id = ledger.ledgerId
         context = ledger.offloadContext
         if context.HasField("uidMsb"):
-            self._offloader_for_context(context).delete_offloaded(ledger_id, _uuid_of(context),
-                                                                  _driver_metadata(context))  # fmt: skip
+            self._offloader_for_context(context).delete_offloaded(
+                ledger_id, _uuid_of(context), _driver_metadata(context)
+            )
             handle = self._offloaded.pop(ledger_id, None)
             if handle is not None:
                 handle.close()
@@ -720,8 +747,13 @@ class ManagedLedger:
             start = NestedPositionInfo(ledgerId=first, entryId=-1)
             record = self._store.create(path, start.SerializeToString())
         stored = NestedPositionInfo.FromString(record.value)
-        return Cursor(self, name, Position(stored.ledgerId, stored.entryId) if stored.entryId >= 0 else None,
-                      stored.ledgerId, record.version)  # fmt: skip
+        return Cursor(
+            self,
+            name,
+            Position(stored.ledgerId, stored.entryId) if stored.entryId >= 0 else None,
+            stored.ledgerId,
+            record.version,
+        )
 
     def _slowest_cursor(self) -> Position | None:
         """The lowest mark-delete position of all cursors (``None``: no
@@ -754,11 +786,17 @@ class ManagedLedger:
                     tier = "offloading"
                 else:
                     tier = "hot"
-                states.append(LedgerState(
-                    ledger_id=ledger.ledgerId, entries=entries, size=size, sealed=sealed, tier=tier,
-                    uuid=str(_uuid_of(context)) if context.HasField("uidMsb") else None,
-                    closed_at_ms=int(ledger.timestamp) if sealed else None,
-                ))  # fmt: skip
+                states.append(
+                    LedgerState(
+                        ledger_id=ledger.ledgerId,
+                        entries=entries,
+                        size=size,
+                        sealed=sealed,
+                        tier=tier,
+                        uuid=str(_uuid_of(context)) if context.HasField("uidMsb") else None,
+                        closed_at_ms=int(ledger.timestamp) if sealed else None,
+                    )
+                )
             return states
 
     @property

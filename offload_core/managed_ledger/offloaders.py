@@ -47,8 +47,11 @@ class OffloaderProvider:
         """An offloader for ``settings`` (``driver``, ``bucket``, ``endpoint``,
         ``region``, ``prefix``). Raises :class:`DriverNotInstalledError` /
         :class:`ConfigError` from the driver."""
-        key = tuple(sorted({**settings, "max_block_size": str(max_block_size),
-                            "read_buffer_size": str(read_buffer_size)}.items()))  # fmt: skip
+        key = tuple(
+            sorted(
+                {**settings, "max_block_size": str(max_block_size), "read_buffer_size": str(read_buffer_size)}.items()
+            )
+        )
         cached = self._cache.get(key)
         if cached is not None:
             return cached

@@ -65,10 +65,12 @@ class OffloadPolicies:
 
     def over(self, base: OffloadPolicies) -> OffloadPolicies:
         """These policies, falling back to ``base`` for fields not set here."""
-        return OffloadPolicies(**{
-            f.name: getattr(base, f.name) if getattr(self, f.name) is None else getattr(self, f.name)
-            for f in dataclasses.fields(self)
-        })  # fmt: skip
+        return OffloadPolicies(
+            **{
+                f.name: getattr(base, f.name) if getattr(self, f.name) is None else getattr(self, f.name)
+                for f in dataclasses.fields(self)
+            }
+        )
 
     def replace(self, **changes: Any) -> OffloadPolicies:
         return dataclasses.replace(self, **changes)

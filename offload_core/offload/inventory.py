@@ -60,9 +60,7 @@ def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str 
 
     Raises :class:`NotFoundError` if there is none and :class:`ConfigError`
     if several offload attempts exist and no ``uuid`` chooses one."""
-    matches = [
-        ledger for ledger in ledgers if ledger.ledger_id == ledger_id and (uuid is None or ledger.uuid == uuid)
-    ]
+    matches = [ledger for ledger in ledgers if ledger.ledger_id == ledger_id and (uuid is None or ledger.uuid == uuid)]
     if not matches:
         which = f"ledger {ledger_id}" + (f" with uuid {uuid}" if uuid else "")
         raise NotFoundError(f"no offloaded {which} found; list what is there with `offload ledgers ls`")

@@ -92,8 +92,9 @@ class BlobStoreLedgerOffloader:
         retry: RetryPolicy = DEFAULT_RETRY,
         emit: Callable[[Event], None] | None = None,
     ) -> None:
-        _check_size("managedLedgerOffloadMaxBlockSizeInBytes", max_block_size,
-                    v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH)  # fmt: skip
+        _check_size(
+            "managedLedgerOffloadMaxBlockSizeInBytes", max_block_size, v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH
+        )
         _check_size("managedLedgerOffloadReadBufferSizeInBytes", read_buffer_size, 1)
         if not isinstance(prefix, str):
             raise ConfigError(f"offload prefix must be a string, got {prefix!r}")
@@ -310,4 +311,3 @@ def _recorded(blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry]) -> 
 @hookimpl
 def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
     register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"))
-

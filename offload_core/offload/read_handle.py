@@ -55,9 +55,7 @@ class InMemoryReadHandle:
     and last entry id match ``entries``.
     """
 
-    def __init__(
-        self, ledger_id: int, entries: Sequence[bytes], metadata: LedgerMetadataFormat | None = None
-    ) -> None:
+    def __init__(self, ledger_id: int, entries: Sequence[bytes], metadata: LedgerMetadataFormat | None = None) -> None:
         self._ledger_id = ledger_id
         self._entries = list(entries)
         if metadata is None:

@@ -311,7 +311,5 @@ class DriverContract:
         machine = type("Machine", (DriverStateMachine,), {"driver": driver})
         run_state_machine_as_test(
             machine,
-            settings=settings(
-                max_examples=self.state_machine_examples, stateful_step_count=20, deadline=None
-            ),
+            settings=settings(max_examples=self.state_machine_examples, stateful_step_count=20, deadline=None),
         )

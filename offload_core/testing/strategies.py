@@ -29,8 +29,9 @@ def ledger_metadata(draw: st.DrawFn, *, last_entry_id: int | None = None) -> Led
     )
     firsts = sorted(draw(st.sets(st.integers(0, max(last, 0)), min_size=1, max_size=4)) | {0})
     for first in firsts:
-        members = draw(st.lists(st.from_regex(r"10\.0\.0\.[0-9]{1,3}:3181", fullmatch=True), min_size=ensemble,
-                                max_size=ensemble))  # fmt: skip
+        members = draw(
+            st.lists(st.from_regex(r"10\.0\.0\.[0-9]{1,3}:3181", fullmatch=True), min_size=ensemble, max_size=ensemble)
+        )
         metadata.segment.add(ensembleMember=members, firstEntryId=first)
     for key, value in draw(st.lists(st.tuples(st.text(max_size=12), st.binary(max_size=12)), max_size=4)):
         metadata.customMetadata.add(key=key, value=value)

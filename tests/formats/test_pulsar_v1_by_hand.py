@@ -35,8 +35,8 @@ def test_block_with_exact_fit_has_no_padding() -> None:
     # 128 header + (12 + 2) + (12 + 0) = 154 bytes: the last block of a ledger is sized exactly.
     expected = (
         header_bytes("000000000000009A", "0000000000000003")
-        + bytes.fromhex("00000002" "0000000000000003" "6162")
-        + bytes.fromhex("00000000" "0000000000000004")
+        + bytes.fromhex("0000000200000000000000036162")
+        + bytes.fromhex("000000000000000000000004")
     )
     assert v1.encode_block(3, 154, [b"ab", b""]) == expected
     block = v1.decode_block(expected)
@@ -50,8 +50,8 @@ def test_padding_starts_its_pattern_at_its_first_byte_even_mid_word() -> None:
     # bytes follow, cut in the middle of the second pattern.
     expected = (
         header_bytes("0000000000000093", "0000000000000000")
-        + bytes.fromhex("00000001" "0000000000000000" "78")
-        + bytes.fromhex("FEDCDEAD" "FEDC")
+        + bytes.fromhex("00000001000000000000000078")
+        + bytes.fromhex("FEDCDEADFEDC")
     )
     assert v1.encode_block(0, 147, [b"x"]) == expected
     assert v1.decode_block(expected).padding_start == 141
@@ -60,7 +60,7 @@ def test_padding_starts_its_pattern_at_its_first_byte_even_mid_word() -> None:
 def test_padding_shorter_than_a_length_field() -> None:
     expected = (
         header_bytes("0000000000000090", "0000000000000007")
-        + bytes.fromhex("00000001" "0000000000000007" "41")
+        + bytes.fromhex("00000001000000000000000741")
         + bytes.fromhex("FEDCDE")
     )
     assert v1.encode_block(7, 144, [b"A"]) == expected
@@ -128,9 +128,9 @@ def test_index_bytes() -> None:
             "00000029"  # metadata length 41
         )
         + METADATA
-        + bytes.fromhex("0000000000000000" "00000001" "0000000000000000")
-        + bytes.fromhex("0000000000000004" "00000002" "0000000000000400")
-        + bytes.fromhex("0000000000000008" "00000003" "0000000000000800")
+        + bytes.fromhex("0000000000000000000000010000000000000000")
+        + bytes.fromhex("0000000000000004000000020000000000000400")
+        + bytes.fromhex("0000000000000008000000030000000000000800")
     )
     assert len(expected) == 0x85
     assert v1.encode_index(index) == expected

@@ -27,8 +27,10 @@ def test_block_round_trip_and_canonical_form(block: tuple[int, int, list[bytes]]
     assert len(encoded) == size
     decoded = v1.decode_block(encoded)
     assert decoded.entries == tuple((first + n, p) for n, p in enumerate(payloads))
-    assert v1.encode_block(decoded.header.first_entry_id, decoded.header.block_length,
-                           [p for _, p in decoded.entries]) == encoded  # fmt: skip
+    assert (
+        v1.encode_block(decoded.header.first_entry_id, decoded.header.block_length, [p for _, p in decoded.entries])
+        == encoded
+    )
 
 
 @given(v1_indexes())
@@ -41,8 +43,11 @@ def test_index_round_trip_and_canonical_form(index: v1.Index) -> None:
 @given(st.lists(st.binary(max_size=300), min_size=1, max_size=30), st.integers(140, 1200))
 def test_data_blocks_hold_every_entry_once_in_order(payloads: list[bytes], max_block: int) -> None:
     assume(all(len(p) <= max_block - 140 for p in payloads))
-    blocks = list(v1.encode_data_blocks(payloads, entry_count=len(payloads),
-                                        ledger_length=sum(map(len, payloads)), max_block_size=max_block))  # fmt: skip
+    blocks = list(
+        v1.encode_data_blocks(
+            payloads, entry_count=len(payloads), ledger_length=sum(map(len, payloads)), max_block_size=max_block
+        )
+    )
     decoded = [entry for block in blocks for entry in v1.decode_block(block.data).entries]
     assert decoded == list(enumerate(payloads))
     assert all(len(block.data) == max_block for block in blocks[:-1])
@@ -55,8 +60,8 @@ def only_format_errors(decode, data: bytes) -> None:  # type: ignore[no-untyped-
 
 
 @given(st.binary(max_size=400))
-@example(bytes.fromhex("FBDBABCB" "0000000000000080" "7FFFFFFFFFFFFFFF" "0000000000000000") + bytes(100))
-@example(bytes.fromhex("DE47DE47" "7FFFFFFF" "00" * 16 + "7FFFFFFF" "7FFFFFFF"))
+@example(bytes.fromhex("FBDBABCB00000000000000807FFFFFFFFFFFFFFF0000000000000000") + bytes(100))
+@example(bytes.fromhex("DE47DE477FFFFFFF00" * 16 + "7FFFFFFF7FFFFFFF"))
 def test_arbitrary_bytes_raise_only_format_error(data: bytes) -> None:
     only_format_errors(v1.decode_block_header, data)
     only_format_errors(v1.decode_block, data)
@@ -86,8 +91,9 @@ def test_truncated_indexes_raise_format_error(index: v1.Index, data: st.DataObje
 
 
 @given(v1_blocks(), v1_indexes(), st.data())
-def test_bit_flips_raise_only_format_error(block: tuple[int, int, list[bytes]], index: v1.Index,
-                                           data: st.DataObject) -> None:  # fmt: skip
+def test_bit_flips_raise_only_format_error(
+    block: tuple[int, int, list[bytes]], index: v1.Index, data: st.DataObject
+) -> None:
     for encoded, decode in ((v1.encode_block(*block), v1.decode_block), (v1.encode_index(index), v1.decode_index)):
         flipped = bytearray(encoded)
         for _ in range(data.draw(st.integers(1, 3))):

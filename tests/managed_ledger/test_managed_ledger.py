@@ -52,8 +52,11 @@ def test_append_and_read_across_ledgers(make_broker: Any) -> None:
 
 
 def test_rollover_by_size_and_by_age(make_broker: Any, clock: Clock) -> None:
-    broker = make_broker(managedLedgerMaxEntriesPerLedger=10**6, managedLedgerMaxSizePerLedgerMbytes=1,
-                         managedLedgerMaxLedgerRolloverTimeMinutes=1)  # fmt: skip
+    broker = make_broker(
+        managedLedgerMaxEntriesPerLedger=10**6,
+        managedLedgerMaxSizePerLedgerMbytes=1,
+        managedLedgerMaxLedgerRolloverTimeMinutes=1,
+    )
     ledger = broker.topic(TOPIC)
     for _ in range(3):
         ledger.append(b"x" * (600 << 10))
@@ -174,8 +177,9 @@ def test_every_entry_under_every_priority_before_during_and_after_offload(
         ReadPriority.BOOKKEEPER_ONLY: "hot",
     }
     expect_reads(broker, after, count)
-    sealed_only = ledger.read_tiered(Position(ledger.ledgers()[0].ledger_id, 0), 300,
-                                     priority=ReadPriority.OFFLOADED_ONLY)  # fmt: skip
+    sealed_only = ledger.read_tiered(
+        Position(ledger.ledgers()[0].ledger_id, 0), 300, priority=ReadPriority.OFFLOADED_ONLY
+    )
     assert {t.tier for t in sealed_only} == {"offloaded"}
     assert [t.entry.data for t in sealed_only] == [payload(n) for n in range(300)]
 
@@ -192,8 +196,9 @@ def test_every_entry_under_every_priority_before_during_and_after_offload(
     expect_reads(broker, gone, count)
 
 
-def test_first_priorities_fall_back_on_any_failure_and_count_it(make_broker: Any, faulty: FaultyStorePlugin,
-                                                                tmp_path: Any) -> None:  # fmt: skip
+def test_first_priorities_fall_back_on_any_failure_and_count_it(
+    make_broker: Any, faulty: FaultyStorePlugin, tmp_path: Any
+) -> None:
     broker = make_broker(managedLedgerOffloadDriver="faulty", managedLedgerOffloadDeletionLagMs=3_600_000)
     produce(broker, 200)
     ledger = broker.topic(TOPIC)
@@ -348,8 +353,9 @@ def test_offload_and_trim_are_mutually_exclusive(make_broker: Any, clock: Clock)
 # -- retention ---------------------------------------------------------------------------------
 
 
-def test_retention_by_time_deletes_from_both_tiers(make_broker: Any, clock: Clock, faulty: FaultyStorePlugin,
-                                                   tmp_path: Any) -> None:  # fmt: skip
+def test_retention_by_time_deletes_from_both_tiers(
+    make_broker: Any, clock: Clock, faulty: FaultyStorePlugin, tmp_path: Any
+) -> None:
     broker = make_broker(managedLedgerOffloadDriver="faulty", defaultRetentionTimeInMinutes=10)
     produce(broker, 250)
     ledger = broker.topic(TOPIC)

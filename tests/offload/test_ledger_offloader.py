@@ -140,9 +140,15 @@ def test_we_read_what_pulsar_wrote(vector: Vector) -> None:
 
 def test_index_keeps_segments_and_custom_metadata_order_and_drops_the_password() -> None:
     metadata = LedgerMetadataFormat(
-        quorumSize=2, ensembleSize=3, ackQuorumSize=2, length=6, lastEntryId=2,
-        state=LedgerMetadataFormat.CLOSED, password=b"secret", ctime=17,
-    )  # fmt: skip
+        quorumSize=2,
+        ensembleSize=3,
+        ackQuorumSize=2,
+        length=6,
+        lastEntryId=2,
+        state=LedgerMetadataFormat.CLOSED,
+        password=b"secret",
+        ctime=17,
+    )
     metadata.segment.add(ensembleMember=["a:1", "b:1", "c:1"], firstEntryId=0)
     metadata.segment.add(ensembleMember=["a:1", "d:1", "c:1"], firstEntryId=2)
     for key in ["pulsar/managed-ledger", "application", "component"]:

@@ -55,9 +55,7 @@ class SqliteDriver(StorageDriver):
                     if len(part):
                         self._db.execute("INSERT INTO chunks VALUES (?, ?, ?)", (key, size, bytes(part)))
                         size += len(part)
-                self._db.execute(
-                    "INSERT OR REPLACE INTO objects VALUES (?, ?, ?)", (key, size, json.dumps(metadata))
-                )
+                self._db.execute("INSERT OR REPLACE INTO objects VALUES (?, ?, ?)", (key, size, json.dumps(metadata)))
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

@@ -70,14 +70,17 @@ def main() -> None:
         sequential = offloader.requests.since(before).requests["read"]
         before = offloader.requests.snapshot()
         for entry_id in rng.sample(range(len(entries)), 100):
-            if offloader.read_offloaded(ledger_id, uuids[ledger_id]).read(entry_id, entry_id)[0].data != (
-                entries[entry_id]
+            if (
+                offloader.read_offloaded(ledger_id, uuids[ledger_id]).read(entry_id, entry_id)[0].data
+                != (entries[entry_id])
             ):
                 raise SystemExit(f"ledger {ledger_id}: entry {entry_id} read back wrong")
         random_gets = offloader.requests.since(before).requests["read"]
         elapsed = 1000 * (time.perf_counter() - started)
-        print(f"{ledger_id:>6} {len(handle.index.entries):>6} {len(entries):>8} {sequential:>9} {random_gets:>10} "
-              f"{elapsed:>7.0f}")  # fmt: skip
+        print(
+            f"{ledger_id:>6} {len(handle.index.entries):>6} {len(entries):>8} {sequential:>9} {random_gets:>10} "
+            f"{elapsed:>7.0f}"
+        )
     print(f"\nevery entry read back byte-identical from {bucket}")
     print(f"try: .venv/bin/offload ledgers ls file://{bucket}")
 

@@ -1,0 +1,238 @@
+"""``offload topics ...`` and ``offload namespaces ...``: the embedded broker,
+pulsar-admin style. Every verb takes ``--data-dir`` and ``--config``."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+import click
+
+from ..hooks import Event, hookimpl
+from ..managed_ledger import Broker, ReadPriority, load_config
+from ..managed_ledger.policies import TopicName, parse_namespace
+from ..model import Position
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def broker_options(command: F) -> F:
+    command = click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Broker config (TOML, Pulsar key names).",
+    )(command)
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False),
+        default="./offload-data",
+        show_default=True,
+        help="Hot tier, metadata and default bucket.",
+    )(command)
+
+
+@contextmanager
+def opened(data_dir: str, config_path: str | None) -> Iterator[Broker]:
+    broker = Broker(data_dir, load_config(config_path))
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+def parse_position(text: str | None) -> Position | None:
+    return None if text is None else Position.parse(text)
+
+
+@click.group()
+def topics() -> None:
+    """Topics of the embedded broker (one managed ledger each)."""
+
+
+@topics.command()
+@click.argument("topic")
+@click.option("--count", type=click.IntRange(min=1), default=1000, show_default=True, help="Messages to append.")
+@click.option("--size", type=click.IntRange(min=0), default=256, show_default=True, help="Bytes per message.")
+@click.option("--seed", type=int, default=0, help="Seed for the random message bodies.")
+@broker_options
+def produce(topic: str, count: int, size: int, seed: int, data_dir: str, config_path: str | None) -> None:
+    """Append COUNT messages of SIZE random bytes to TOPIC."""
+    rng = random.Random(seed)
+    with opened(data_dir, config_path) as broker:
+        ledger = broker.topic(topic)
+        first = last = None
+        with click.progressbar(range(count), label=f"producing to {topic}", file=sys.stderr) as numbers:
+            for _ in numbers:
+                last = ledger.append(rng.randbytes(size))
+                first = first or last
+        click.echo(f"appended {count} messages: {first} .. {last}")
+
+
+@topics.command()
+@click.argument("topic")
+@click.option("--from", "start", default=None, help="First position L:E (default: the first entry).")
+@click.option("--count", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--priority", default=None, help="Tiered read priority for this read (default: the policy's).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per entry.")
+@broker_options
+def consume(
+    topic: str,
+    start: str | None,
+    count: int,
+    priority: str | None,
+    as_json: bool,
+    data_dir: str,
+    config_path: str | None,
+) -> None:
+    """Read COUNT entries of TOPIC from a position, showing the tier that served each."""
+    with opened(data_dir, config_path) as broker:
+        ledger = broker.topic(topic)
+        states = ledger.ledgers()
+        if not states:
+            return
+        position = parse_position(start) or Position(states[0].ledger_id, 0)
+        for tiered in ledger.read_tiered(position, count, priority=priority):
+            entry = tiered.entry
+            if as_json:
+                click.echo(
+                    json.dumps(
+                        {
+                            "ledger_id": entry.ledger_id,
+                            "entry_id": entry.entry_id,
+                            "tier": tiered.tier,
+                            "payload_b64": base64.b64encode(entry.data).decode("ascii"),
+                        }
+                    )
+                )
+            else:
+                click.echo(f"{entry.ledger_id}:{entry.entry_id}\t{tiered.tier}\t{len(entry.data)} bytes")
+
+
+class _OffloadProgress:
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        if event.kind == "offload.lifecycle" and event.fields["step"] == "completed":
+            self.bar.update(1)
+
+
+@topics.command("offload")
+@click.argument("topic")
+@click.option("--position", default=None, help="Offload sealed ledgers before this L:E (default: all sealed).")
+@broker_options
+def offload_topic(topic: str, position: str | None, data_dir: str, config_path: str | None) -> None:
+    """Offload TOPIC's sealed ledgers before a position (the manual trigger)."""
+    until = parse_position(position)
+    with opened(data_dir, config_path) as broker:
+        ledger = broker.topic(topic)
+        due = [
+            s
+            for s in ledger.ledgers()
+            if s.sealed and s.tier in ("hot", "offloading") and (until is None or s.ledger_id < until.ledger_id)
+        ]
+        with click.progressbar(length=len(due), label=f"offloading {len(due)} ledger(s)", file=sys.stderr) as bar:
+            broker.plugins.register(_OffloadProgress(bar))
+            status = ledger.offload_prefix(until)
+        _print_status(status, as_json=False)
+        if status.status == "error":
+            raise SystemExit(1)
+
+
+def _print_status(status: Any, *, as_json: bool) -> None:
+    values = asdict(status)
+    values["first_unoffloaded"] = str(status.first_unoffloaded) if status.first_unoffloaded else None
+    if as_json:
+        click.echo(json.dumps(values))
+        return
+    click.echo(f"status: {values['status']}")
+    click.echo(f"offloaded ledgers: {values['offloaded_ledgers']}")
+    click.echo(f"first unoffloaded position: {values['first_unoffloaded'] or '-'}")
+    if values["error"]:
+        click.echo(f"error: {values['error']}")
+
+
+@topics.command("offload-status")
+@click.argument("topic")
+@click.option("--json", "as_json", is_flag=True)
+@broker_options
+def offload_status(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+    """The outcome of TOPIC's last offload run."""
+    with opened(data_dir, config_path) as broker:
+        _print_status(broker.topic(topic).offload_status(), as_json=as_json)
+
+
+@topics.command()
+@click.argument("topic")
+@click.option("--json", "as_json", is_flag=True)
+@broker_options
+def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+    """Each ledger of TOPIC: entries, size and tier state."""
+    with opened(data_dir, config_path) as broker:
+        ledger = broker.topic(topic)
+        states = ledger.ledgers()
+        if as_json:
+            click.echo(json.dumps({"topic": str(ledger.topic), "ledgers": [asdict(s) for s in states]}, indent=2))
+            return
+        click.echo(f"{'LEDGER':>8} {'ENTRIES':>8} {'BYTES':>12} {'SEALED':>6}  TIER")
+        for s in states:
+            click.echo(f"{s.ledger_id:>8} {s.entries:>8} {s.size:>12} {'yes' if s.sealed else 'no':>6}  {s.tier}")
+
+
+def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
+    """``set-``, ``get-`` and ``remove-tiered-read-priority`` for one policy level."""
+    label = level.upper()
+
+    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}.")
+    @click.argument("name", metavar=label)
+    @click.argument("priority", metavar="PRIORITY")
+    @broker_options
+    def set_priority(name: str, priority: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            chosen = ReadPriority.parse(priority)
+            broker.policies.update(level, parse_name(name), read_priority=chosen)
+            click.echo(f"{level} {name}: tiered read priority {chosen.name}")
+
+    @group.command("get-tiered-read-priority", help=f"Show the tiered read priority set on {label}.")
+    @click.argument("name", metavar=label)
+    @click.option("--json", "as_json", is_flag=True)
+    @broker_options
+    def get_priority(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            key = parse_name(name)
+            own = broker.policies.get(level, key).read_priority
+            if level == "topic":
+                effective = broker.policies.effective(TopicName.parse(key)).read_priority
+            else:
+                effective = own or broker.config.policies.read_priority
+            assert effective is not None
+            if as_json:
+                click.echo(json.dumps({level: key, "set": own.name if own else None, "effective": effective.name}))
+            else:
+                click.echo(f"set on {level}: {own.name if own else '(not set)'}; effective: {effective.name}")
+
+    @group.command("remove-tiered-read-priority", help=f"Remove the tiered read priority set on {label}.")
+    @click.argument("name", metavar=label)
+    @broker_options
+    def remove_priority(name: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            broker.policies.update(level, parse_name(name), read_priority=None)
+            click.echo(f"{level} {name}: tiered read priority removed")
+
+
+@click.group()
+def namespaces() -> None:
+    """Namespace policies of the embedded broker."""
+
+
+_priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
+_priority_commands(namespaces, "namespace", parse_namespace)

@@ -1,0 +1,129 @@
+"""`offload topics ...` and `offload namespaces ...` as a user runs them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "offload_core.cli",
+            *args,
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--config",
+            str(tmp_path / "broker.toml"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.fixture
+def produced(tmp_path: Path) -> Path:
+    (tmp_path / "broker.toml").write_text(
+        "managedLedgerMaxEntriesPerLedger = 200\nmanagedLedgerOffloadDeletionLagMs = 3600000\n"
+    )
+    result = run(tmp_path, "topics", "produce", "acme/prod/orders", "--count", "700", "--size", "64")
+    assert result.returncode == 0, result.stderr
+    assert "appended 700 messages: 1:0 .. 4:99" in result.stdout
+    return tmp_path
+
+
+def consume(tmp_path: Path, *args: str) -> list[dict[str, object]]:
+    result = run(tmp_path, "topics", "consume", "acme/prod/orders", "--count", "1000", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_produce_offload_consume_with_tiers(produced: Path) -> None:
+    before = consume(produced)
+    assert len(before) == 700 and {r["tier"] for r in before} == {"hot"}
+    assert all(len(base64.b64decode(str(r["payload_b64"]))) == 64 for r in before)
+
+    offloaded = run(produced, "topics", "offload", "acme/prod/orders", "--position", "3:0")
+    assert offloaded.returncode == 0, offloaded.stderr
+    assert "offloaded ledgers: 2" in offloaded.stdout and "first unoffloaded position: 3:0" in offloaded.stdout
+
+    after = consume(produced)
+    assert [r["payload_b64"] for r in after] == [r["payload_b64"] for r in before]
+    assert [r["tier"] for r in after] == ["offloaded"] * 400 + ["hot"] * 300
+    hot_first = consume(produced, "--priority", "bookkeeper-first")
+    assert {r["tier"] for r in hot_first} == {"hot"}
+    window = consume(produced, "--from", "2:199", "--priority", "OFFLOADED_FIRST")
+    assert [(r["ledger_id"], r["entry_id"]) for r in window[:2]] == [(2, 199), (3, 0)]
+
+
+def test_stats_and_offload_status(produced: Path) -> None:
+    assert json.loads(run(produced, "topics", "offload-status", "acme/prod/orders", "--json").stdout)["status"] == (
+        "not-run"
+    )
+    run(produced, "topics", "offload", "acme/prod/orders")
+    stats = json.loads(run(produced, "topics", "stats", "acme/prod/orders", "--json").stdout)
+    assert [(lg["entries"], lg["tier"]) for lg in stats["ledgers"]] == [(200, "hot+offloaded")] * 3 + [
+        (100, "hot+offloaded")
+    ]
+    status = json.loads(run(produced, "topics", "offload-status", "acme/prod/orders", "--json").stdout)
+    assert status == {"status": "success", "first_unoffloaded": None, "offloaded_ledgers": 4, "error": None}
+    table = run(produced, "topics", "stats", "acme/prod/orders").stdout
+    assert "hot+offloaded" in table and "LEDGER" in table
+
+
+def test_read_priority_policies_at_namespace_and_topic_level(produced: Path) -> None:
+    run(produced, "topics", "offload", "acme/prod/orders")
+    assert {r["tier"] for r in consume(produced)} == {"offloaded"}
+    assert run(produced, "namespaces", "set-tiered-read-priority", "acme/prod", "bookkeeper-first").returncode == 0
+    assert {r["tier"] for r in consume(produced)} == {"hot"}
+    got = json.loads(run(produced, "topics", "get-tiered-read-priority", "acme/prod/orders", "--json").stdout)
+    assert got == {"topic": "acme/prod/orders", "set": None, "effective": "BOOKKEEPER_FIRST"}
+    assert (
+        run(produced, "topics", "set-tiered-read-priority", "acme/prod/orders", "tiered-storage-first").returncode == 0
+    )
+    assert {r["tier"] for r in consume(produced)} == {"offloaded"}
+    run(produced, "topics", "remove-tiered-read-priority", "acme/prod/orders")
+    run(produced, "namespaces", "remove-tiered-read-priority", "acme/prod")
+    got = json.loads(run(produced, "namespaces", "get-tiered-read-priority", "acme/prod", "--json").stdout)
+    assert got == {"namespace": "acme/prod", "set": None, "effective": "OFFLOADED_FIRST"}
+
+
+def test_only_priority_that_cannot_be_honoured_is_a_clear_error(produced: Path) -> None:
+    result = run(produced, "topics", "consume", "acme/prod/orders", "--priority", "offloaded-only")
+    assert result.returncode == 1
+    assert "OFFLOADED_ONLY never reads the other tier" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["topics", "consume", "acme/prod/orders", "--priority", "fastest"], "not one of"),
+        (["topics", "consume", "acme/prod/orders", "--from", "x"], "not LEDGER:ENTRY"),
+        (["topics", "consume", "no-namespace"], "tenant/namespace/topic"),
+        (["namespaces", "set-tiered-read-priority", "acme", "bookkeeper-first"], "not tenant/namespace"),
+    ],
+)
+def test_bad_input_is_a_clear_error(produced: Path, args: list[str], message: str) -> None:
+    result = run(produced, *args)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_config_key(tmp_path: Path) -> None:
+    (tmp_path / "broker.toml").write_text("managedLedgerOffloadDriverr = 'filesystem'\n")
+    result = run(tmp_path, "topics", "stats", "acme/prod/orders")
+    assert result.returncode == 1
+    assert "did you mean 'managedLedgerOffloadDriver'" in result.stderr
+
+
+def test_help_everywhere() -> None:
+    for args in (["topics"], ["namespaces"], ["topics", "produce"], ["topics", "set-tiered-read-priority"]):
+        result = subprocess.run([sys.executable, "-m", "offload_core.cli", *args, "--help"], capture_output=True)
+        assert result.returncode == 0
