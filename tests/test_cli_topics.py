@@ -127,3 +127,17 @@ def test_help_everywhere() -> None:
     for args in (["topics"], ["namespaces"], ["topics", "produce"], ["topics", "set-tiered-read-priority"]):
         result = subprocess.run([sys.executable, "-m", "offload_core.cli", *args, "--help"], capture_output=True)
         assert result.returncode == 0
+
+
+def test_run_maintenance_offloads_by_threshold(tmp_path: Path) -> None:
+    (tmp_path / "broker.toml").write_text(
+        "managedLedgerMaxEntriesPerLedger = 100\nmanagedLedgerOffloadThresholdInBytes = 0\n"
+        "managedLedgerOffloadDeletionLagMs = 0\n"
+    )
+    # With threshold 0 every ledger is offloaded as it seals, even while producing.
+    assert run(tmp_path, "topics", "produce", "a/b/c", "--count", "250").returncode == 0
+    result = run(tmp_path, "topics", "run-maintenance", "a/b/c")
+    assert result.returncode == 0, result.stderr
+    assert "offloaded by threshold: 1 ledger(s)" in result.stdout  # the ledger sealed on reopen
+    stats = json.loads(run(tmp_path, "topics", "stats", "a/b/c", "--json").stdout)
+    assert [lg["tier"] for lg in stats["ledgers"]] == ["offloaded"] * 3

@@ -682,6 +682,16 @@ class ManagedLedger:
             values["status"], Position.parse(first) if first else None, values["offloaded_ledgers"], values["error"]
         )
 
+    def run_maintenance(self) -> dict[str, object]:
+        """What a broker does periodically: roll the current ledger over if it
+        is too old, offload by threshold, delete hot copies past the lag,
+        and trim by retention. Returns what each step did."""
+        rolled = self.roll_over_if_due()
+        offloaded = self.maybe_offload()
+        hot_deleted = self.delete_hot_copies_past_lag()
+        trimmed = self.trim()
+        return {"rolled_over": rolled, "offload": offloaded, "hot_deleted": hot_deleted, "trimmed": trimmed}
+
     # -- retention -------------------------------------------------------------------------
 
     def trim(self) -> list[int]:
@@ -883,7 +893,8 @@ class _HotReadHandle:
         return int(self.metadata.length)
 
     def read(self, first: int, last: int) -> list[Entry]:
-        return self._owner._read_hot(self.ledger_id, first, last)
+        with self._owner._lock:
+            return self._owner._read_hot(self.ledger_id, first, last)
 
     def close(self) -> None:
         """Nothing to release: the owner caches the file."""

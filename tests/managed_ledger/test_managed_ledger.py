@@ -308,6 +308,29 @@ def test_time_threshold(make_broker: Any, clock: Clock) -> None:
     assert [s.tier for s in ledger.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
 
 
+def test_periodic_maintenance_runs_every_time_based_rule(make_broker: Any, clock: Clock) -> None:
+    broker = make_broker(
+        managedLedgerOffloadThresholdInSeconds=60,
+        managedLedgerOffloadDeletionLagMs=120_000,
+        managedLedgerMaxLedgerRolloverTimeMinutes=10,
+        defaultRetentionTimeInMinutes=30,
+    )
+    produce(broker, 150)
+    ledger = broker.topic(TOPIC)
+    assert ledger.run_maintenance() == {"rolled_over": False, "offload": None, "hot_deleted": [], "trimmed": []}
+    clock.advance(61)
+    done = ledger.run_maintenance()
+    assert done["offload"].offloaded_ledgers == 1 and done["hot_deleted"] == []  # type: ignore[union-attr]
+    clock.advance(540)
+    done = ledger.run_maintenance()
+    assert done["rolled_over"] is True and done["hot_deleted"] == [ledger.ledgers()[0].ledger_id]
+    assert [s.tier for s in ledger.ledgers()] == ["offloaded", "hot"]
+    clock.advance(1800)
+    trimmed = ledger.run_maintenance()["trimmed"]
+    assert len(trimmed) == 2  # type: ignore[arg-type]
+    assert ledger.ledgers() == []
+
+
 def test_deletion_lag(make_broker: Any, clock: Clock, tmp_path: Any) -> None:
     broker = make_broker(managedLedgerOffloadDeletionLagMs=60_000)
     produce(broker, 120)
