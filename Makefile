@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e examples/driver-plugin
+DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e examples/driver-plugin
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
 .PHONY: setup demo test test-fast proto bench lint clean
@@ -38,7 +38,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy offload_core drivers/filesystem/offload_driver_filesystem
+	$(BIN)/mypy offload_core $(wildcard drivers/*/offload_driver_*)
 
 clean:
 	rm -rf $(VENV) offload-data .pytest_cache .hypothesis

@@ -8,8 +8,10 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from .errors import (
+    AccessDeniedError,
     AlreadyExistsError,
     ConfigError,
+    ConflictError,
     DriverNotInstalledError,
     FormatError,
     InvalidKeyError,
@@ -39,9 +41,11 @@ except _metadata.PackageNotFoundError:  # running from a source tree without ins
     __version__ = "0+unknown"
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "BlobStoreLedgerOffloader",
     "ConfigError",
+    "ConflictError",
     "DriverNotInstalledError",
     "Entry",
     "Event",

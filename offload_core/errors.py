@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "ConfigError",
     "ConflictError",
@@ -58,6 +59,13 @@ class AlreadyExistsError(OffloadError, FileExistsError):
     def __init__(self, message: str, *, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class AccessDeniedError(OffloadError, PermissionError):
+    """The store refused the credentials or the permission for an operation."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

@@ -53,6 +53,7 @@ class InstrumentedDriver(StorageDriver):
         self.counts = RequestCounts()
         self._emit = emit
         self.name = inner.name  # type: ignore[misc]
+        self.min_part_size = inner.min_part_size
 
     def __repr__(self) -> str:
         return f"InstrumentedDriver({self.inner!r})"

@@ -17,23 +17,27 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from .errors import (
+    AccessDeniedError,
     AlreadyExistsError,
     InvalidKeyError,
     InvalidMetadataError,
     InvalidRangeError,
     NotFoundError,
     OffloadError,
+    TransientStorageError,
 )
 from .keys import RESERVED_SEGMENT_PREFIX, validate_key, validate_prefix
 from .model import ObjectInfo
+from .retry import RetryPolicy, call_with_retries
 
 __all__ = ["BytesLike", "FsspecDriver", "ObjectInfo", "StorageDriver", "validate_metadata"]
 
 BytesLike = bytes | bytearray | memoryview
+T = TypeVar("T")
 
 _METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
@@ -100,6 +104,9 @@ class StorageDriver(abc.ABC):
 
     #: The name the driver is registered under (set by subclasses).
     name: ClassVar[str] = ""
+    #: Smallest part a multipart write accepts (except the last); S3's is
+    #: 5 MiB. Offloaders refuse block sizes below it.
+    min_part_size: int = 0
 
     # Drivers registered for a URL scheme also define a classmethod
     # ``from_url(url, **options)``; its options are theirs to choose, so it
@@ -241,10 +248,45 @@ class FsspecDriver(StorageDriver):
 
     native_metadata: ClassVar[bool] = False
 
-    def __init__(self, fs: Any, root: str) -> None:
+    def __init__(self, fs: Any, root: str, *, retry: RetryPolicy | None = None) -> None:
         self.fs = fs
         self.root = root.rstrip("/")
+        self.retry = retry if retry is not None else RetryPolicy()
         self._lock = threading.RLock()
+
+    # -- errors and retries ------------------------------------------------
+
+    def _translate(self, exc: Exception, key: str) -> Exception:
+        """Our error for a backend exception (``exc`` itself if unknown).
+        Subclasses extend this with their backend's error codes."""
+        if isinstance(exc, OffloadError):
+            return exc
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError)):
+            return NotFoundError(f"object {key!r} not found under {self.root!r}", key=key)
+        if isinstance(exc, FileExistsError):
+            return AlreadyExistsError(f"object {key!r} already exists under {self.root!r}", key=key)
+        if isinstance(exc, PermissionError):
+            return AccessDeniedError(
+                f"access to {key!r} under {self.root!r} was denied ({exc}); check the credentials and permissions"
+            )
+        if isinstance(exc, (TimeoutError, ConnectionError)):
+            return TransientStorageError(f"{type(exc).__name__} on {key!r} under {self.root!r}: {exc}")
+        return exc
+
+    def _call(self, key: str, action: Callable[[], T]) -> T:
+        """Run one storage request: translate its errors, retry transient
+        ones with bounded, jittered backoff (``self.retry``)."""
+
+        def attempt() -> T:
+            try:
+                return action()
+            except Exception as exc:
+                mapped = self._translate(exc, key)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+
+        return call_with_retries(attempt, self.retry)
 
     def _path(self, key: str) -> str:
         return f"{self.root}/{key}"
@@ -361,12 +403,8 @@ class FsspecDriver(StorageDriver):
 
     def _info(self, key: str) -> Mapping[str, Any]:
         self._roll_forward(key)
-        try:
-            info = self.fs.info(self._path(key))
-        except FileNotFoundError:
-            info = None
-        info = dict(info) if info is not None else None
-        if info is None or info.get("type") != "file":
+        info = dict(self._call(key, lambda: self.fs.info(self._path(key))))
+        if info.get("type") != "file":
             raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key)
         return info
 
@@ -389,10 +427,7 @@ class FsspecDriver(StorageDriver):
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         self._roll_forward(key)
         path = self._path(key)
-        try:
-            data: bytes = self.fs.cat_file(path, start=start, end=end)
-        except (FileNotFoundError, IsADirectoryError):
-            raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key) from None
+        data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
         if not data:
             # Empty is either an empty range inside the object or a start at
             # or past its end: only the size tells which.
@@ -403,8 +438,8 @@ class FsspecDriver(StorageDriver):
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         base = self._path(directory) if directory else self.root
         try:
-            found = self.fs.find(base, detail=True, withdirs=False)
-        except FileNotFoundError:
+            found = self._call(prefix, lambda: self.fs.find(base, detail=True, withdirs=False))
+        except NotFoundError:
             return iter(())
         root = self.root + "/"
         infos = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,10 @@ from offload_core.memory import MemoryDriver
 OFFLOAD = [sys.executable, "-m", "offload_core.cli"]
 
 
-def offload(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*OFFLOAD, *args], capture_output=True, text=True, check=False)
+def offload(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*OFFLOAD, *args], capture_output=True, text=True, check=False, env={**os.environ, **(env or {})}
+    )
 
 
 def test_version() -> None:
@@ -59,7 +62,7 @@ def test_drivers_check_with_named_driver_and_options(tmp_path: Path) -> None:
 
 
 def test_drivers_check_fails_clearly_for_a_missing_driver() -> None:
-    result = offload("drivers", "check", "s3://bucket")
+    result = offload("drivers", "check", "s3://bucket", env={"OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert result.returncode == 1
     assert "pip install offload-driver-s3" in result.stderr
     assert "Traceback" not in result.stderr

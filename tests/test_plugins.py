@@ -90,8 +90,9 @@ def test_memory_urls_open_isolated_stores() -> None:
     ],
 )
 def test_missing_driver_names_the_distribution_to_install(wanted: str, distribution: str) -> None:
+    only_builtins = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1"})
     with pytest.raises(DriverNotInstalledError, match=f"pip install {distribution}"):
-        open_driver(wanted)
+        only_builtins.open_driver(wanted)
 
 
 def test_unknown_driver_lists_what_is_installed() -> None:

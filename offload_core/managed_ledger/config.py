@@ -90,14 +90,17 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerDataReadPriority": ("policies", "read_priority", lambda k, v: ReadPriority.parse(_text(k, v))),
     "defaultRetentionTimeInMinutes": ("policies", "retention_time_minutes", _integer),
     "defaultRetentionSizeInMB": ("policies", "retention_size_mb", _integer),
+    # Pulsar's legacy S3-only names, still accepted by Pulsar brokers.
+    "s3ManagedLedgerOffloadBucket": ("policies", "bucket", _text),
+    "s3ManagedLedgerOffloadRegion": ("policies", "region", _text),
+    "s3ManagedLedgerOffloadServiceEndpoint": ("policies", "endpoint", _text),
+    "s3ManagedLedgerOffloadMaxBlockSizeInBytes": ("policies", "max_block_size", _positive),
+    "s3ManagedLedgerOffloadReadBufferSizeInBytes": ("policies", "read_buffer_size", _positive),
     "managedLedgerMaxEntriesPerLedger": ("broker", "max_entries_per_ledger", _positive),
     "managedLedgerMaxSizePerLedgerMbytes": ("broker", "max_size_per_ledger_mb", _positive),
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("broker", "max_ledger_rollover_minutes", _positive),
     "managedLedgerFsyncPolicy": ("broker", "fsync_policy", lambda k, v: FsyncPolicy.parse(_text(k, v))),
 }
-
-#: The Pulsar key for each policy field (for messages and the CLI).
-PULSAR_KEY_OF = {name: key for key, (where, name, _) in _KEYS.items() if where == "policies"}
 
 
 def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> BrokerConfig:

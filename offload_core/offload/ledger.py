@@ -98,6 +98,12 @@ class BlobStoreLedgerOffloader:
         _check_size("managedLedgerOffloadReadBufferSizeInBytes", read_buffer_size, 1)
         if not isinstance(prefix, str):
             raise ConfigError(f"offload prefix must be a string, got {prefix!r}")
+        if max_block_size < driver.min_part_size:
+            raise ConfigError(
+                f"managedLedgerOffloadMaxBlockSizeInBytes is {max_block_size}, below the {driver.name or 'store'}'s "
+                f"minimum multipart part size of {driver.min_part_size} bytes ({driver.min_part_size >> 20} MiB); "
+                "raise it (Pulsar's default is 64 MiB)"
+            )
         self.driver = InstrumentedDriver(driver, emit)
         self.max_block_size = max_block_size
         self.read_buffer_size = read_buffer_size

@@ -68,6 +68,7 @@ class FaultyDriver(StorageDriver):
         self.inner = inner
         self.faults = list(faults)
         self.name = inner.name  # type: ignore[misc]
+        self.min_part_size = inner.min_part_size
 
     def __repr__(self) -> str:
         return f"FaultyDriver({self.inner!r})"

@@ -159,3 +159,18 @@ def test_topic_names() -> None:
         "acme/prod",
         "acme/prod/persistent/orders-v2",
     )
+
+
+def test_legacy_s3_keys() -> None:
+    config = parse_config(
+        {
+            "s3ManagedLedgerOffloadBucket": "old",
+            "s3ManagedLedgerOffloadRegion": "us-west-2",
+            "s3ManagedLedgerOffloadServiceEndpoint": "http://127.0.0.1:9000",
+        }
+    )
+    assert (config.policies.bucket, config.policies.region, config.policies.endpoint) == (
+        "old",
+        "us-west-2",
+        "http://127.0.0.1:9000",
+    )
