@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e examples/driver-plugin
+DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e examples/driver-plugin
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
 .PHONY: setup demo test test-fast proto bench lint clean

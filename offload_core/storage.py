@@ -330,6 +330,9 @@ class FsspecDriver(StorageDriver):
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(path)
 
+    def _remove_with_retries(self, key: str, path: str) -> None:
+        self._call(key, lambda: self._remove_quietly(path))
+
     # -- native metadata hooks ------------------------------------------
 
     def _write_object(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> int:
@@ -386,6 +389,8 @@ class FsspecDriver(StorageDriver):
     def _roll_forward(self, key: str) -> None:
         """Finish a committed write of ``key`` left half-applied (by a crash
         or by this write); a no-op when there is none."""
+        if self.native_metadata:
+            return  # no sidecars, nothing to roll forward
         pending = self._pending_path(key)
         if not self.fs.exists(pending):
             return
@@ -457,9 +462,9 @@ class FsspecDriver(StorageDriver):
                 self._roll_forward(key)
                 # Data first: a crash in between leaves an invisible sidecar,
                 # never an object without its metadata.
-                self._remove_quietly(self._path(key))
+                self._remove_with_retries(key, self._path(key))
                 if not self.native_metadata:
-                    self._remove_quietly(self._meta_path(key))
+                    self._remove_with_retries(key, self._meta_path(key))
 
 
 def _is_reserved(key: str) -> bool:

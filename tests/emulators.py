@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.request
 from dataclasses import dataclass
@@ -59,6 +60,39 @@ class MotoS3:
         boto3 = _require("boto3", "boto3")
         return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
                             aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+@dataclass
+class GcsEmulator:
+    """gcp-storage-emulator, in memory, on 127.0.0.1."""
+
+    server: Any
+    endpoint: str
+
+    @classmethod
+    def start(cls) -> GcsEmulator:
+        emulator = _require("gcp_storage_emulator.server", "gcp-storage-emulator")
+        logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
+        server = emulator.create_server("127.0.0.1", 0, in_memory=True)
+        server.start()
+        host, port = server._api._httpd.server_address
+        return cls(server, f"http://{host}:{port}")
+
+    def reset(self, bucket: str) -> None:
+        self.server.wipe()
+        request = urllib.request.Request(
+            f"{self.endpoint}/storage/v1/b?project=offload-core",
+            data=json.dumps({"name": bucket}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        urllib.request.urlopen(request, timeout=30).read()
+
+    def client_options(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "token": "anon"}
 
     def stop(self) -> None:
         self.server.stop()

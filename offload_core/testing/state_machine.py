@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ..errors import AlreadyExistsError, InvalidRangeError, NotFoundError
 from ..storage import StorageDriver
@@ -18,8 +18,13 @@ __all__ = ["DriverStateMachine"]
 KEYS = ["a", "b/c", "b/d", "e/f/g", "ledger-1", "ledger-1-index", "ü/x"]
 PREFIXES = ["", "a", "b", "b/", "b/c", "e/f", "ledger-1", "ledger-1-", "ü", "z"]
 
-metadata_values = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
-metadata = st.dictionaries(st.sampled_from(["v", "format", "x.y-z"]), metadata_values, max_size=3)
+
+def metadata_for(codec: str) -> st.SearchStrategy[dict[str, str]]:
+    """User metadata whose values use characters of ``codec``."""
+    values = st.text(st.characters(codec=codec, exclude_characters="\x00"), max_size=8)
+    return st.dictionaries(st.sampled_from(["v", "format", "x.y-z"]), values, max_size=3)
+
+
 payloads = st.lists(st.binary(max_size=64), max_size=4)
 
 
@@ -36,19 +41,26 @@ class DriverStateMachine(RuleBasedStateMachine):
     """Set ``driver`` on a subclass; the machine empties it first."""
 
     driver: ClassVar[StorageDriver]
+    #: False when the server cannot enforce conditional create (see DriverContract).
+    check_conditional_create: ClassVar[bool] = True
+    #: The characters metadata values are drawn from (see DriverContract).
+    metadata_codec: ClassVar[str] = "utf-8"
 
     def __init__(self) -> None:
         super().__init__()
         self.driver.delete([info.key for info in self.driver.list("")])
         self.model: dict[str, tuple[bytes, dict[str, str]]] = {}
 
-    @rule(key=st.sampled_from(KEYS), parts=payloads, meta=metadata)
-    def write(self, key: str, parts: list[bytes], meta: dict[str, str]) -> None:
+    @rule(key=st.sampled_from(KEYS), parts=payloads, data=st.data())
+    def write(self, key: str, parts: list[bytes], data: st.DataObject) -> None:
+        meta = data.draw(metadata_for(self.metadata_codec))
         self.driver.write(key, iter(parts), metadata=meta)
         self.model[key] = (b"".join(parts), meta)
 
-    @rule(key=st.sampled_from(KEYS), parts=payloads, meta=metadata)
-    def create_if_absent(self, key: str, parts: list[bytes], meta: dict[str, str]) -> None:
+    @precondition(lambda self: self.check_conditional_create)
+    @rule(key=st.sampled_from(KEYS), parts=payloads, data=st.data())
+    def create_if_absent(self, key: str, parts: list[bytes], data: st.DataObject) -> None:
+        meta = data.draw(metadata_for(self.metadata_codec))
         if key in self.model:
             try:
                 self.driver.write(key, iter(parts), metadata=meta, if_absent=True)

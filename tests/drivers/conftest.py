@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.emulators import MotoS3
+from tests.emulators import GcsEmulator, MotoS3
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +22,17 @@ def s3(moto_s3: MotoS3) -> MotoS3:
     moto_s3.reset()
     moto_s3.create_bucket("offload-test")
     return moto_s3
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[GcsEmulator]:
+    server = GcsEmulator.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gcs(gcs_emulator: GcsEmulator) -> GcsEmulator:
+    """An emptied emulator with bucket ``offload-test``."""
+    gcs_emulator.reset("offload-test")
+    return gcs_emulator
