@@ -5,12 +5,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e examples/driver-plugin
+DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e drivers/azure \
+                 -e examples/driver-plugin
+AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
 .PHONY: setup demo test test-fast proto bench lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(AZURITE)
 
 $(STAMP): $(PYPROJECTS)
 	$(PYTHON) -m venv $(VENV)
@@ -18,11 +20,15 @@ $(STAMP): $(PYPROJECTS)
 	$(BIN)/python -m pip install --quiet $(DISTRIBUTIONS)
 	touch $@
 
+# Azure tests run against Azurite, from npm, kept in a project-local folder.
+$(AZURITE):
+	npm install --prefix .tools/azurite --no-audit --no-fund --loglevel=error azurite@3
+
 demo: $(STAMP)
 	$(BIN)/python examples/main_job.py --data-dir offload-data
 
 # CI runs this. Hypothesis uses its bounded, derandomized profile unless told otherwise.
-test: $(STAMP) lint
+test: $(STAMP) $(AZURITE) lint
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest
 
 # The quick loop: no emulators, no Spark, no slow crash tests.
@@ -41,4 +47,4 @@ lint: $(STAMP)
 	$(BIN)/mypy offload_core $(wildcard drivers/*/offload_driver_*)
 
 clean:
-	rm -rf $(VENV) offload-data .pytest_cache .hypothesis
+	rm -rf $(VENV) .tools offload-data .pytest_cache .hypothesis

@@ -107,6 +107,29 @@ class StorageDriver(abc.ABC):
     #: Smallest part a multipart write accepts (except the last); S3's is
     #: 5 MiB. Offloaders refuse block sizes below it.
     min_part_size: int = 0
+    #: Bounded, jittered retries of transient failures (see :meth:`_call`).
+    retry: RetryPolicy = RetryPolicy()
+
+    def _translate(self, exc: Exception, key: str) -> Exception:
+        """Our error for a backend exception; ``exc`` itself if unknown.
+        Backends map their error codes here."""
+        return exc
+
+    def _call(self, key: str, action: Callable[[], T]) -> T:
+        """Run one storage request: translate its errors with
+        :meth:`_translate`, retry :class:`TransientStorageError` with
+        bounded, jittered backoff (``self.retry``), never forever."""
+
+        def attempt() -> T:
+            try:
+                return action()
+            except Exception as exc:
+                mapped = self._translate(exc, key)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+
+        return call_with_retries(attempt, self.retry)
 
     # Drivers registered for a URL scheme also define a classmethod
     # ``from_url(url, **options)``; its options are theirs to choose, so it
@@ -272,21 +295,6 @@ class FsspecDriver(StorageDriver):
         if isinstance(exc, (TimeoutError, ConnectionError)):
             return TransientStorageError(f"{type(exc).__name__} on {key!r} under {self.root!r}: {exc}")
         return exc
-
-    def _call(self, key: str, action: Callable[[], T]) -> T:
-        """Run one storage request: translate its errors, retry transient
-        ones with bounded, jittered backoff (``self.retry``)."""
-
-        def attempt() -> T:
-            try:
-                return action()
-            except Exception as exc:
-                mapped = self._translate(exc, key)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
-
-        return call_with_retries(attempt, self.retry)
 
     def _path(self, key: str) -> str:
         return f"{self.root}/{key}"

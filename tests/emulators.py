@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import subprocess
+import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +101,61 @@ class GcsEmulator:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+AZURITE_ACCOUNT = "devstoreaccount1"
+# Azurite's documented, public development key (not a secret).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURITE_BIN = Path(__file__).resolve().parent.parent / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+
+
+@dataclass
+class Azurite:
+    """Azurite's blob service (npm package ``azurite``), in memory, on a free port."""
+
+    process: subprocess.Popen[bytes]
+    endpoint: str
+
+    @classmethod
+    def start(cls) -> Azurite:
+        if not AZURITE_BIN.exists():
+            pytest.fail(
+                f"Azurite is not installed at {AZURITE_BIN}: run `make test` (it runs "
+                "`npm install --prefix .tools/azurite azurite`)"
+            )
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        process = subprocess.Popen(
+            [str(AZURITE_BIN), "--inMemoryPersistence", "--skipApiVersionCheck", "--silent",
+             "--blobHost", "127.0.0.1", "--blobPort", str(port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"Azurite exited: {process.stderr.read().decode() if process.stderr else ''}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    return cls(process, f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}")
+            time.sleep(0.1)
+        process.kill()
+        pytest.fail("Azurite did not start listening within 60 s")
+
+    def connection_string(self) -> str:
+        return (f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+                f"BlobEndpoint={self.endpoint};")  # fmt: skip
+
+    def new_container(self) -> str:
+        """A fresh, empty container for one test."""
+        service = _require("azure.storage.blob", "azure-storage-blob").BlobServiceClient
+        name = f"offload-{uuid.uuid4().hex[:12]}"
+        service.from_connection_string(self.connection_string()).create_container(name)
+        return name
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.emulators import GcsEmulator, MotoS3
+from tests.emulators import Azurite, GcsEmulator, MotoS3
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +36,10 @@ def gcs(gcs_emulator: GcsEmulator) -> GcsEmulator:
     """An emptied emulator with bucket ``offload-test``."""
     gcs_emulator.reset("offload-test")
     return gcs_emulator
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    server = Azurite.start()
+    yield server
+    server.stop()

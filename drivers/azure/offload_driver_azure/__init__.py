@@ -1,0 +1,5 @@
+"""offload-core storage driver for Azure Blob Storage."""
+
+from .driver import AzureBlobDriver
+
+__all__ = ["AzureBlobDriver"]

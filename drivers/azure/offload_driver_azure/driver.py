@@ -1,0 +1,222 @@
+"""Azure Blob Storage as an offload-core storage driver."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from azure.core.exceptions import (
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+from azure.storage.blob import BlobServiceClient
+
+from offload_core.errors import (
+    AccessDeniedError,
+    AlreadyExistsError,
+    ConfigError,
+    InvalidRangeError,
+    NotFoundError,
+    OffloadError,
+    TransientStorageError,
+)
+from offload_core.metadata_codec import decode_header_value, encode_header_value
+from offload_core.model import ObjectInfo
+from offload_core.retry import RetryPolicy
+from offload_core.storage import BytesLike, StorageDriver, slice_range
+
+from .names import decode_name, encode_name
+
+__all__ = ["AzureBlobDriver"]
+
+_CONTAINER_NAME = re.compile(r"^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$")
+
+
+class AzureBlobDriver(StorageDriver):
+    """Block blobs in ``container`` under ``prefix``, through azure-storage-blob.
+
+    (adlfs is not used: its path parsing URL-decodes ``%2F`` inside object
+    names, so some valid keys would not round-trip.)
+
+    Credentials: ``connection_string``, or ``account_name`` with
+    ``account_key`` or ``sas_token``. Raises :class:`ConfigError` for an
+    invalid container name or missing credentials (the message never shows
+    a secret).
+    """
+
+    name = "azure"
+
+    def __init__(
+        self,
+        container: str | None = None,
+        *,
+        bucket: str | None = None,
+        prefix: str = "",
+        connection_string: str | None = None,
+        account_name: str | None = None,
+        account_key: str | None = None,
+        sas_token: str | None = None,
+        endpoint: str | None = None,
+        retry_attempts: int = 5,
+    ) -> None:
+        container = container or bucket
+        if not container or not _CONTAINER_NAME.match(container):
+            raise ConfigError(
+                f"Azure container name {container!r} is invalid (3-63 lowercase letters, digits and single '-'); "
+                "check managedLedgerOffloadBucket"
+            )
+        if connection_string is None:
+            if not account_name or not (account_key or sas_token):
+                raise ConfigError(
+                    "Azure Blob needs connection_string, or account_name with account_key or sas_token "
+                    f"(account_name given: {account_name!r})"
+                )
+            url = endpoint or f"https://{account_name}.blob.core.windows.net"
+            if account_key:
+                connection_string = (
+                    f"DefaultEndpointsProtocol={url.split('://')[0]};AccountName={account_name};"
+                    f"AccountKey={account_key};BlobEndpoint={url};"
+                )
+        if connection_string is not None:
+            self._service = BlobServiceClient.from_connection_string(connection_string)
+        else:
+            self._service = BlobServiceClient(endpoint or f"https://{account_name}.blob.core.windows.net",
+                                              credential=sas_token)  # fmt: skip
+        self.container = container
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.account = self._service.account_name
+        self.retry = RetryPolicy(attempts=retry_attempts)
+        self._container = self._service.get_container_client(container)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AzureBlobDriver:
+        """``az://container/prefix``, ``abfs[s]://container/prefix`` or
+        ``abfs://container@account.dfs.core.windows.net/prefix``."""
+        scheme, _, rest = url.partition("://")
+        container, _, prefix = rest.partition("/")
+        if "@" in container:
+            container, _, host = container.partition("@")
+            options.setdefault("account_name", host.split(".")[0])
+        if scheme.lower() not in ("az", "abfs", "abfss") or not container:
+            raise ConfigError(f"Azure Blob URLs look like az://container/prefix, not {url!r}")
+        return cls(container, prefix=prefix, **options)
+
+    def __repr__(self) -> str:
+        return f"AzureBlobDriver(az://{self.container}/{self.prefix} in account {self.account})"
+
+    # -- errors ------------------------------------------------------------------
+
+    def _translate(self, exc: Exception, key: str) -> Exception:
+        if isinstance(exc, OffloadError):
+            return exc
+        where = f"az://{self.container}/{self.prefix}{key}"
+        cause = _azure_cause(exc)
+        code = str(getattr(cause, "error_code", "") or "")
+        status = getattr(cause, "status_code", None)
+        if code == "ContainerNotFound":
+            return ConfigError(
+                f"Azure container {self.container!r} does not exist in account {self.account!r}; create it, or "
+                "fix managedLedgerOffloadBucket"
+            )
+        if isinstance(cause, ResourceNotFoundError):
+            return NotFoundError(f"object {where} not found", key=key)
+        if isinstance(cause, ResourceExistsError):
+            return AlreadyExistsError(f"object {where} already exists; conditional create refused", key=key)
+        if isinstance(cause, ClientAuthenticationError) or status == 403:
+            return AccessDeniedError(
+                f"Azure refused access to {where} in account {self.account!r} ({code or status or exc}): check "
+                "account_key / sas_token / connection_string and the container's access for "
+                f"managedLedgerOffloadBucket={self.container!r}"
+            )
+        if status == 416 or "InvalidRange" in code:
+            return InvalidRangeError(f"read of {where}: the start is at or past the end of the object")
+        if isinstance(cause, (ServiceRequestError, ServiceResponseError)) or (
+            status is not None and (status == 429 or status >= 500)
+        ):
+            return TransientStorageError(f"Azure request for {where} failed transiently: {code or status or exc}")
+        return exc
+
+    # -- reading ------------------------------------------------------------------
+
+    def _blob(self, key: str) -> Any:
+        return self._container.get_blob_client(self.prefix + key)
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        if end is not None and end == start:
+            slice_range(key, self._stat(key).size, start, end)  # an empty range: valid only inside the object
+            return b""
+        length = None if end is None else end - start
+        data: bytes = self._call(key, lambda: self._blob(key).download_blob(offset=start, length=length).readall())
+        if not data:
+            # Some servers answer a start at the end with an empty body, not 416.
+            slice_range(key, self._stat(key).size, start, end)
+        return data
+
+    def _stat(self, key: str) -> ObjectInfo:
+        properties = self._call(key, lambda: self._blob(key).get_blob_properties())
+        metadata = {decode_name(name): decode_header_value(value) for name, value in properties.metadata.items()}
+        return ObjectInfo(key=key, size=int(properties.size), metadata=metadata,
+                          etag=str(properties.etag).strip('"') or None)  # fmt: skip
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        def listing() -> list[ObjectInfo]:
+            return [
+                ObjectInfo(key=blob.name[len(self.prefix) :], size=int(blob.size), etag=str(blob.etag).strip('"'))
+                for blob in self._container.list_blobs(name_starts_with=self.prefix + prefix)
+            ]
+
+        found = self._call(prefix, listing)
+        found.sort(key=lambda info: info.key)
+        return iter(found)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            with contextlib.suppress(NotFoundError):  # deleting a missing object is not an error
+                self._delete_one(key)
+
+    def _delete_one(self, key: str) -> None:
+        self._call(key, lambda: self._blob(key).delete_blob())
+
+    # -- writing --------------------------------------------------------------------
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        """Stage one block per non-empty part, then commit the list (the
+        blob appears only then). Blocks of a failed write stay uncommitted,
+        invisible, and Azure discards them."""
+        blob = self._blob(key)
+        stored = {encode_name(name): encode_header_value(value) for name, value in metadata.items()}
+        attempt = uuid.uuid4().hex[:16]
+        blocks: list[str] = []
+        size = 0
+        for part in parts:
+            if not len(part):
+                continue
+            block_id = base64.b64encode(f"{attempt}-{len(blocks):08d}".encode()).decode()
+            self._stage(key, blob, block_id, bytes(part))
+            blocks.append(block_id)
+            size += len(part)
+        condition = {"if_none_match": "*"} if if_absent else {}
+        self._call(key, lambda: blob.commit_block_list(blocks, metadata=stored, **condition))
+        return ObjectInfo(key=key, size=size, metadata=metadata)
+
+    def _stage(self, key: str, blob: Any, block_id: str, data: bytes) -> None:
+        self._call(key, lambda: blob.stage_block(block_id, data))
+
+    def close(self) -> None:
+        self._service.close()
+
+
+def _azure_cause(exc: BaseException) -> BaseException | None:
+    """The azure-core exception in ``exc``'s chain."""
+    for candidate in (exc, exc.__cause__, exc.__context__):
+        if isinstance(candidate, HttpResponseError | ServiceRequestError | ServiceResponseError):
+            return candidate
+    return None
