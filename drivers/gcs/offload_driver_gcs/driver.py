@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import gcsfs
 from fsspec.asyn import sync
 
 from offload_core.errors import (
@@ -61,12 +61,11 @@ class GCSDriver(FsspecDriver):
             raise ConfigError(f"GCS bucket name {bucket!r} is invalid; check managedLedgerOffloadBucket")
         if chunk_size <= 0 or chunk_size % _GRANULE:
             raise ConfigError(f"GCS chunk_size must be a positive multiple of 256 KiB, got {chunk_size}")
-        if endpoint:
-            os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-        import gcsfs  # after the environment is settled: gcsfs reads it on import
-
-        self._gcsfs = gcsfs
-        fs = gcsfs.GCSFileSystem(
+        # gcsfs.GCSFileSystem may be its experimental subclass, which probes the
+        # bucket type over gRPC and stalls 60 s against anything but real GCS:
+        # a custom endpoint gets the plain class, whatever the import order.
+        filesystem = gcsfs.core.GCSFileSystem if endpoint else gcsfs.GCSFileSystem
+        fs = filesystem(
             project=project or "offload-core",
             token=token,
             endpoint_url=endpoint,
@@ -140,7 +139,7 @@ class GCSDriver(FsspecDriver):
         """A resumable upload in ``chunk_size`` chunks (the object appears
         only when the last one lands); one request when it all fits in a
         chunk. A failure cancels the upload session."""
-        core = self._gcsfs.core
+        core = gcsfs.core
         mode = "create" if if_absent else "overwrite"
         full_key = self.prefix + key
         pending = bytearray()
