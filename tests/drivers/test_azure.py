@@ -127,3 +127,13 @@ def test_bad_configuration() -> None:
 def test_metadata_names_round_trip_as_identifiers(name: str) -> None:
     stored = encode_name(name)
     assert stored.isidentifier() and decode_name(stored) == name
+
+
+def test_credentials_from_the_environment_as_pulsar_reads_them(
+    azurite: Azurite, container: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT", AZURITE_ACCOUNT)
+    monkeypatch.setenv("AZURE_STORAGE_ACCESS_KEY", AZURITE_KEY)
+    driver = open_driver("azureblob", bucket=container, endpoint=azurite.endpoint)
+    driver.write("k", b"v")
+    assert driver.read("k") == b"v"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import re
 import uuid
 from collections.abc import Iterator, Sequence
@@ -47,7 +48,9 @@ class AzureBlobDriver(StorageDriver):
     names, so some valid keys would not round-trip.)
 
     Credentials: ``connection_string``, or ``account_name`` with
-    ``account_key`` or ``sas_token``. Raises :class:`ConfigError` for an
+    ``account_key`` or ``sas_token``; without them, the environment
+    (``AZURE_STORAGE_CONNECTION_STRING``, or ``AZURE_STORAGE_ACCOUNT`` with
+    ``AZURE_STORAGE_ACCESS_KEY``, as Pulsar reads them). Raises :class:`ConfigError` for an
     invalid container name or missing credentials (the message never shows
     a secret).
     """
@@ -68,6 +71,11 @@ class AzureBlobDriver(StorageDriver):
         retry_attempts: int = 5,
     ) -> None:
         container = container or bucket
+        if connection_string is None and not (account_key or sas_token):
+            # As Pulsar's azureblob driver does, fall back to the environment.
+            connection_string = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+            account_name = account_name or os.environ.get("AZURE_STORAGE_ACCOUNT")
+            account_key = os.environ.get("AZURE_STORAGE_ACCESS_KEY") or os.environ.get("AZURE_STORAGE_KEY")
         if not container or not _CONTAINER_NAME.match(container):
             raise ConfigError(
                 f"Azure container name {container!r} is invalid (3-63 lowercase letters, digits and single '-'); "
