@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 from .errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    ConfigError,
     InvalidKeyError,
     InvalidMetadataError,
     InvalidRangeError,
@@ -34,7 +35,7 @@ from .keys import RESERVED_SEGMENT_PREFIX, validate_key, validate_prefix
 from .model import ObjectInfo
 from .retry import RetryPolicy, call_with_retries
 
-__all__ = ["BytesLike", "FsspecDriver", "ObjectInfo", "StorageDriver", "validate_metadata"]
+__all__ = ["BytesLike", "FsspecDriver", "ObjectInfo", "StorageDriver", "split_bucket_url", "validate_metadata"]
 
 BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
@@ -230,6 +231,18 @@ class StorageDriver(abc.ABC):
 
     @abc.abstractmethod
     def _delete(self, keys: Sequence[str]) -> None: ...
+
+
+def split_bucket_url(url: str, schemes: Sequence[str], example: str) -> tuple[str, str]:
+    """``scheme://bucket/some/prefix`` -> ``("bucket", "some/prefix")``.
+
+    Raises :class:`ConfigError` (showing ``example``) for another scheme or
+    a missing bucket."""
+    scheme, _, rest = url.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if scheme.lower() not in schemes or not bucket:
+        raise ConfigError(f"URLs for this driver look like {example}, not {url!r}")
+    return bucket, prefix
 
 
 def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from array import array
 from pathlib import Path
 
 from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError
+from ..fsutil import fsync_dir
 from ..model import Entry
 
 __all__ = ["FsyncPolicy", "LedgerFile"]
@@ -78,7 +79,7 @@ class LedgerFile:
         os.write(fd, _FILE_HEADER.pack(_MAGIC, ledger_id))
         if fsync is not FsyncPolicy.NONE:
             os.fsync(fd)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         return cls(path, ledger_id, fd, array("q"), _FILE_HEADER.size, fsync, batch_size)
 
     @classmethod
@@ -222,11 +223,3 @@ def _scan(fd: int, size: int) -> tuple[array[int], int, int, str | None]:
         length_total += length
         position += _RECORD.size + length
     return offsets, position, length_total, None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -37,6 +37,7 @@ from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.offloaded_read_handle import OffloadedReadHandle
+from ..offload.read_handle import LedgerMetadataView
 from ..proto import KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
@@ -871,26 +872,18 @@ class Cursor:
         self.mark_deleted = position
 
 
-class _HotReadHandle:
+class _HotReadHandle(LedgerMetadataView):
     """A ReadHandle over a sealed hot-tier ledger, for the offloader."""
 
     def __init__(self, owner: ManagedLedger, ledger_id: int, entries: int, size: int) -> None:
         self._owner = owner
-        self.ledger_id = ledger_id
-        self.metadata = closed_ledger_metadata(
+        self._ledger_id = ledger_id
+        self._metadata = closed_ledger_metadata(
             length=size,
             last_entry_id=entries - 1,
             ctime_ms=owner._now_ms(),
             custom=[("pulsar/managed-ledger", owner.name.encode()), ("application", b"offload-core")],
         )
-
-    @property
-    def last_entry_id(self) -> int:
-        return int(self.metadata.lastEntryId)
-
-    @property
-    def length(self) -> int:
-        return int(self.metadata.length)
 
     def read(self, first: int, last: int) -> list[Entry]:
         with self._owner._lock:

@@ -16,9 +16,8 @@ from collections import OrderedDict
 from ..errors import FormatError, OffloadError
 from ..formats import pulsar_v1 as v1
 from ..model import Entry
-from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
-from .read_handle import check_read_range
+from .read_handle import LedgerMetadataView, check_read_range
 
 __all__ = ["OffloadedReadHandle"]
 
@@ -26,7 +25,7 @@ _ENTRY_HEADER = struct.Struct(">iq")
 _OFFSETS_CACHE_ENTRIES = 65536
 
 
-class OffloadedReadHandle:
+class OffloadedReadHandle(LedgerMetadataView):
     """A :class:`~offload_core.offload.read_handle.ReadHandle` over a data
     object and its decoded index.
 
@@ -54,22 +53,6 @@ class OffloadedReadHandle:
         self._buffer = b""
         self._offsets: OrderedDict[int, int] = OrderedDict()
         self._closed = False
-
-    @property
-    def ledger_id(self) -> int:
-        return self._ledger_id
-
-    @property
-    def metadata(self) -> LedgerMetadataFormat:
-        return self._metadata
-
-    @property
-    def last_entry_id(self) -> int:
-        return int(self._metadata.lastEntryId)
-
-    @property
-    def length(self) -> int:
-        return int(self._metadata.length)
 
     @property
     def index(self) -> v1.Index:

@@ -11,7 +11,7 @@ from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..model import Entry
 from ..proto import LedgerMetadataFormat
 
-__all__ = ["InMemoryReadHandle", "ReadHandle", "check_read_range"]
+__all__ = ["InMemoryReadHandle", "LedgerMetadataView", "ReadHandle", "check_read_range"]
 
 
 @runtime_checkable
@@ -48,22 +48,12 @@ def check_read_range(ledger_id: int, first: int, last: int, last_entry_id: int) 
         )
 
 
-class InMemoryReadHandle:
-    """A closed ledger over a list of byte strings (entry ``i`` is ``entries[i]``).
+class LedgerMetadataView:
+    """The ReadHandle properties that come from the ledger's metadata; a
+    subclass sets ``_ledger_id`` and ``_metadata``."""
 
-    ``metadata`` defaults to closed-ledger BookKeeper metadata whose length
-    and last entry id match ``entries``.
-    """
-
-    def __init__(self, ledger_id: int, entries: Sequence[bytes], metadata: LedgerMetadataFormat | None = None) -> None:
-        self._ledger_id = ledger_id
-        self._entries = list(entries)
-        if metadata is None:
-            metadata = closed_ledger_metadata(
-                length=sum(len(entry) for entry in self._entries), last_entry_id=len(self._entries) - 1
-            )
-        self._metadata = metadata
-        self._closed = False
+    _ledger_id: int
+    _metadata: LedgerMetadataFormat
 
     @property
     def ledger_id(self) -> int:
@@ -80,6 +70,24 @@ class InMemoryReadHandle:
     @property
     def length(self) -> int:
         return int(self._metadata.length)
+
+
+class InMemoryReadHandle(LedgerMetadataView):
+    """A closed ledger over a list of byte strings (entry ``i`` is ``entries[i]``).
+
+    ``metadata`` defaults to closed-ledger BookKeeper metadata whose length
+    and last entry id match ``entries``.
+    """
+
+    def __init__(self, ledger_id: int, entries: Sequence[bytes], metadata: LedgerMetadataFormat | None = None) -> None:
+        self._ledger_id = ledger_id
+        self._entries = list(entries)
+        if metadata is None:
+            metadata = closed_ledger_metadata(
+                length=sum(len(entry) for entry in self._entries), last_entry_id=len(self._entries) - 1
+            )
+        self._metadata = metadata
+        self._closed = False
 
     def read(self, first: int, last: int) -> list[Entry]:
         if self._closed:

@@ -32,7 +32,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, StorageDriver, slice_range
+from offload_core.storage import BytesLike, StorageDriver, slice_range, split_bucket_url
 
 from .names import decode_name, encode_name
 
@@ -108,13 +108,10 @@ class AzureBlobDriver(StorageDriver):
     def from_url(cls, url: str, **options: Any) -> AzureBlobDriver:
         """``az://container/prefix``, ``abfs[s]://container/prefix`` or
         ``abfs://container@account.dfs.core.windows.net/prefix``."""
-        scheme, _, rest = url.partition("://")
-        container, _, prefix = rest.partition("/")
+        container, prefix = split_bucket_url(url, ("az", "abfs", "abfss"), "az://container/prefix")
         if "@" in container:
             container, _, host = container.partition("@")
             options.setdefault("account_name", host.split(".")[0])
-        if scheme.lower() not in ("az", "abfs", "abfss") or not container:
-            raise ConfigError(f"Azure Blob URLs look like az://container/prefix, not {url!r}")
         return cls(container, prefix=prefix, **options)
 
     def __repr__(self) -> str:

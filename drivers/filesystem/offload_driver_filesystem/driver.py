@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from fsspec.implementations.local import LocalFileSystem
 
 from offload_core.errors import ConfigError
+from offload_core.fsutil import fsync_dir
 from offload_core.keys import RESERVED_SEGMENT_PREFIX
 from offload_core.storage import BytesLike, FsspecDriver
 
@@ -79,8 +80,8 @@ class FilesystemDriver(FsspecDriver):
         os.makedirs(parent, exist_ok=True)
         os.replace(src, dst)
         if self._fsync:
-            _fsync_dir(parent)
-            _fsync_dir(os.path.dirname(src))
+            fsync_dir(parent)
+            fsync_dir(os.path.dirname(src))
 
     def _remove_quietly(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -101,11 +102,3 @@ class FilesystemDriver(FsspecDriver):
                 self._flock_depth -= 1
                 if self._flock_depth == 0:
                     os.close(self._lock_fd)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

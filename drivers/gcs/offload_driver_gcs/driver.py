@@ -20,7 +20,7 @@ from offload_core.errors import (
     TransientStorageError,
 )
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, FsspecDriver
+from offload_core.storage import BytesLike, FsspecDriver, split_bucket_url
 
 __all__ = ["GCSDriver"]
 
@@ -83,10 +83,7 @@ class GCSDriver(FsspecDriver):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> GCSDriver:
         """``gs://bucket`` or ``gs://bucket/prefix`` (also ``gcs://``)."""
-        scheme, _, rest = url.partition("://")
-        bucket, _, prefix = rest.partition("/")
-        if scheme.lower() not in ("gs", "gcs") or not bucket:
-            raise ConfigError(f"GCS URLs look like gs://bucket/prefix, not {url!r}")
+        bucket, prefix = split_bucket_url(url, ("gs", "gcs"), "gs://bucket/prefix")
         return cls(bucket, prefix=prefix, **options)
 
     def __repr__(self) -> str:

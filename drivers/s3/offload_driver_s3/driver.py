@@ -21,7 +21,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy, call_with_retries
-from offload_core.storage import BytesLike, FsspecDriver, slice_range
+from offload_core.storage import BytesLike, FsspecDriver, slice_range, split_bucket_url
 
 __all__ = ["S3Driver"]
 
@@ -113,10 +113,7 @@ class S3Driver(FsspecDriver):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> S3Driver:
         """``s3://bucket`` or ``s3://bucket/prefix`` (also ``s3a://``)."""
-        scheme, _, rest = url.partition("://")
-        bucket, _, prefix = rest.partition("/")
-        if scheme.lower() not in ("s3", "s3a") or not bucket:
-            raise ConfigError(f"S3 URLs look like s3://bucket/prefix, not {url!r}")
+        bucket, prefix = split_bucket_url(url, ("s3", "s3a"), "s3://bucket/prefix")
         return cls(bucket, prefix=prefix, **options)
 
     def __repr__(self) -> str:
