@@ -29,8 +29,9 @@ EMULATOR_GAP = (
 
 
 def driver_for(gcs: GcsEmulator, **options: object) -> GCSDriver:
-    # The emulator is an HTTP/1.0 http.server: no pooled connections.
-    return GCSDriver("offload-test", **{**gcs.client_options(), "retry_attempts": 2, "keep_alive": False,  # type: ignore[arg-type]
+    # The emulator is a single-threaded HTTP/1.0 http.server: no pooled connections, and
+    # retries for the connections it drops under load.
+    return GCSDriver("offload-test", **{**gcs.client_options(), "retry_attempts": 4, "keep_alive": False,  # type: ignore[arg-type]
                                         "chunk_size": 256 * 1024, **options})  # fmt: skip
 
 
