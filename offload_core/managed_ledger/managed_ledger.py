@@ -134,7 +134,7 @@ class ManagedLedger:
         self._ledger_dir.mkdir(parents=True, exist_ok=True)
         self._owner_fd = self._take_ownership()
         try:
-            self._info, self._version = self._load_info()
+            self._info = self._load_info()
             self._recover()
         except BaseException:
             os.close(self._owner_fd)
@@ -157,12 +157,12 @@ class ManagedLedger:
             raise OffloadError(f"managed ledger {self.name} is open in another process; close it there first") from None
         return fd
 
-    def _load_info(self) -> tuple[ManagedLedgerInfo, int]:
+    def _load_info(self) -> ManagedLedgerInfo:
         record = self._store.get(self._path)
         if record is None:
-            created = self._store.create(self._path, ManagedLedgerInfo().SerializeToString())
-            return ManagedLedgerInfo(), created.version
-        return ManagedLedgerInfo.FromString(record.value), record.version
+            self._store.create(self._path, ManagedLedgerInfo().SerializeToString())
+            return ManagedLedgerInfo()
+        return ManagedLedgerInfo.FromString(record.value)
 
     def _update(self, mutate: Callable[[ManagedLedgerInfo], None]) -> None:
         """Apply ``mutate`` to the stored info with compare-and-set. On a
@@ -176,8 +176,8 @@ class ManagedLedger:
                 raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
             info = ManagedLedgerInfo.FromString(record.value)
             mutate(info)
-            written = self._store.set(self._path, info.SerializeToString(), record.version)
-            self._info, self._version = info, written.version
+            self._store.set(self._path, info.SerializeToString(), record.version)
+            self._info = info
 
         with self._lock:
             call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
@@ -852,7 +852,6 @@ class Cursor:
         self._ledger = ledger
         self.name = name
         self.mark_deleted = mark
-        self._first_ledger = first_ledger
         self._version = version
         self._next = Position(mark.ledger_id, mark.entry_id + 1) if mark is not None else Position(first_ledger, 0)
 
