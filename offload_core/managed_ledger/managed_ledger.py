@@ -162,7 +162,8 @@ class ManagedLedger:
         if record is None:
             self._store.create(self._path, ManagedLedgerInfo().SerializeToString())
             return ManagedLedgerInfo()
-        return ManagedLedgerInfo.FromString(record.value)
+        info: ManagedLedgerInfo = ManagedLedgerInfo.FromString(record.value)
+        return info
 
     def _update(self, mutate: Callable[[ManagedLedgerInfo], None]) -> None:
         """Apply ``mutate`` to the stored info with compare-and-set. On a
