@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DISTRIBUTIONS := -e ".[dev]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e drivers/azure -e drivers/hdfs \
+DISTRIBUTIONS := -e ".[dev,spark]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e drivers/azure -e drivers/hdfs \
                  -e examples/driver-plugin
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml

@@ -1,0 +1,36 @@
+"""A local Spark session: local[2], UI off, bound to 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        pytest.fail("pyspark is not installed: run `make test` (it installs offload-core[spark])")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers must run this interpreter (the one with offload-core installed).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("offload-core-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    from offload_core.spark import PulsarOffloadDataSource
+
+    session.dataSource.register(PulsarOffloadDataSource)
+    yield session
+    session.stop()

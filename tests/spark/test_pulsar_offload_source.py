@@ -1,0 +1,92 @@
+"""spark.read.format("pulsar-offload") over a bucket of offloaded ledgers."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import InMemoryReadHandle, open_driver, open_offloader
+from offload_core.errors import ConfigError
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.spark import plan_partitions
+from tests.emulators import MotoS3
+from tests.pulsar_vectors import load_vectors
+
+pytestmark = pytest.mark.spark
+
+
+def entries_of(ledger_id: int) -> list[bytes]:
+    rng = random.Random(ledger_id)
+    return [rng.randbytes(rng.randrange(0, 700)) for _ in range(rng.randrange(150, 400))]
+
+
+@pytest.fixture
+def bucket(tmp_path: Path) -> tuple[str, dict[int, list[bytes]]]:
+    url = f"file://{tmp_path / 'bucket'}"
+    offloader = open_offloader(url, max_block_size=8192)
+    ledgers = {ledger_id: entries_of(ledger_id) for ledger_id in (3, 4, 2**33 + 5)}
+    for ledger_id, entries in ledgers.items():
+        offloader.offload(InMemoryReadHandle(ledger_id, entries), uuid.uuid4())
+    return url, ledgers
+
+
+def test_every_entry_exactly_once(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, ledgers = bucket
+    frame = spark.read.format("pulsar-offload").option("blocksPerPartition", "3").load(url)
+    assert frame.schema.simpleString() == "struct<ledger_id:bigint,entry_id:bigint,payload:binary>"
+    rows = sorted((r.ledger_id, r.entry_id, bytes(r.payload)) for r in frame.collect())
+    expected = sorted((lid, eid, data) for lid, entries in ledgers.items() for eid, data in enumerate(entries))
+    assert rows == expected
+    plan = plan_partitions({"path": url, "blocksPerPartition": "3"})
+    assert len(plan) > len(ledgers)  # blocks, not whole ledgers, are the unit of parallelism
+    assert all(1 <= len(partition.blocks) <= 3 for partition in plan)
+
+
+def test_selected_ledgers_only(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, ledgers = bucket
+    frame = spark.read.format("pulsar-offload").option("ledgers", "4").load(url)
+    assert frame.count() == len(ledgers[4])
+    assert {r.ledger_id for r in frame.select("ledger_id").distinct().collect()} == {4}
+
+
+def test_partitions_pickle(bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, _ = bucket
+    for partition in plan_partitions({"path": url, "driver.fsync": "false"}):
+        assert pickle.loads(pickle.dumps(partition)) == partition
+
+
+def test_objects_pulsar_wrote(spark: Any, tmp_path: Path) -> None:
+    driver_url = f"file://{tmp_path}"
+    driver = open_driver(driver_url)
+    version = {v1.FORMAT_VERSION_KEY: "1"}
+    uid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+    for vector in load_vectors():
+        driver.write(v1.data_key(uid, vector.ledger_id), vector.data, metadata=version)
+        driver.write(v1.index_key(uid, vector.ledger_id), vector.index, metadata=version)
+    rows = spark.read.format("pulsar-offload").load(driver_url).collect()
+    for vector in load_vectors():
+        got = sorted((r.entry_id, bytes(r.payload)) for r in rows if r.ledger_id == vector.ledger_id)
+        assert got == list(enumerate(vector.entries))
+
+
+def test_missing_path_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="needs a store URL"):
+        plan_partitions({})
+
+
+@pytest.mark.emulator
+def test_executors_read_from_s3(spark: Any, s3: MotoS3) -> None:
+    options = s3.client_options()
+    offloader = open_offloader("s3://offload-test/ledgers", **options, max_block_size=5 * 2**20)
+    entries = [bytes([n % 251]) * (n * 997 % 60_000) for n in range(400)]
+    offloader.offload(InMemoryReadHandle(77, entries), uuid.uuid4())
+    reader = spark.read.format("pulsar-offload").option("blocksPerPartition", "1")
+    for name, value in options.items():
+        reader = reader.option(f"driver.{name}", value)
+    rows = sorted((r.entry_id, bytes(r.payload)) for r in reader.load("s3://offload-test/ledgers").collect())
+    assert rows == list(enumerate(entries))
