@@ -116,6 +116,14 @@ class StorageDriver(abc.ABC):
         Backends map their error codes here."""
         return exc
 
+    def _empty_read(self, key: str, start: int, end: int | None) -> bytes:
+        """The answer to a read that came back (or would come back) empty:
+        ``b""`` for an empty range inside the object, else
+        :class:`InvalidRangeError` for a start at or past its end. Only the
+        object's size tells which, so this costs a stat."""
+        slice_range(key, self._stat(key).size, start, end)
+        return b""
+
     def _call(self, key: str, action: Callable[[], T]) -> T:
         """Run one storage request: translate its errors with
         :meth:`_translate`, retry :class:`TransientStorageError` with
@@ -454,11 +462,7 @@ class FsspecDriver(StorageDriver):
         self._roll_forward(key)
         path = self._path(key)
         data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
-        if not data:
-            # Empty is either an empty range inside the object or a start at
-            # or past its end: only the size tells which.
-            slice_range(key, int(self._info(key)["size"]), start, end)
-        return data
+        return data or self._empty_read(key, start, end)
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""

@@ -32,7 +32,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, StorageDriver, slice_range, split_bucket_url
+from offload_core.storage import BytesLike, StorageDriver, split_bucket_url
 
 from .names import decode_name, encode_name
 
@@ -156,14 +156,11 @@ class AzureBlobDriver(StorageDriver):
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         if end is not None and end == start:
-            slice_range(key, self._stat(key).size, start, end)  # an empty range: valid only inside the object
-            return b""
+            return self._empty_read(key, start, end)
         length = None if end is None else end - start
         data: bytes = self._call(key, lambda: self._blob(key).download_blob(offset=start, length=length).readall())
-        if not data:
-            # Some servers answer a start at the end with an empty body, not 416.
-            slice_range(key, self._stat(key).size, start, end)
-        return data
+        # Some servers answer a start at the end with an empty body, not 416.
+        return data or self._empty_read(key, start, end)
 
     def _stat(self, key: str) -> ObjectInfo:
         properties = self._call(key, lambda: self._blob(key).get_blob_properties())

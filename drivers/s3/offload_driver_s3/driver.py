@@ -21,7 +21,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy, call_with_retries
-from offload_core.storage import BytesLike, FsspecDriver, slice_range, split_bucket_url
+from offload_core.storage import BytesLike, FsspecDriver, split_bucket_url
 
 __all__ = ["S3Driver"]
 
@@ -165,8 +165,7 @@ class S3Driver(FsspecDriver):
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         if end is not None and end == start:
-            slice_range(key, self._stat(key).size, start, end)  # an empty range: only valid inside the object
-            return b""
+            return self._empty_read(key, start, end)  # S3 cannot express an empty byte range
         path = self._path(key)
         data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
         return data
