@@ -5,7 +5,7 @@ the generated ``*_pb2.py``/``*_pb2.pyi`` are committed, and a test checks
 they match the sources.
 """
 
-from . import LedgerMetadataFormat_pb2, MLDataFormats_pb2
+from . import LedgerMetadataFormat_pb2, MLDataFormats_pb2, PulsarApi_pb2
 from .LedgerMetadataFormat_pb2 import LedgerMetadataFormat
 from .MLDataFormats_pb2 import (
     KeyValue,
@@ -15,18 +15,23 @@ from .MLDataFormats_pb2 import (
     OffloadDriverMetadata,
     OffloadSegment,
 )
+from .PulsarApi_pb2 import BrokerEntryMetadata, MessageMetadata, SingleMessageMetadata
 
 LedgerInfo = ManagedLedgerInfo.LedgerInfo
 
 __all__ = [
+    "BrokerEntryMetadata",
     "KeyValue",
     "LedgerInfo",
     "LedgerMetadataFormat",
     "LedgerMetadataFormat_pb2",
     "MLDataFormats_pb2",
     "ManagedLedgerInfo",
+    "MessageMetadata",
     "NestedPositionInfo",
     "OffloadContext",
     "OffloadDriverMetadata",
     "OffloadSegment",
+    "PulsarApi_pb2",
+    "SingleMessageMetadata",
 ]

@@ -2,14 +2,26 @@
 straight from object storage, with no broker.
 
 Planning happens on the Spark driver: the store is listed, every complete
-offloaded ledger's index is read, and its blocks are grouped into
-partitions (``blocksPerPartition``, default 4). A partition is small and
-picklable (URL, driver options, key, byte ranges). Each task opens its own
-storage driver in ``read()`` and decodes its blocks strictly.
+offloaded ledger's index is read, and the blocks holding wanted entries are
+grouped into partitions (``blocksPerPartition``, default 4). A partition is
+small and picklable (URL, driver options, key, byte ranges, entry ranges).
+Each task opens its own storage driver in ``read()`` and decodes its blocks
+strictly.
 
-Options: ``path`` (store URL, required), ``ledgers`` (comma-separated ids
-to read; default all), ``blocksPerPartition``, and ``driver.<name>`` for
-storage-driver options (``driver.region``, ``driver.endpoint`` ...).
+Options:
+
+- ``path``: the store URL (required; ``.load(URL)`` sets it);
+- ``ledgers``: comma-separated ledger ids to read whole;
+- ``entries``: entry ranges, ``LEDGER:FIRST-LAST``, ``LEDGER:FIRST-`` or
+  ``LEDGER:ENTRY``, comma-separated (with neither option, everything);
+- ``decode``: ``auto`` (default: entries that are Pulsar messages are
+  decoded, batches exploded into a row per message; other entries are one
+  row with null message columns), ``pulsar`` (an entry that is not a
+  message fails the read) or ``none`` (one row per entry, undecoded);
+- ``arrow``: ``true`` (default) yields Arrow record batches of up to
+  ``maxRecordsPerBatch`` rows (default 10000), ``false`` yields tuples;
+- ``blocksPerPartition``; ``driver.<name>`` for storage-driver options
+  (``driver.region``, ``driver.endpoint`` ...).
 """
 
 from __future__ import annotations
@@ -19,96 +31,142 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
-from ..errors import ConfigError, FormatError
+from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
 from ..offload.inventory import find_offloaded_ledgers
 from ..plugins import open_driver
+from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
+from .read_options import Decode, ReadOptions, parse_read_options
 
-__all__ = ["BlockRangePartition", "PulsarOffloadDataSource", "plan_partitions"]
+__all__ = ["SCHEMA", "BlockRangePartition", "PulsarOffloadDataSource", "plan_partitions"]
 
 SCHEMA = StructType(
     [
         StructField("ledger_id", LongType(), nullable=False),
         StructField("entry_id", LongType(), nullable=False),
-        StructField("payload", BinaryType(), nullable=False),
+        StructField("batch_index", IntegerType()),
+        StructField("payload", BinaryType()),
+        StructField("publish_time", TimestampType()),
+        StructField("event_time", TimestampType()),
+        StructField("key", StringType()),
+        StructField("properties", MapType(StringType(), StringType())),
+        StructField("producer_name", StringType()),
+        StructField("sequence_id", LongType()),
     ]
 )
 
 
 @dataclass(frozen=True)
 class BlockRangePartition(InputPartition):
-    """Consecutive blocks of one ledger's data object."""
+    """Consecutive blocks of one ledger's data object, and the entry ranges
+    to keep from them (``last`` ``None`` for open-ended)."""
 
     url: str
     driver_options: tuple[tuple[str, str], ...]
     ledger_id: int
     data_key: str
     blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
+    entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
+
+    def wants(self, entry_id: int) -> bool:
+        return any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
 
 
-def _driver_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
-    )
-
-
-def plan_partitions(options: Mapping[str, str]) -> list[BlockRangePartition]:
+def plan_partitions(options: Mapping[str, str] | ReadOptions) -> list[BlockRangePartition]:
     """The partitions for reading the store named by ``options["path"]``.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
-    url = options.get("path")
-    if not url:
-        raise ConfigError('pulsar-offload needs a store URL: .option("path", "s3://bucket/prefix") or .load(URL)')
-    try:
-        per_partition = int(options.get("blocksPerPartition", "4"))
-        wanted = {int(part) for part in options["ledgers"].split(",")} if options.get("ledgers") else None
-    except ValueError as exc:
-        raise ConfigError(f"pulsar-offload: bad option ({exc}); ledgers is a comma-separated list of ids") from exc
-    if per_partition < 1:
-        raise ConfigError("pulsar-offload: blocksPerPartition must be at least 1")
-    driver_options = _driver_options(options)
-    open_options: dict[str, Any] = dict(driver_options)
-    driver = open_driver(url, **open_options)
+    parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
+    open_options: dict[str, Any] = dict(parsed.driver_options)
+    driver = open_driver(parsed.url, **open_options)
     partitions: list[BlockRangePartition] = []
-    for ledger in find_offloaded_ledgers(driver):
-        if not ledger.complete or (wanted is not None and ledger.ledger_id not in wanted):
-            continue
-        index = v1.decode_index(driver.read(ledger.index_key))
-        blocks = [(entry.offset, index.block_end(entry), entry.first_entry_id) for entry in index.entries]
-        for first in range(0, len(blocks), per_partition):
-            partitions.append(
-                BlockRangePartition(url, driver_options, ledger.ledger_id, ledger.data_key,
-                                    tuple(blocks[first : first + per_partition]))
-            )  # fmt: skip
+    try:
+        for ledger in find_offloaded_ledgers(driver):
+            if not ledger.complete or not parsed.selection.wants_ledger(ledger.ledger_id):
+                continue
+            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+            index = v1.decode_index(driver.read(ledger.index_key))
+            blocks = [
+                (entry.offset, index.block_end(entry), entry.first_entry_id)
+                for position, entry in enumerate(index.entries)
+                if _overlaps(entry.first_entry_id, _block_last(index, position), ranges)
+            ]
+            for first in range(0, len(blocks), parsed.blocks_per_partition):
+                group = tuple(blocks[first : first + parsed.blocks_per_partition])
+                partitions.append(
+                    BlockRangePartition(
+                        parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges
+                    )
+                )
+    finally:
+        driver.close()
     return partitions
+
+
+def _block_last(index: v1.Index, position: int) -> int:
+    if position + 1 < len(index.entries):
+        return index.entries[position + 1].first_entry_id - 1
+    return index.last_entry_id
+
+
+def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...]) -> bool:
+    return any(start <= last and (end is None or first <= end) for start, end in ranges)
+
+
+def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
+    """The rows of one partition (runs in the task: opens its own driver)."""
+    options: dict[str, Any] = dict(partition.driver_options)
+    driver = open_driver(partition.url, **options)
+    try:
+        for offset, end, first_entry_id in partition.blocks:
+            block = v1.decode_block(driver.read(partition.data_key, offset, end))
+            if block.header.first_entry_id != first_entry_id:
+                raise FormatError(
+                    f"{partition.data_key} at byte {offset}: block starts at entry "
+                    f"{block.header.first_entry_id}, its index says {first_entry_id}"
+                )
+            for entry_id, payload in block.entries:
+                if partition.wants(entry_id):
+                    yield from entry_rows(partition.ledger_id, entry_id, payload, decode)
+    finally:
+        driver.close()
 
 
 class PulsarOffloadReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
-        self.options = dict(options)
+        self.options = parse_read_options(options)
 
     def partitions(self) -> list[BlockRangePartition]:
         return plan_partitions(self.options)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, int, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, BlockRangePartition):
             raise TypeError(f"pulsar-offload cannot read a {type(partition).__name__}")
-        options: dict[str, Any] = dict(partition.driver_options)
-        driver = open_driver(partition.url, **options)
-        try:
-            for offset, end, first_entry_id in partition.blocks:
-                block = v1.decode_block(driver.read(partition.data_key, offset, end))
-                if block.header.first_entry_id != first_entry_id:
-                    raise FormatError(
-                        f"{partition.data_key} at byte {offset}: block starts at entry "
-                        f"{block.header.first_entry_id}, its index says {first_entry_id}"
-                    )
-                for entry_id, payload in block.entries:
-                    yield (partition.ledger_id, entry_id, payload)
-        finally:
-            driver.close()
+        rows = read_partition(partition, self.options.decode)
+        if not self.options.arrow:
+            yield from map(spark_tuple, rows)
+            return
+        schema = to_arrow_schema(SCHEMA, timezone="UTC")
+        pending: list[MessageRow] = []
+        for row in rows:
+            pending.append(row)
+            if len(pending) >= self.options.max_records_per_batch:
+                yield arrow_batch(pending, schema)
+                pending = []
+        if pending:
+            yield arrow_batch(pending, schema)
 
 
 class PulsarOffloadDataSource(DataSource):

@@ -13,6 +13,7 @@ import pytest
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.errors import ConfigError
 from offload_core.formats import pulsar_v1 as v1
+from offload_core.offload.inventory import find_offloaded_ledgers
 from offload_core.spark import plan_partitions
 from tests.emulators import MotoS3
 from tests.pulsar_vectors import load_vectors
@@ -37,14 +38,53 @@ def bucket(tmp_path: Path) -> tuple[str, dict[int, list[bytes]]]:
 
 def test_every_entry_exactly_once(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
     url, ledgers = bucket
-    frame = spark.read.format("pulsar-offload").option("blocksPerPartition", "3").load(url)
-    assert frame.schema.simpleString() == "struct<ledger_id:bigint,entry_id:bigint,payload:binary>"
+    frame = spark.read.format("pulsar-offload").option("blocksPerPartition", "3").option("decode", "none").load(url)
+    assert frame.columns == [
+        "ledger_id", "entry_id", "batch_index", "payload", "publish_time", "event_time", "key", "properties",
+        "producer_name", "sequence_id",
+    ]  # fmt: skip
     rows = sorted((r.ledger_id, r.entry_id, bytes(r.payload)) for r in frame.collect())
-    expected = sorted((lid, eid, data) for lid, entries in ledgers.items() for eid, data in enumerate(entries))
-    assert rows == expected
+    offloader = open_offloader(url)
+    expected = []
+    for ledger in find_offloaded_ledgers(open_driver(url)):
+        handle = offloader.read_offloaded(ledger.ledger_id, ledger.uuid)
+        expected += [(ledger.ledger_id, e.entry_id, e.data) for e in handle.read(0, handle.last_entry_id)]
+    assert rows == sorted(expected)
+    assert sorted(expected) == sorted(
+        (lid, eid, data) for lid, entries in ledgers.items() for eid, data in enumerate(entries)
+    )
+    assert frame.where("publish_time is not null or batch_index is not null").count() == 0
     plan = plan_partitions({"path": url, "blocksPerPartition": "3"})
     assert len(plan) > len(ledgers)  # blocks, not whole ledgers, are the unit of parallelism
     assert all(1 <= len(partition.blocks) <= 3 for partition in plan)
+
+
+def test_entry_ranges_read_only_the_blocks_they_need(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, ledgers = bucket
+    options = {"path": url, "entries": "3:10-20,4:100-,3:25", "ledgers": str(2**33 + 5), "decode": "none"}
+    frame = spark.read.format("pulsar-offload").options(**options).load()
+    got = sorted((r.ledger_id, r.entry_id) for r in frame.collect())
+    expected = [(3, e) for e in [*range(10, 21), 25]] + [(4, e) for e in range(100, len(ledgers[4]))]
+    expected += [(2**33 + 5, e) for e in range(len(ledgers[2**33 + 5]))]
+    assert got == sorted(expected)
+    one_entry = plan_partitions({"path": url, "entries": "3:0"})
+    assert len(one_entry) == 1 and len(one_entry[0].blocks) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"entries": "3:9-2"}, "empty or negative"),
+        ({"entries": "three"}, "LEDGER:FIRST-LAST"),
+        ({"ledgers": "1,x"}, "comma-separated list"),
+        ({"decode": "maybe"}, "auto, pulsar or none"),
+        ({"arrow": "yes"}, "true or false"),
+        ({"blocksPerPartition": "0"}, "positive integer"),
+    ],
+)
+def test_bad_options_are_config_errors(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        plan_partitions({"path": "memory://nowhere", **options})
 
 
 def test_selected_ledgers_only(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
@@ -68,7 +108,7 @@ def test_objects_pulsar_wrote(spark: Any, tmp_path: Path) -> None:
     for vector in load_vectors():
         driver.write(v1.data_key(uid, vector.ledger_id), vector.data, metadata=version)
         driver.write(v1.index_key(uid, vector.ledger_id), vector.index, metadata=version)
-    rows = spark.read.format("pulsar-offload").load(driver_url).collect()
+    rows = spark.read.format("pulsar-offload").option("decode", "none").load(driver_url).collect()
     for vector in load_vectors():
         got = sorted((r.entry_id, bytes(r.payload)) for r in rows if r.ledger_id == vector.ledger_id)
         assert got == list(enumerate(vector.entries))
@@ -85,7 +125,7 @@ def test_executors_read_from_s3(spark: Any, s3: MotoS3) -> None:
     offloader = open_offloader("s3://offload-test/ledgers", **options, max_block_size=5 * 2**20)
     entries = [bytes([n % 251]) * (n * 997 % 60_000) for n in range(400)]
     offloader.offload(InMemoryReadHandle(77, entries), uuid.uuid4())
-    reader = spark.read.format("pulsar-offload").option("blocksPerPartition", "1")
+    reader = spark.read.format("pulsar-offload").option("blocksPerPartition", "1").option("decode", "none")
     for name, value in options.items():
         reader = reader.option(f"driver.{name}", value)
     rows = sorted((r.entry_id, bytes(r.payload)) for r in reader.load("s3://offload-test/ledgers").collect())

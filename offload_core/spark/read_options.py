@@ -1,0 +1,127 @@
+"""The ``pulsar-offload`` source's options, parsed and checked (no Spark needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from ..errors import ConfigError
+
+__all__ = ["Decode", "EntrySelection", "ReadOptions", "parse_read_options"]
+
+
+class Decode(Enum):
+    """How entries become rows."""
+
+    AUTO = "auto"  # Pulsar messages decoded, other entries as they are
+    PULSAR = "pulsar"  # every entry must be a Pulsar message
+    NONE = "none"  # one row per entry, message columns null
+
+
+@dataclass(frozen=True)
+class EntrySelection:
+    """Which entries to read: whole ledgers and inclusive entry ranges.
+
+    With neither, everything is read."""
+
+    ledgers: frozenset[int] | None = None
+    ranges: tuple[tuple[int, int, int | None], ...] = ()  # (ledger id, first, last or open)
+
+    @property
+    def everything(self) -> bool:
+        return self.ledgers is None and not self.ranges
+
+    def wants_ledger(self, ledger_id: int) -> bool:
+        if self.everything or (self.ledgers is not None and ledger_id in self.ledgers):
+            return True
+        return any(ledger == ledger_id for ledger, _, _ in self.ranges)
+
+    def entry_ranges(self, ledger_id: int) -> tuple[tuple[int, int | None], ...]:
+        """The ranges to read of a wanted ledger; ``((0, None),)`` for all of it."""
+        if self.everything or (self.ledgers is not None and ledger_id in self.ledgers):
+            return ((0, None),)
+        return tuple((first, last) for ledger, first, last in self.ranges if ledger == ledger_id)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    url: str
+    selection: EntrySelection
+    blocks_per_partition: int
+    decode: Decode
+    arrow: bool
+    max_records_per_batch: int
+    driver_options: tuple[tuple[str, str], ...]
+
+
+def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+    """Parse the reader's options. Raises :class:`ConfigError` naming the
+    option and the expected form."""
+    url = options.get("path")
+    if not url:
+        raise ConfigError('pulsar-offload needs a store URL: .option("path", "s3://bucket/prefix") or .load(URL)')
+    decode_name = options.get("decode", "auto").lower()
+    try:
+        decode = Decode(decode_name)
+    except ValueError:
+        raise ConfigError(f"pulsar-offload: decode is auto, pulsar or none, not {decode_name!r}") from None
+    return ReadOptions(
+        url=url,
+        selection=EntrySelection(_ledger_ids(options.get("ledgers")), _ranges(options.get("entries"))),
+        blocks_per_partition=_positive(options, "blocksPerPartition", 4),
+        decode=decode,
+        arrow=_boolean(options, "arrow", True),
+        max_records_per_batch=_positive(options, "maxRecordsPerBatch", 10_000),
+        driver_options=tuple(
+            sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
+        ),
+    )
+
+
+def _ledger_ids(value: str | None) -> frozenset[int] | None:
+    if not value:
+        return None
+    try:
+        return frozenset(int(part) for part in value.split(","))
+    except ValueError:
+        raise ConfigError(f"pulsar-offload: ledgers is a comma-separated list of ledger ids, not {value!r}") from None
+
+
+def _ranges(value: str | None) -> tuple[tuple[int, int, int | None], ...]:
+    if not value:
+        return ()
+    ranges = []
+    for part in value.split(","):
+        try:
+            ledger, _, span = part.strip().partition(":")
+            first, dash, last = span.partition("-")
+            start = int(first)
+            end = (int(last) if last else None) if dash else start
+            ranges.append((int(ledger), start, end))
+        except ValueError:
+            raise ConfigError(
+                f"pulsar-offload: bad entries range {part!r}; write LEDGER:FIRST-LAST, LEDGER:FIRST- or "
+                "LEDGER:ENTRY, comma-separated (e.g. 12:0-99,13:500-)"
+            ) from None
+        if start < 0 or (end is not None and end < start):
+            raise ConfigError(f"pulsar-offload: entries range {part!r} is empty or negative")
+    return tuple(ranges)
+
+
+def _positive(options: Mapping[str, str], name: str, default: int) -> int:
+    raw = options.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"pulsar-offload: {name} is a positive integer, not {raw!r}")
+    return value
+
+
+def _boolean(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name, str(default)).lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"pulsar-offload: {name} is true or false, not {raw!r}")
+    return raw == "true"
