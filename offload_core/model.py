@@ -31,6 +31,10 @@ class ObjectInfo:
     def __hash__(self) -> int:
         return hash((self.key, self.size, tuple(sorted(self.metadata.items())), self.etag))
 
+    def __reduce__(self) -> tuple[type[ObjectInfo], tuple[str, int, dict[str, str], str | None]]:
+        # A mapping proxy does not pickle; Spark ships listings to executors.
+        return (ObjectInfo, (self.key, self.size, dict(self.metadata), self.etag))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObjectInfo):
             return NotImplemented

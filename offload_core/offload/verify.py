@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..errors import FormatError, NotFoundError
+from ..errors import FormatError, InvalidRangeError, NotFoundError
 from ..formats import pulsar_v1 as v1
 from ..storage import StorageDriver
 from .inventory import OffloadedLedger
 
-__all__ = ["Defect", "LedgerReport", "check_block", "verify_ledger"]
+__all__ = [
+    "BlockOutcome",
+    "BlockTask",
+    "Defect",
+    "LedgerPlan",
+    "LedgerReport",
+    "check_block",
+    "plan_ledger",
+    "read_and_check_block",
+    "summarize_ledger",
+    "verify_ledger",
+]
 
 
 @dataclass(frozen=True)
@@ -43,22 +54,138 @@ class LedgerReport:
         return not self.defects
 
 
-def check_block(index: v1.Index, block: v1.IndexEntry, data: bytes) -> tuple[v1.Block | None, str | None]:
-    """Decode one block's bytes and check them against the index entry.
+@dataclass(frozen=True)
+class BlockTask:
+    """One block to check: small and picklable, so it can run anywhere."""
 
-    Returns the decoded block and ``None``, or ``None`` and the problem."""
+    ledger_id: int
+    uuid: str
+    data_key: str
+    part_id: int
+    offset: int
+    end: int
+    first_entry_id: int
+
+
+@dataclass(frozen=True)
+class BlockOutcome:
+    """What checking one block found: its entries, or the problem."""
+
+    task: BlockTask
+    last_entry_id: int
+    entries: int
+    entry_bytes: int
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class LedgerPlan:
+    """A ledger whose objects and index passed the ledger-level checks, with
+    what its blocks must add up to."""
+
+    ledger: OffloadedLedger
+    last_entry_id: int
+    length: int
+    blocks: tuple[BlockTask, ...]
+
+
+def check_block(task: BlockTask, data: bytes) -> BlockOutcome:
+    """Decode one block's bytes and check them against its index entry."""
+
+    def failed(problem: str) -> BlockOutcome:
+        return BlockOutcome(task, -1, 0, 0, problem)
+
     try:
         decoded = v1.decode_block(data)
     except FormatError as exc:
-        return None, str(exc)
-    if decoded.header.first_entry_id != block.first_entry_id:
-        return None, (
-            f"block {block.part_id} starts with entry {decoded.header.first_entry_id}, its index says "
-            f"{block.first_entry_id}"
+        return failed(str(exc))
+    if decoded.header.first_entry_id != task.first_entry_id:
+        return failed(
+            f"block {task.part_id} starts with entry {decoded.header.first_entry_id}, its index says "
+            f"{task.first_entry_id}"
         )
     if not decoded.entries:
-        return None, f"block {block.part_id} holds no entries"
-    return decoded, None
+        return failed(f"block {task.part_id} holds no entries")
+    size = sum(len(payload) for _, payload in decoded.entries)
+    return BlockOutcome(task, decoded.last_entry_id, len(decoded.entries), size, None)
+
+
+def read_and_check_block(driver: StorageDriver, task: BlockTask) -> BlockOutcome:
+    """Read one block from the store and check it; a block that cannot be
+    read (the object vanished, the range is past its end) is a problem too."""
+    try:
+        data = driver.read(task.data_key, task.offset, task.end)
+    except (NotFoundError, InvalidRangeError) as exc:
+        return BlockOutcome(task, -1, 0, 0, f"block {task.part_id} cannot be read: {exc}")
+    return check_block(task, data)
+
+
+def plan_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> LedgerPlan | LedgerReport:
+    """Check what is ledger-wide (both objects present, their format
+    version, the index decodes, the data object's length matches it) and
+    list the blocks to check. Returns a report with the defect if a check
+    failed, since then the blocks cannot be located."""
+
+    def failed(key: str, problem: str) -> LedgerReport:
+        return LedgerReport(ledger, 0, 0, 0, (Defect(ledger.ledger_id, ledger.uuid, key, None, problem),))
+
+    if ledger.index is None:
+        return failed(ledger.index_key, "index object is missing")
+    if ledger.data is None:
+        return failed(ledger.data_key, "data object is missing")
+    try:
+        for key in (ledger.index_key, ledger.data_key):
+            problem = _version_problem(driver, key)
+            if problem:
+                return failed(key, problem)
+        index = v1.decode_index(driver.read(ledger.index_key))
+        metadata = index.metadata()
+        data_size = driver.stat(ledger.data_key).size
+    except FormatError as exc:
+        return failed(ledger.index_key, f"index is corrupt: {exc}")
+    except NotFoundError as exc:
+        return failed(exc.key or ledger.index_key, "object vanished while verifying")
+    if data_size != index.data_object_length:
+        return failed(ledger.data_key, f"data object is {data_size} bytes, its index says {index.data_object_length}")
+    blocks = tuple(
+        BlockTask(ledger.ledger_id, ledger.uuid, ledger.data_key, block.part_id, block.offset,
+                  index.block_end(block), block.first_entry_id)
+        for block in index.entries
+    )  # fmt: skip
+    return LedgerPlan(ledger, metadata.lastEntryId, metadata.length, blocks)
+
+
+def summarize_ledger(plan: LedgerPlan, outcomes: Iterable[BlockOutcome]) -> LedgerReport:
+    """Combine a ledger's block outcomes (in any order): every unreadable
+    block is a defect; entry ids must run contiguously from 0 to the
+    ledger's last entry and lengths add up to the ledger metadata."""
+    ledger = plan.ledger
+    ordered = sorted(outcomes, key=lambda outcome: outcome.task.offset)
+
+    def found(offset: int | None, problem: str) -> Defect:
+        return Defect(ledger.ledger_id, ledger.uuid, ledger.data_key, offset, problem)
+
+    defects = [found(o.task.offset, o.problem) for o in ordered if o.problem is not None]
+    if len(ordered) != len(plan.blocks):
+        defects.append(found(None, f"{len(ordered)} of the index's {len(plan.blocks)} blocks were checked"))
+    entries = sum(outcome.entries for outcome in ordered)
+    entry_bytes = sum(outcome.entry_bytes for outcome in ordered)
+    if not defects:
+        next_entry = 0
+        for outcome in ordered:
+            task = outcome.task
+            if task.first_entry_id != next_entry:
+                problem = f"block {task.part_id} starts at entry {task.first_entry_id}, expected {next_entry}"
+                defects.append(found(task.offset, problem + " (entries missing or repeated)"))
+                break
+            next_entry = outcome.last_entry_id + 1
+        else:
+            if next_entry - 1 != plan.last_entry_id:
+                problem = f"blocks end at entry {next_entry - 1}, the ledger's last entry is {plan.last_entry_id}"
+                defects.append(found(None, problem))
+            elif entry_bytes != plan.length:
+                defects.append(found(None, f"entries hold {entry_bytes} bytes, the ledger metadata says {plan.length}"))
+    return LedgerReport(ledger, len(ordered), entries, entry_bytes, tuple(defects))
 
 
 def verify_ledger(
@@ -70,54 +197,15 @@ def verify_ledger(
 
     Memory stays at one block. ``on_block(size)`` is called after each
     block (for progress bars)."""
-
-    def found(key: str, offset: int | None, problem: str) -> Defect:
-        return Defect(ledger.ledger_id, ledger.uuid, key, offset, problem)
-
-    def failed(key: str, problem: str) -> LedgerReport:
-        return LedgerReport(ledger, 0, 0, 0, (found(key, None, problem),))
-
-    if ledger.index is None:
-        return failed(ledger.index_key, "index object is missing")
-    if ledger.data is None:
-        return failed(ledger.data_key, "data object is missing")
-    for key in (ledger.index_key, ledger.data_key):
-        problem = _version_problem(driver, key)
-        if problem:
-            return failed(key, problem)
-    try:
-        index = v1.decode_index(driver.read(ledger.index_key))
-        metadata = index.metadata()
-    except FormatError as exc:
-        return failed(ledger.index_key, f"index is corrupt: {exc}")
-    except NotFoundError:
-        return failed(ledger.index_key, "index object vanished while verifying")
-    data_size = driver.stat(ledger.data_key).size
-    if data_size != index.data_object_length:
-        return failed(ledger.data_key, f"data object is {data_size} bytes, its index says {index.data_object_length}")
-    defects: list[Defect] = []
-    next_entry = entry_bytes = 0
-    for block in index.entries:
-        end = index.block_end(block)
-        decoded, problem = check_block(index, block, driver.read(ledger.data_key, block.offset, end))
+    plan = plan_ledger(driver, ledger)
+    if isinstance(plan, LedgerReport):
+        return plan
+    outcomes = []
+    for task in plan.blocks:
+        outcomes.append(read_and_check_block(driver, task))
         if on_block is not None:
-            on_block(end - block.offset)
-        if decoded is None:
-            defects.append(found(ledger.data_key, block.offset, problem or "unreadable block"))
-            break
-        if block.first_entry_id != next_entry:
-            problem = f"block {block.part_id} starts at entry {block.first_entry_id}, expected {next_entry}"
-            defects.append(found(ledger.data_key, block.offset, problem + " (entries missing or repeated)"))
-            break
-        next_entry = decoded.last_entry_id + 1
-        entry_bytes += sum(len(payload) for _, payload in decoded.entries)
-    if not defects and next_entry - 1 != metadata.lastEntryId:
-        problem = f"blocks end at entry {next_entry - 1}, the ledger's last entry is {metadata.lastEntryId}"
-        defects.append(found(ledger.data_key, None, problem))
-    if not defects and entry_bytes != metadata.length:
-        problem = f"entries hold {entry_bytes} bytes, the ledger metadata says {metadata.length}"
-        defects.append(found(ledger.data_key, None, problem))
-    return LedgerReport(ledger, len(index.entries), next_entry, entry_bytes, tuple(defects))
+            on_block(task.end - task.offset)
+    return summarize_ledger(plan, outcomes)
 
 
 def _version_problem(driver: StorageDriver, key: str) -> str | None:
