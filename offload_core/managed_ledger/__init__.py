@@ -5,6 +5,7 @@ from .config import BrokerConfig, load_config, parse_config
 from .ledger_file import FsyncPolicy
 from .managed_ledger import Cursor, LedgerState, ManagedLedger, OffloadStatus, TieredEntry
 from .metadata_store import MetadataStore, SqliteMetadataStore, Versioned
+from .offload_ticket import OffloadTicket, write_offload
 from .policies import OffloadPolicies, PolicyStore, ReadPriority, TopicName
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "MetadataStore",
     "OffloadPolicies",
     "OffloadStatus",
+    "OffloadTicket",
     "PolicyStore",
     "ReadPriority",
     "SqliteMetadataStore",
@@ -25,4 +27,5 @@ __all__ = [
     "Versioned",
     "load_config",
     "parse_config",
+    "write_offload",
 ]

@@ -32,17 +32,16 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConflictError, InvalidRangeError, NotFoundError, OffloadError, TransientStorageError
-from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.offloaded_read_handle import OffloadedReadHandle
-from ..offload.read_handle import LedgerMetadataView
 from ..proto import KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
 from .ledger_file import LedgerFile
 from .metadata_store import MetadataStore
+from .offload_ticket import OffloadTicket, SealedLedgerReadHandle
 from .offloaders import OffloaderProvider
 from .policies import OffloadPolicies, PolicyStore, ReadPriority, TopicName
 
@@ -456,6 +455,10 @@ class ManagedLedger:
             )
             return readers[tiers[1]](ledger_id, first, last), tiers[1]
 
+    def _read_hot_locked(self, ledger_id: int, first: int, last: int) -> list[Entry]:
+        with self._lock:
+            return self._read_hot(ledger_id, first, last)
+
     def _read_hot(self, ledger_id: int, first: int, last: int) -> list[Entry]:
         ledger = self._hot.get(ledger_id)
         if ledger is None:
@@ -516,15 +519,7 @@ class ManagedLedger:
         Returns (and stores, for ``offload-status``) the outcome: the first
         position not offloaded, or the error."""
         with self._exclusive("offload"):
-            with self._lock:
-                targets = [
-                    ledger.ledgerId
-                    for ledger in self._info.ledgerInfo
-                    if ledger.HasField("entries")
-                    and not ledger.offloadContext.complete
-                    and (position is None or ledger.ledgerId < position.ledger_id)
-                ]
-            return self._offload_ledgers(targets)
+            return self._offload_ledgers(self.offloadable_ledgers(position))
 
     def maybe_offload(self) -> OffloadStatus | None:
         """Offload by the size and time thresholds, as Pulsar does: walk the
@@ -584,11 +579,47 @@ class ManagedLedger:
         return None
 
     def _offload_one(self, ledger_id: int) -> None:
+        ticket = self.prepare_offload(ledger_id)
+        offloader, _ = self._offloaders.for_policies(self.policies())
+        handle = SealedLedgerReadHandle(
+            ledger_id, ticket.entries, ticket.size, managed_ledger=self.name, ctime_ms=ticket.ctime_ms,
+            read=lambda first, last: self._read_hot_locked(ledger_id, first, last),
+        )  # fmt: skip
+        offloader.offload(handle, ticket.uuid, {"ManagedLedgerName": self.name})
+        self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
+        self.complete_offload(ticket)
+
+    def offloadable_ledgers(self, position: Position | None = None) -> list[int]:
+        """Sealed ledgers not offloaded yet, before ``position``'s ledger (all
+        when ``None``), oldest first."""
+        with self._lock:
+            return [
+                ledger.ledgerId
+                for ledger in self._info.ledgerInfo
+                if ledger.HasField("entries")
+                and not ledger.offloadContext.complete
+                and (position is None or ledger.ledgerId < position.ledger_id)
+            ]
+
+    def prepare_offload(self, ledger_id: int) -> OffloadTicket:
+        """Step 1 of an offload: objects of an earlier unfinished attempt are
+        deleted, then a new uid and the driver settings are recorded
+        (``complete=false``, compare-and-set). The ticket says what to write
+        (:func:`~offload_core.managed_ledger.offload_ticket.write_offload`).
+
+        Raises :class:`OffloadError` if the ledger is not sealed or already
+        offloaded, and the driver's errors if the configured store cannot
+        be opened."""
         policies = self.policies()
-        offloader, settings = self._offloaders.for_policies(policies)
+        _, settings = self._offloaders.for_policies(policies)
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
         with self._lock:
             ledger = self._ledger_info(ledger_id)
-            if ledger.offloadContext.HasField("uidMsb") and not ledger.offloadContext.complete:
+            if not ledger.HasField("entries"):
+                raise OffloadError(f"ledger {ledger_id} of {self.name} is not sealed; only sealed ledgers offload")
+            if ledger.offloadContext.complete:
+                raise OffloadError(f"ledger {ledger_id} of {self.name} is already offloaded")
+            if ledger.offloadContext.HasField("uidMsb"):
                 # Objects of the earlier attempt go before the uid naming them is replaced.
                 self._clean_unfinished_offload(ledger_id)
             entries, size = int(ledger.entries), int(ledger.size)
@@ -607,22 +638,52 @@ class ManagedLedger:
 
         self._update(prepare)
         self._lifecycle("prepared", ledger_id, uuid=str(uid))
-        handle = _HotReadHandle(self, ledger_id, entries, size)
-        offloader.offload(handle, uid, {"ManagedLedgerName": self.name})
-        self._lifecycle("offloaded", ledger_id, uuid=str(uid))
+        return OffloadTicket(
+            managed_ledger=self.name,
+            ledger_id=ledger_id,
+            uuid=str(uid),
+            entries=entries,
+            size=size,
+            hot_file=str(self._file(ledger_id)),
+            data_dir=str(self._data_dir),
+            settings=tuple(sorted(settings.items())),
+            max_block_size=policies.max_block_size,
+            read_buffer_size=policies.read_buffer_size,
+            ctime_ms=self._now_ms(),
+        )
+
+    def complete_offload(self, ticket: OffloadTicket) -> None:
+        """Step 3: mark the offload complete (compare-and-set, retried) once
+        every object of the ledger is written. Raises :class:`OffloadError`
+        if the ledger's recorded uid is no longer the ticket's."""
+        uid = uuid_module.UUID(ticket.uuid)
         now = self._now_ms()
 
         def complete(info: ManagedLedgerInfo) -> None:
-            context = self._find(info, ledger_id).offloadContext
-            if _uuid_of(context) != uid:
-                raise OffloadError(f"ledger {ledger_id}: offload uid changed underneath this offload")
+            context = self._find(info, ticket.ledger_id).offloadContext
+            if not context.HasField("uidMsb") or _uuid_of(context) != uid:
+                raise OffloadError(f"ledger {ticket.ledger_id}: offload uid changed underneath this offload")
             context.complete = True
             context.timestamp = now
 
         call_with_retries(
             lambda: self._update(complete), _METADATA_RETRY, retry_on=(ConflictError, TransientStorageError)
         )
-        self._lifecycle("completed", ledger_id, uuid=str(uid))
+        self._lifecycle("completed", ticket.ledger_id, uuid=ticket.uuid)
+
+    def abandon_offload(self, ticket: OffloadTicket) -> None:
+        """Undo a prepared offload that failed: its objects (if any) are
+        deleted, then its uid is cleared, unless another attempt replaced it."""
+        with self._lock:
+            context = self._ledger_info(ticket.ledger_id).offloadContext
+            if context.complete or not context.HasField("uidMsb") or str(_uuid_of(context)) != ticket.uuid:
+                return
+            self._clean_unfinished_offload(ticket.ledger_id)
+
+    def record_offload_run(self, status: OffloadStatus) -> None:
+        """Store the outcome of an offload run done outside :meth:`offload_prefix`
+        (a Spark backfill), for ``offload-status``."""
+        self._store_status(status)
 
     def delete_hot_copies_past_lag(self) -> list[int]:
         """Delete hot-tier copies of ledgers offloaded longer ago than
@@ -870,27 +931,6 @@ class Cursor:
         value = NestedPositionInfo(ledgerId=position.ledger_id, entryId=position.entry_id).SerializeToString()
         self._version = self._ledger._store.set(self._ledger._cursor_path(self.name), value, self._version).version
         self.mark_deleted = position
-
-
-class _HotReadHandle(LedgerMetadataView):
-    """A ReadHandle over a sealed hot-tier ledger, for the offloader."""
-
-    def __init__(self, owner: ManagedLedger, ledger_id: int, entries: int, size: int) -> None:
-        self._owner = owner
-        self._ledger_id = ledger_id
-        self._metadata = closed_ledger_metadata(
-            length=size,
-            last_entry_id=entries - 1,
-            ctime_ms=owner._now_ms(),
-            custom=[("pulsar/managed-ledger", owner.name.encode()), ("application", b"offload-core")],
-        )
-
-    def read(self, first: int, last: int) -> list[Entry]:
-        with self._owner._lock:
-            return self._owner._read_hot(self.ledger_id, first, last)
-
-    def close(self) -> None:
-        """Nothing to release: the owner caches the file."""
 
 
 def _only(priority: ReadPriority) -> str:
