@@ -25,7 +25,7 @@ import threading
 import time
 import uuid as uuid_module
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -680,10 +680,19 @@ class ManagedLedger:
                 return
             self._clean_unfinished_offload(ticket.ledger_id)
 
-    def record_offload_run(self, status: OffloadStatus) -> None:
-        """Store the outcome of an offload run done outside :meth:`offload_prefix`
-        (a Spark backfill), for ``offload-status``."""
+    def record_offload_run(self, offloaded: int, failures: Mapping[int, str]) -> OffloadStatus:
+        """Store, for ``offload-status``, the outcome of an offload run done
+        with tickets (a Spark backfill); ``failures`` maps ledger ids to
+        errors. After a run without failures, hot copies past the deletion
+        lag are deleted, as after :meth:`offload_prefix`."""
+        if failures:
+            first = min(failures)
+            status = OffloadStatus("error", Position(first, 0), offloaded, f"ledger {first}: {failures[first]}")
+        else:
+            self.delete_hot_copies_past_lag()
+            status = OffloadStatus("success", self._first_unoffloaded(), offloaded)
         self._store_status(status)
+        return status
 
     def delete_hot_copies_past_lag(self) -> list[int]:
         """Delete hot-tier copies of ledgers offloaded longer ago than
