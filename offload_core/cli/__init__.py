@@ -11,6 +11,7 @@ from ..errors import OffloadError
 from .driver_commands import drivers
 from .ledger_commands import ledgers
 from .plugin_commands import plugins
+from .spark_commands import spark
 from .topic_commands import namespaces, topics
 
 __all__ = ["main"]
@@ -40,3 +41,4 @@ main.add_command(drivers)
 main.add_command(ledgers)
 main.add_command(topics)
 main.add_command(namespaces)
+main.add_command(spark)

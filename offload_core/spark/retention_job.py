@@ -75,7 +75,7 @@ def retention(
     *,
     cutoff: datetime,
     metadata: MetadataStore | None = None,
-    driver_options: Mapping[str, str] | None = None,
+    driver_options: Mapping[str, Any] | None = None,
     prefix: str = "",
     delete_orphans: bool = False,
     dry_run: bool = True,

@@ -48,7 +48,7 @@ def verify_store(
     spark: Any,
     url: str,
     *,
-    driver_options: Mapping[str, str] | None = None,
+    driver_options: Mapping[str, Any] | None = None,
     prefix: str = "",
     ledgers: Iterable[int] | None = None,
     progress: Callable[[Progress], None] | None = None,

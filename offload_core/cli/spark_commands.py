@@ -1,0 +1,166 @@
+"""``offload spark ...``: the bulk jobs on Spark (``pip install offload-core[spark]``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from ..errors import ConfigError
+from ..managed_ledger import SqliteMetadataStore, load_config
+from .options import driver_options, parse_driver_options
+from .topic_commands import broker_options
+
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+master_option = click.option(
+    "--master", default=None, help="Spark master (default: the spark-submit one, else local[*])."
+)
+
+
+@click.group()
+def spark() -> None:
+    """Bulk jobs on Spark: backfill, verify, retention."""
+
+
+def _session(master: str | None) -> Any:
+    try:
+        from ..spark.session import get_session
+    except ImportError as exc:
+        raise ConfigError(f"the spark verbs need PySpark ({exc}): pip install 'offload-core[spark]'") from None
+    return get_session(master)
+
+
+def _printer(progress: Any) -> None:
+    click.echo(f"{progress.description}: {progress.done}/{progress.total} tasks", err=True)
+
+
+@spark.command()
+@click.option("--topic", "topics", multiple=True, help="Topic to backfill (repeatable; default: every topic).")
+@broker_options
+@master_option
+def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, master: str | None) -> None:
+    """Offload every sealed ledger not offloaded yet, one Spark task per
+    ledger; each ledger is marked offloaded once all its objects are written.
+
+    The topics must not be open in a running broker. Exits 1 if any ledger
+    failed (those stay as they were)."""
+    session = _session(master)
+    from ..spark.backfill_job import backfill as run_backfill
+
+    result = run_backfill(session, data_dir, config=load_config(config_path), topics=topics or None, progress=_printer)
+    for outcome in result.ledgers:
+        if outcome.error is None:
+            click.echo(
+                f"offloaded  {outcome.topic} ledger {outcome.ledger_id} ({outcome.uuid}): {outcome.data_bytes} bytes"
+            )
+        else:
+            click.echo(f"FAILED     {outcome.topic} ledger {outcome.ledger_id}: {outcome.error}")
+    click.echo(f"backfill: {len(result.offloaded)} offloaded, {len(result.failed)} failed", err=True)
+    if result.failed:
+        raise SystemExit(1)
+
+
+@spark.command()
+@click.argument("url")
+@click.option("--prefix", default="", help="Only keys starting with this prefix.")
+@click.option("--ledger", "ledger_ids", type=int, multiple=True, help="Ledger to verify (repeatable; default all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per defect, one per line.")
+@driver_options
+@master_option
+def verify(
+    url: str, prefix: str, ledger_ids: tuple[int, ...], as_json: bool, options: tuple[str, ...], master: str | None
+) -> None:
+    """Check every block of every offloaded ledger under URL in parallel:
+    framing, the index against the data, entry ids and lengths.
+
+    Prints each defect with its ledger and byte offset; exits 1 if any."""
+    session = _session(master)
+    from ..spark.verify_job import verify_store
+
+    result = verify_store(
+        session, url, driver_options=parse_driver_options(options), prefix=prefix,
+        ledgers=ledger_ids or None, progress=_printer,
+    )  # fmt: skip
+    defects = [defect for report in result.reports for defect in report.defects]
+    for defect in defects:
+        if as_json:
+            fields = {"ledger_id": defect.ledger_id, "uuid": defect.uuid, "key": defect.key, "offset": defect.offset}
+            click.echo(json.dumps({**fields, "problem": defect.problem}))
+        else:
+            click.echo(f"DEFECT  {defect.location()}: {defect.problem}")
+    blocks = sum(report.blocks for report in result.reports)
+    click.echo(f"verified {len(result.reports)} ledger(s), {blocks} block(s): {len(defects)} defect(s)", err=True)
+    if defects:
+        raise SystemExit(1)
+
+
+def _cutoff(older_than: str | None, before: str | None) -> datetime:
+    if (older_than is None) == (before is None):
+        raise click.UsageError("give exactly one of --older-than (e.g. 30d) and --before (an ISO date)")
+    if older_than is not None:
+        match = _DURATION.match(older_than)
+        if match is None:
+            raise click.BadParameter(
+                f"{older_than!r} is not a duration like 90s, 15m, 12h, 30d or 4w", param_hint="--older-than"
+            )
+        return datetime.now(UTC) - timedelta(**{_UNITS[match[2]]: int(match[1])})
+    assert before is not None
+    try:
+        parsed = datetime.fromisoformat(before)
+    except ValueError:
+        raise click.BadParameter(f"{before!r} is not an ISO date or time", param_hint="--before") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+@spark.command()
+@click.argument("url")
+@click.option(
+    "--older-than", default=None, help="Delete ledgers created longer ago than this (90s, 15m, 12h, 30d, 4w)."
+)
+@click.option("--before", default=None, help="Delete ledgers created before this ISO date/time (UTC unless given).")
+@click.option("--data-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Broker data directory whose metadata says which ledgers are in use (finds orphans).")  # fmt: skip
+@click.option("--delete-orphans", is_flag=True, help="Also delete orphans of any age (needs --data-dir).")
+@click.option("--execute", is_flag=True, help="Really delete (the default is a dry run).")
+@click.option("--prefix", default="", help="Only keys starting with this prefix.")
+@driver_options
+@master_option
+def retention(
+    url: str, older_than: str | None, before: str | None, data_dir: str | None, delete_orphans: bool,
+    execute: bool, prefix: str, options: tuple[str, ...], master: str | None,
+) -> None:  # fmt: skip
+    """Delete offloaded ledgers under URL created before a cut-off, and find
+    orphans. A dry run unless --execute; ledgers a managed ledger in
+    --data-dir refers to are never deleted here."""
+    cutoff = _cutoff(older_than, before)
+    if delete_orphans and data_dir is None:
+        raise click.UsageError("--delete-orphans needs --data-dir: orphans are found against the metadata there")
+    session = _session(master)
+    from ..spark.retention_job import retention as run_retention
+
+    store = SqliteMetadataStore(f"{data_dir}/metadata.db") if data_dir is not None else None
+    try:
+        result = run_retention(
+            session, url, cutoff=cutoff, metadata=store, driver_options=parse_driver_options(options),
+            prefix=prefix, delete_orphans=delete_orphans, dry_run=not execute, progress=_printer,
+        )  # fmt: skip
+    finally:
+        if store is not None:
+            store.close()
+    for decision in result.decisions:
+        click.echo(f"{decision.action:<8} ledger {decision.ledger.ledger_id} ({decision.ledger.uuid}), "
+                   f"{decision.size} bytes: {decision.reason}")  # fmt: skip
+    going = [d for d in result.decisions if d.action in ("delete", "deleted")]
+    failed = [d for d in result.decisions if d.action == "failed"]
+    verb = "would delete" if result.dry_run else "deleted"
+    summary = f"retention: {verb} {len(going)} ledger(s), {sum(d.size for d in going)} bytes"
+    if store is not None:
+        summary += f"; {len(result.orphans)} orphan(s)"
+    click.echo(summary + ("; dry run, add --execute to delete" if result.dry_run else ""), err=True)
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,40 @@
+"""The Spark session the jobs and the ``offload spark`` verbs run on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["get_session"]
+
+
+def get_session(master: str | None = None, app_name: str = "offload-core") -> Any:
+    """The running session (under ``spark-submit``, or one already built),
+    else a new one on ``master`` (default ``local[*]``) with the
+    ``pulsar-offload`` source registered.
+
+    A local session binds to 127.0.0.1 and runs Python workers on this
+    interpreter, the one with offload-core installed."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    from .pulsar_offload import PulsarOffloadDataSource
+
+    active = SparkSession.getActiveSession()
+    if active is None:
+        conf = SparkConf()
+        if master is not None:
+            conf.setMaster(master)
+        elif not conf.contains("spark.master"):
+            conf.setMaster("local[*]")
+        if (conf.get("spark.master") or "").startswith("local"):
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")
+            conf.setIfMissing("spark.driver.host", "127.0.0.1")
+            conf.setIfMissing("spark.ui.enabled", "false")
+        # The verbs print their own progress; Spark's bar would garble it.
+        conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+        active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
+        active.dataSource.register(PulsarOffloadDataSource)
+    return active
