@@ -13,6 +13,7 @@ from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, SqliteMetadataStore, parse_config
 from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.spark import retention_job
 from offload_core.spark.retention_job import retention
 
 pytestmark = pytest.mark.spark
@@ -86,3 +87,23 @@ def test_with_metadata_referenced_ledgers_stay_and_orphans_are_found(spark: Any,
 def test_a_naive_cutoff_is_refused(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         retention(spark, f"file://{tmp_path}", cutoff=datetime(2026, 1, 1))
+
+
+def test_a_ledger_whose_deletion_fails_is_reported_and_the_others_go(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    for ledger_id in (1, 2):
+        offload(url, ledger_id, OLD_MS)
+    real = retention_job.run_with_progress
+
+    def first_delete_fails(spark: Any, description: str, action: Any, report: Any = None) -> Any:
+        outcome = real(spark, description, action, report)
+        if description.startswith("retention: deleting"):
+            return ["AccessDeniedError: not allowed", *outcome[1:]]
+        return outcome
+
+    monkeypatch.setattr(retention_job, "run_with_progress", first_delete_fails)
+    result = retention(spark, url, cutoff=CUTOFF, dry_run=False)
+    assert [(d.ledger.ledger_id, d.action) for d in result.decisions] == [(1, "failed"), (2, "deleted")]
+    assert "deleting failed: AccessDeniedError" in result.decisions[0].reason
