@@ -10,19 +10,23 @@ __all__ = ["get_session"]
 
 
 def get_session(master: str | None = None, app_name: str = "offload-core") -> Any:
-    """The running session (under ``spark-submit``, or one already built),
-    else a new one on ``master`` (default ``local[*]``) with the
+    """The running session, else a new one on ``master``, else on the master
+    Spark's configuration names (``PYSPARK_SUBMIT_ARGS``,
+    ``spark-defaults.conf``), else ``local[*]``; a new session has the
     ``pulsar-offload`` source registered.
 
     A local session binds to 127.0.0.1 and runs Python workers on this
     interpreter, the one with offload-core installed."""
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     from .pulsar_offload import PulsarOffloadDataSource
 
     active = SparkSession.getActiveSession()
     if active is None:
+        # Start the JVM first, so the conf holds what spark-submit,
+        # PYSPARK_SUBMIT_ARGS and spark-defaults.conf set (the master among them).
+        SparkContext._ensure_initialized()
         conf = SparkConf()
         if master is not None:
             conf.setMaster(master)
