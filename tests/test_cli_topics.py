@@ -63,6 +63,13 @@ def test_produce_offload_consume_with_tiers(produced: Path) -> None:
     assert [(r["ledger_id"], r["entry_id"]) for r in window[:2]] == [(2, 199), (3, 0)]
 
 
+def test_list_names_every_topic(produced: Path) -> None:
+    assert run(produced, "topics", "produce", "acme/dev/clicks", "--count", "1").returncode == 0
+    listed = run(produced, "topics", "list")
+    assert listed.stdout.splitlines() == ["acme/dev/clicks", "acme/prod/orders"]
+    assert json.loads(run(produced, "topics", "list", "--json").stdout) == ["acme/dev/clicks", "acme/prod/orders"]
+
+
 def test_stats_and_offload_status(produced: Path) -> None:
     assert json.loads(run(produced, "topics", "offload-status", "acme/prod/orders", "--json").stdout)["status"] == (
         "not-run"

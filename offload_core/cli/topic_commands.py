@@ -57,6 +57,16 @@ def topics() -> None:
     """Topics of the embedded broker (one managed ledger each)."""
 
 
+@topics.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON list of names.")
+@broker_options
+def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
+    """Every topic in the data directory."""
+    with opened(data_dir, config_path) as broker:
+        names = [str(name) for name in sorted(broker.topics())]
+    click.echo(json.dumps(names) if as_json else "\n".join(names))
+
+
 @topics.command()
 @click.argument("topic")
 @click.option("--count", type=click.IntRange(min=1), default=1000, show_default=True, help="Messages to append.")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import OffloadError
+from ..errors import NotFoundError, OffloadError
 from ..managed_ledger import Broker, BrokerConfig, OffloadStatus, OffloadTicket, TopicName, write_offload
 from .progress import Progress, run_with_progress
 
@@ -66,9 +66,16 @@ def backfill(
     offloaded, no objects); it does not stop the others. Raises
     :class:`OffloadError` if a topic is open elsewhere, and whatever
     Spark raises if the job itself fails (every prepared offload is
-    abandoned first)."""
+    abandoned first), and :class:`NotFoundError` for a topic that does
+    not exist (nothing is created or offloaded then)."""
     with Broker(data_dir, config) as broker:
-        names = [TopicName.parse(name) for name in topics] if topics is not None else broker.topics()
+        existing = broker.topics()
+        names = [TopicName.parse(name) for name in topics] if topics is not None else existing
+        unknown = [str(name) for name in names if name not in existing]
+        if unknown:
+            raise NotFoundError(
+                f"no topic {', '.join(unknown)} in {broker.data_dir}; list them with `offload topics list`"
+            )
         ledgers = {str(name): broker.topic(name) for name in names}
         tickets: list[tuple[str, OffloadTicket]] = []
         try:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from offload_core import open_driver
+from offload_core.errors import NotFoundError
 from offload_core.formats import pulsar_v1 as v1
-from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+from offload_core.managed_ledger import Broker, ReadPriority, TopicName, parse_config
 from offload_core.model import Position
 from offload_core.offload.inventory import find_offloaded_ledgers
 from offload_core.spark import backfill_job
@@ -103,3 +104,11 @@ def test_when_the_job_fails_every_prepared_offload_is_abandoned(
     assert find_offloaded_ledgers(open_driver(bucket_url(data))) == []
     with Broker(data, CONFIG) as broker:
         assert len(broker.topic(TOPICS[0]).offloadable_ledgers()) == 11
+
+
+def test_an_unknown_topic_is_an_error_and_nothing_is_created(spark: Any, data: Path) -> None:
+    with pytest.raises(NotFoundError, match="no topic public/default/typo"):
+        backfill(spark, data, config=CONFIG, topics=["public/default/typo", TOPICS[0]])
+    assert find_offloaded_ledgers(open_driver(bucket_url(data))) == []
+    with Broker(data, CONFIG) as broker:
+        assert sorted(map(str, broker.topics())) == sorted(str(TopicName.parse(t)) for t in TOPICS)

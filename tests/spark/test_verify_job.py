@@ -14,6 +14,7 @@ from offload_core.formats import pulsar_v1 as v1
 from offload_core.offload.inventory import find_offloaded_ledgers
 from offload_core.spark.progress import Progress
 from offload_core.spark.verify_job import verify_store
+from tests.emulators import MotoS3
 
 pytestmark = pytest.mark.spark
 
@@ -60,3 +61,15 @@ def test_missing_objects_and_selection(spark: Any, store: str) -> None:
     result = verify_store(spark, store, ledgers=[2, 4])
     assert [report.ledger.ledger_id for report in result.reports] == [2, 4]
     assert [(row.ledger_id, row.problem) for row in result.defects.collect()] == [(2, "index object is missing")]
+
+
+@pytest.mark.emulator
+def test_executors_verify_a_bucket_on_s3(spark: Any, s3: MotoS3) -> None:
+    options = s3.client_options()
+    offloader = open_offloader("s3://offload-test/verify", **options, max_block_size=5 * 2**20)
+    for ledger_id in (1, 2, 3):
+        entries = [bytes([n % 251]) * (n * 997 % 40_000) for n in range(300)]
+        offloader.offload(InMemoryReadHandle(ledger_id, entries), uuid.uuid4())
+    result = verify_store(spark, "s3://offload-test/verify", driver_options=options)
+    assert result.ok and [r.ledger.ledger_id for r in result.reports] == [1, 2, 3]
+    assert all(report.blocks > 1 for report in result.reports)
