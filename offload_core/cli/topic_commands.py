@@ -64,7 +64,10 @@ def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
     """Every topic in the data directory."""
     with opened(data_dir, config_path) as broker:
         names = [str(name) for name in sorted(broker.topics())]
-    click.echo(json.dumps(names) if as_json else "\n".join(names))
+    if as_json:
+        click.echo(json.dumps(names))
+    elif names:
+        click.echo("\n".join(names))
 
 
 @topics.command()

@@ -31,7 +31,6 @@ __all__ = [
     "decode_entry",
     "encode_batch_payload",
     "encode_entry",
-    "looks_like_message",
 ]
 
 MAGIC_CHECKSUM = 0x0E01
@@ -60,16 +59,6 @@ class PulsarMessage:
     producer_name: str
     sequence_id: int
     encrypted: bool = False
-
-
-def looks_like_message(entry: bytes) -> bool:
-    """Whether ``entry`` parses as a Pulsar message (its framing and metadata;
-    the payload is not decompressed)."""
-    try:
-        _split(entry)
-    except FormatError:
-        return False
-    return True
 
 
 def decode_entry(entry: bytes) -> list[PulsarMessage]:

@@ -17,7 +17,6 @@ from offload_core.formats.pulsar_message import (
     decode_entry,
     encode_batch_payload,
     encode_entry,
-    looks_like_message,
 )
 from offload_core.proto import BrokerEntryMetadata, MessageMetadata, PulsarApi_pb2, SingleMessageMetadata
 
@@ -138,14 +137,14 @@ def test_markers_yield_no_messages() -> None:
     [b"", b"\x00\x00", b"\x00\x00\x00\x05abc", b"plain text, not a message", b"\x00\x00\x00\x00payload"],
 )
 def test_entries_that_are_not_messages_are_rejected(entry: bytes) -> None:
-    assert not looks_like_message(entry)
     with pytest.raises(FormatError):
         decode_entry(entry)
 
 
 def test_missing_required_fields_are_not_a_message() -> None:
     partial = MessageMetadata(producer_name="p").SerializePartialToString()
-    assert not looks_like_message(struct.pack(">I", len(partial)) + partial + b"x")
+    with pytest.raises(FormatError, match="lacks required fields: sequence_id"):
+        decode_entry(struct.pack(">I", len(partial)) + partial + b"x")
 
 
 def test_a_batch_that_overruns_its_payload_is_rejected() -> None:
