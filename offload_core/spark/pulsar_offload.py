@@ -22,6 +22,11 @@ Options:
   ``maxRecordsPerBatch`` rows (default 10000), ``false`` yields tuples;
 - ``blocksPerPartition``; ``driver.<name>`` for storage-driver options
   (``driver.region``, ``driver.endpoint`` ...).
+
+With ``filterPushdown=true`` (which needs the session setting
+``spark.sql.python.filterPushdown.enabled=true``), comparisons and ``IN``
+on ``ledger_id`` and ``entry_id`` in a query prune the ledgers and blocks
+read; Spark still applies every filter to the rows.
 """
 
 from __future__ import annotations
@@ -30,7 +35,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
@@ -47,6 +63,7 @@ from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
 from ..offload.inventory import find_offloaded_ledgers
 from ..plugins import open_driver
+from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
 from .read_options import Decode, ReadOptions, parse_read_options
 
@@ -79,13 +96,22 @@ class BlockRangePartition(InputPartition):
     data_key: str
     blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
     entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
+    entry_bounds: ColumnBounds = ANY_VALUE
 
     def wants(self, entry_id: int) -> bool:
-        return any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
+        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
+        return in_range and self.entry_bounds.admits(entry_id)
 
 
-def plan_partitions(options: Mapping[str, str] | ReadOptions) -> list[BlockRangePartition]:
-    """The partitions for reading the store named by ``options["path"]``.
+def plan_partitions(
+    options: Mapping[str, str] | ReadOptions,
+    *,
+    ledger_bounds: ColumnBounds = ANY_VALUE,
+    entry_bounds: ColumnBounds = ANY_VALUE,
+) -> list[BlockRangePartition]:
+    """The partitions for reading the store named by ``options["path"]``,
+    pruned to the ledgers and blocks the bounds (from pushed-down filters)
+    admit.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -94,7 +120,8 @@ def plan_partitions(options: Mapping[str, str] | ReadOptions) -> list[BlockRange
     partitions: list[BlockRangePartition] = []
     try:
         for ledger in find_offloaded_ledgers(driver):
-            if not ledger.complete or not parsed.selection.wants_ledger(ledger.ledger_id):
+            wanted = parsed.selection.wants_ledger(ledger.ledger_id) and ledger_bounds.admits(ledger.ledger_id)
+            if not ledger.complete or not wanted:
                 continue
             ranges = parsed.selection.entry_ranges(ledger.ledger_id)
             index = v1.decode_index(driver.read(ledger.index_key))
@@ -102,12 +129,19 @@ def plan_partitions(options: Mapping[str, str] | ReadOptions) -> list[BlockRange
                 (entry.offset, index.block_end(entry), entry.first_entry_id)
                 for position, entry in enumerate(index.entries)
                 if _overlaps(entry.first_entry_id, _block_last(index, position), ranges)
+                and entry_bounds.overlaps(entry.first_entry_id, _block_last(index, position))
             ]
             for first in range(0, len(blocks), parsed.blocks_per_partition):
                 group = tuple(blocks[first : first + parsed.blocks_per_partition])
                 partitions.append(
                     BlockRangePartition(
-                        parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges
+                        parsed.url,
+                        parsed.driver_options,
+                        ledger.ledger_id,
+                        ledger.data_key,
+                        group,
+                        ranges,
+                        entry_bounds,
                     )
                 )
     finally:
@@ -147,9 +181,12 @@ def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[M
 class PulsarOffloadReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.options = parse_read_options(options)
+        self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE}
 
     def partitions(self) -> list[BlockRangePartition]:
-        return plan_partitions(self.options)
+        return plan_partitions(
+            self.options, ledger_bounds=self.bounds["ledger_id"], entry_bounds=self.bounds["entry_id"]
+        )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, BlockRangePartition):
@@ -169,6 +206,44 @@ class PulsarOffloadReader(DataSourceReader):
             yield arrow_batch(pending, schema)
 
 
+class FilterPushdownReader(PulsarOffloadReader):
+    """The reader with ``filterPushdown=true``. Spark refuses a reader that
+    implements ``pushFilters`` unless the session enables Python filter
+    pushdown, so pushing is opt-in."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Narrow what is read by filters on ``ledger_id`` and ``entry_id``;
+        every filter is handed back, so Spark still applies it exactly."""
+        for pushed in filters:
+            attribute: tuple[str, ...] = getattr(pushed, "attribute", ())
+            column = attribute[0] if len(attribute) == 1 else None
+            if column in self.bounds:
+                self.bounds[column] = _narrowed(self.bounds[column], pushed)
+            yield pushed
+
+
+def _narrowed(bounds: ColumnBounds, pushed: Filter) -> ColumnBounds:
+    if isinstance(pushed, In):
+        values = tuple(pushed.value)
+        if all(isinstance(item, int) for item in values):
+            return bounds.one_of(frozenset(values))
+        return bounds
+    value = getattr(pushed, "value", None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return bounds
+    if isinstance(pushed, EqualTo):
+        return bounds.one_of(frozenset({value}))
+    if isinstance(pushed, GreaterThan):
+        return bounds.at_least(value + 1)
+    if isinstance(pushed, GreaterThanOrEqual):
+        return bounds.at_least(value)
+    if isinstance(pushed, LessThan):
+        return bounds.at_most(value - 1)
+    if isinstance(pushed, LessThanOrEqual):
+        return bounds.at_most(value)
+    return bounds
+
+
 class PulsarOffloadDataSource(DataSource):
     """Registered as ``pulsar-offload``: ``spark.dataSource.register(PulsarOffloadDataSource)``."""
 
@@ -180,4 +255,6 @@ class PulsarOffloadDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: Any) -> PulsarOffloadReader:
+        if parse_read_options(self.options).filter_pushdown:
+            return FilterPushdownReader(self.options)
         return PulsarOffloadReader(self.options)

@@ -52,6 +52,7 @@ class ReadOptions:
     decode: Decode
     arrow: bool
     max_records_per_batch: int
+    filter_pushdown: bool
     driver_options: tuple[tuple[str, str], ...]
 
 
@@ -73,6 +74,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         decode=decode,
         arrow=_boolean(options, "arrow", True),
         max_records_per_batch=_positive(options, "maxRecordsPerBatch", 10_000),
+        filter_pushdown=_boolean(options, "filterPushdown", False),
         driver_options=tuple(
             sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
         ),

@@ -39,6 +39,8 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
             conf.setIfMissing("spark.ui.enabled", "false")
         # The verbs print their own progress; Spark's bar would garble it.
         conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+        # Lets pulsar-offload's filterPushdown option prune by ledger and entry id.
+        conf.setIfMissing("spark.sql.python.filterPushdown.enabled", "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
         active.dataSource.register(PulsarOffloadDataSource)
     return active

@@ -130,3 +130,41 @@ def test_executors_read_from_s3(spark: Any, s3: MotoS3) -> None:
         reader = reader.option(f"driver.{name}", value)
     rows = sorted((r.entry_id, bytes(r.payload)) for r in reader.load("s3://offload-test/ledgers").collect())
     assert rows == list(enumerate(entries))
+
+
+def test_filters_on_ledger_and_entry_prune_what_is_read(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, ledgers = bucket
+    query = "ledger_id = 4 AND entry_id >= 10 AND entry_id < 40"
+
+    def scan(pushdown: str) -> tuple[int, list[tuple[int, int, bytes]]]:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", pushdown)
+        try:
+            frame = spark.read.format("pulsar-offload").options(decode="none", blocksPerPartition="1")
+            frame = frame.option("filterPushdown", pushdown)
+            filtered = frame.load(url).where(query)
+            rows = sorted((r.ledger_id, r.entry_id, bytes(r.payload)) for r in filtered.collect())
+            return filtered.rdd.getNumPartitions(), rows
+        finally:
+            spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+    all_partitions, unpruned = scan("false")
+    few_partitions, pruned = scan("true")
+    expected = [(4, entry_id, ledgers[4][entry_id]) for entry_id in range(10, 40)]
+    assert pruned == unpruned == expected
+    assert few_partitions < all_partitions / 5
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        odd = spark.read.format("pulsar-offload").options(decode="none", filterPushdown="true").load(url)
+        picked = odd.where("ledger_id IN (3, 99) AND entry_id = 7 AND NOT (entry_id = 8)").collect()
+        assert [(r.ledger_id, r.entry_id) for r in picked] == [(3, 7)]
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+
+def test_pushdown_without_the_session_setting_says_what_to_set(
+    spark: Any, bucket: tuple[str, dict[int, list[bytes]]]
+) -> None:
+    url, _ = bucket
+    frame = spark.read.format("pulsar-offload").option("filterPushdown", "true").load(url)
+    with pytest.raises(Exception, match="spark.sql.python.filterPushdown.enabled"):
+        frame.where("ledger_id = 4").collect()

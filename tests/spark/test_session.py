@@ -13,7 +13,8 @@ pytestmark = pytest.mark.spark
 PROBE = (
     "from offload_core.spark import get_session;"
     "import sys; session = get_session(sys.argv[1] if len(sys.argv) > 1 else None);"
-    "print(session.sparkContext.master, session.conf.get('spark.ui.enabled'));"
+    "print(session.sparkContext.master, session.conf.get('spark.ui.enabled'),"
+    " session.conf.get('spark.sql.python.filterPushdown.enabled'));"
     "print(session.read.format('pulsar-offload').load('file:///nowhere').columns[:2])"
 )
 
@@ -31,4 +32,4 @@ def test_master_from_argument_then_spark_configuration_then_local(
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *argv], env=env, capture_output=True, text=True, timeout=180, check=True
     )
-    assert done.stdout.splitlines() == [f"{master} false", "['ledger_id', 'entry_id']"]
+    assert done.stdout.splitlines() == [f"{master} false true", "['ledger_id', 'entry_id']"]
