@@ -31,7 +31,9 @@ read; Spark still applies every filter to the rows.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,13 +63,16 @@ from pyspark.sql.types import (
 
 from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
-from ..offload.inventory import find_offloaded_ledgers
+from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..plugins import open_driver
+from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
 from .read_options import Decode, ReadOptions, parse_read_options
 
 __all__ = ["SCHEMA", "BlockRangePartition", "PulsarOffloadDataSource", "plan_partitions"]
+
+_PLANNING_THREADS = 8
 
 SCHEMA = StructType(
     [
@@ -117,36 +122,57 @@ def plan_partitions(
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
     open_options: dict[str, Any] = dict(parsed.driver_options)
     driver = open_driver(parsed.url, **open_options)
-    partitions: list[BlockRangePartition] = []
     try:
-        for ledger in find_offloaded_ledgers(driver):
-            wanted = parsed.selection.wants_ledger(ledger.ledger_id) and ledger_bounds.admits(ledger.ledger_id)
-            if not ledger.complete or not wanted:
-                continue
-            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
-            index = v1.decode_index(driver.read(ledger.index_key))
-            blocks = [
-                (entry.offset, index.block_end(entry), entry.first_entry_id)
-                for position, entry in enumerate(index.entries)
-                if _overlaps(entry.first_entry_id, _block_last(index, position), ranges)
-                and entry_bounds.overlaps(entry.first_entry_id, _block_last(index, position))
-            ]
-            for first in range(0, len(blocks), parsed.blocks_per_partition):
-                group = tuple(blocks[first : first + parsed.blocks_per_partition])
-                partitions.append(
-                    BlockRangePartition(
-                        parsed.url,
-                        parsed.driver_options,
-                        ledger.ledger_id,
-                        ledger.data_key,
-                        group,
-                        ranges,
-                        entry_bounds,
-                    )
-                )
+        targets = [
+            ledger
+            for ledger in find_offloaded_ledgers(driver)
+            if ledger.complete
+            and parsed.selection.wants_ledger(ledger.ledger_id)
+            and ledger_bounds.admits(ledger.ledger_id)
+        ]
     finally:
         driver.close()
+    partitions: list[BlockRangePartition] = []
+    for ledger, index in zip(targets, _read_indexes(parsed, targets), strict=True):
+        ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+        blocks = [
+            (entry.offset, index.block_end(entry), entry.first_entry_id)
+            for position, entry in enumerate(index.entries)
+            if _overlaps(entry.first_entry_id, _block_last(index, position), ranges)
+            and entry_bounds.overlaps(entry.first_entry_id, _block_last(index, position))
+        ]
+        for first in range(0, len(blocks), parsed.blocks_per_partition):
+            group = tuple(blocks[first : first + parsed.blocks_per_partition])
+            partitions.append(
+                BlockRangePartition(
+                    parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds
+                )
+            )
     return partitions
+
+
+def _read_indexes(options: ReadOptions, ledgers: list[OffloadedLedger]) -> list[v1.Index]:
+    """Every ledger's index, fetched by a few threads (each with its own
+    storage driver): against a remote store, planning waits on requests."""
+    local = threading.local()
+    driver_options: dict[str, Any] = dict(options.driver_options)
+    opened: list[StorageDriver] = []
+    lock = threading.Lock()
+
+    def read(ledger: OffloadedLedger) -> v1.Index:
+        driver = getattr(local, "driver", None)
+        if driver is None:
+            driver = local.driver = open_driver(options.url, **driver_options)
+            with lock:
+                opened.append(driver)
+        return v1.decode_index(driver.read(ledger.index_key))
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(ledgers)))) as pool:
+            return list(pool.map(read, ledgers))
+    finally:
+        for driver in opened:
+            driver.close()
 
 
 def _block_last(index: v1.Index, position: int) -> int:
