@@ -37,8 +37,9 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
             conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")
             conf.setIfMissing("spark.driver.host", "127.0.0.1")
             conf.setIfMissing("spark.ui.enabled", "false")
-        # The verbs print their own progress; Spark's bar would garble it.
-        conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+        # The verbs print their own progress; Spark's bar (which PySpark's
+        # launcher turns on) would garble it.
+        conf.set("spark.ui.showConsoleProgress", "false")
         # Lets pulsar-offload's filterPushdown option prune by ledger and entry id.
         conf.setIfMissing("spark.sql.python.filterPushdown.enabled", "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
