@@ -14,10 +14,10 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "spark_pipeline.py"
 
 
 def test_the_example_backfills_queries_verifies_and_plans_retention(tmp_path: Path) -> None:
+    arguments = ["--data-dir", str(tmp_path / "data"), "--batches", "600", "--master", "local[2]"]
     done = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--data-dir", str(tmp_path / "data"), "--batches", "600", "--master", "local[2]"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
+        [sys.executable, str(EXAMPLE), *arguments], capture_output=True, text=True, timeout=300, check=True
+    )
     lines = done.stdout.splitlines()
     assert "produced 6000 messages in 600 batched entries to orders/eu/checkout" in lines
     assert "backfill: 3 ledgers offloaded, 0 failed" in lines
