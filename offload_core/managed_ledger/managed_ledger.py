@@ -623,6 +623,9 @@ class ManagedLedger:
                 # Objects of the earlier attempt go before the uid naming them is replaced.
                 self._clean_unfinished_offload(ledger_id)
             entries, size = int(ledger.entries), int(ledger.size)
+            # The index's BookKeeper ctime dates the data for retention; the
+            # ledger's close time is the closest we record to its creation.
+            ctime_ms = int(ledger.timestamp) or self._now_ms()
         uid = uuid_module.uuid4()
 
         def prepare(info: ManagedLedgerInfo) -> None:
@@ -649,7 +652,7 @@ class ManagedLedger:
             settings=tuple(sorted(settings.items())),
             max_block_size=policies.max_block_size,
             read_buffer_size=policies.read_buffer_size,
-            ctime_ms=self._now_ms(),
+            ctime_ms=ctime_ms,
         )
 
     def complete_offload(self, ticket: OffloadTicket) -> None:

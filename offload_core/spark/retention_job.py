@@ -3,7 +3,8 @@ find orphans (objects no managed ledger's metadata refers to). Dry-run by
 default: it reports what it would delete and deletes nothing.
 
 A ledger's age is its creation time (``ctime``) in the BookKeeper metadata
-inside its index object, read in parallel on the executors. With a
+inside its index object, read in parallel on the executors (for ledgers
+offload-core offloaded, the time the ledger was sealed). With a
 metadata store, ledgers a managed ledger refers to are never deleted here
 (the managed ledger's own retention trims them, metadata and objects
 together); without one, every ledger older than the cut-off goes.

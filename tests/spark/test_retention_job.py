@@ -13,7 +13,7 @@ from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, SqliteMetadataStore, parse_config
 from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.spark import retention_job
+from offload_core.spark import backfill, retention_job
 from offload_core.spark.retention_job import retention
 
 pytestmark = pytest.mark.spark
@@ -107,3 +107,16 @@ def test_a_ledger_whose_deletion_fails_is_reported_and_the_others_go(
     result = retention(spark, url, cutoff=CUTOFF, dry_run=False)
     assert [(d.ledger.ledger_id, d.action) for d in result.decisions] == [(1, "failed"), (2, "deleted")]
     assert "deleting failed: AccessDeniedError" in result.decisions[0].reason
+
+
+def test_backfilled_ledgers_are_aged_by_when_they_were_sealed(spark: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    config = parse_config({"managedLedgerMaxEntriesPerLedger": 10})
+    sealed_at = OLD_MS / 1000
+    with Broker(data, config, clock=lambda: sealed_at) as broker:
+        ledger = broker.topic("persistent://public/default/old")
+        for n in range(30):
+            ledger.append(b"m%d" % n)  # three ledgers, each sealed as it fills
+    backfill(spark, data, config=config)  # offloaded today
+    plan = retention(spark, f"file://{data / 'bucket'}", cutoff=CUTOFF)
+    assert [(d.created_ms, d.action) for d in plan.decisions] == [(OLD_MS, "delete")] * 3
