@@ -14,7 +14,7 @@ leaves an index that the next run still ages and deletes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,9 +23,10 @@ from ..errors import FormatError, NotFoundError
 from ..formats import pulsar_v1 as v1
 from ..managed_ledger.metadata_store import MetadataStore
 from ..managed_ledger.references import offload_references
-from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
-from ..plugins import open_driver
-from .progress import Progress, run_with_progress
+from ..offload.inventory import OffloadedLedger
+from ..storage import StorageDriver
+from .progress import Progress
+from .store_tasks import Store, map_with_driver
 
 __all__ = ["RETENTION_SCHEMA", "RetentionDecision", "RetentionResult", "retention"]
 
@@ -93,42 +94,24 @@ def retention(
     if cutoff.tzinfo is None:
         raise ValueError("cutoff must be timezone-aware, e.g. datetime(2026, 1, 1, tzinfo=UTC)")
     cutoff_ms = int(cutoff.timestamp() * 1000)
-    options: dict[str, Any] = dict(driver_options or {})
-    driver = open_driver(url, **options)
-    try:
-        found = find_offloaded_ledgers(driver, prefix)
-    finally:
-        driver.close()
+    store = Store.of(url, driver_options)
+    found = store.ledgers(prefix)
     references = offload_references(metadata) if metadata is not None else None
-    context = spark.sparkContext
-    slots = max(1, context.defaultParallelism)
-
-    def read_ages() -> list[int | None]:
-        if not found:
-            return []
-        rdd = context.parallelize(found, min(len(found), slots * 4))
-        return rdd.mapPartitions(lambda part: _ages(url, options, part)).collect()  # type: ignore[no-any-return]
-
-    ages = run_with_progress(spark, "retention: reading ledger ages", read_ages, progress)
+    ages = map_with_driver(spark, "retention: reading ledger ages", found, _age, store, progress=progress)
     decisions = [
         _decide(ledger, created, references, cutoff_ms, delete_orphans, dry_run)
         for ledger, created in zip(found, ages, strict=True)
     ]
     doomed = [decision.ledger for decision in decisions if decision.action == "deleted"]
-    if doomed:
-
-        def delete_all() -> list[str | None]:
-            rdd = context.parallelize(doomed, min(len(doomed), slots * 4))
-            return rdd.mapPartitions(lambda part: _delete(url, options, part)).collect()  # type: ignore[no-any-return]
-
-        errors = iter(run_with_progress(spark, f"retention: deleting {len(doomed)} ledger(s)", delete_all, progress))
-        checked = []
-        for decision in decisions:
-            error = next(errors) if decision.action == "deleted" else None
-            if error is not None:
-                decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
-            checked.append(decision)
-        decisions = checked
+    deleting = f"retention: deleting {len(doomed)} ledger(s)"
+    errors = iter(map_with_driver(spark, deleting, doomed, _delete, store, progress=progress))
+    checked = []
+    for decision in decisions:
+        error = next(errors) if decision.action == "deleted" else None
+        if error is not None:
+            decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
+        checked.append(decision)
+    decisions = checked
     rows = [
         (
             d.ledger.ledger_id, d.ledger.uuid, d.keys, d.size,
@@ -166,33 +149,20 @@ def _decide(
     return decided("keep", "created after the cut-off" + (" (orphan)" if orphan else ""))
 
 
-def _ages(url: str, options: dict[str, Any], ledgers: Iterator[OffloadedLedger]) -> Iterator[int | None]:
-    driver = open_driver(url, **options)
+def _age(driver: StorageDriver, ledger: OffloadedLedger) -> int | None:
+    if ledger.index is None:
+        return None
     try:
-        for ledger in ledgers:
-            if ledger.index is None:
-                yield None
-                continue
-            try:
-                ctime = int(v1.decode_index(driver.read(ledger.index_key)).metadata().ctime)
-            except (FormatError, NotFoundError):
-                yield None
-            else:
-                yield ctime or None  # ledgers written without a creation time
-    finally:
-        driver.close()
+        ctime = int(v1.decode_index(driver.read(ledger.index_key)).metadata().ctime)
+    except (FormatError, NotFoundError):
+        return None
+    return ctime or None  # ledgers written without a creation time
 
 
-def _delete(url: str, options: dict[str, Any], ledgers: Iterator[OffloadedLedger]) -> Iterator[str | None]:
-    driver = open_driver(url, **options)
+def _delete(driver: StorageDriver, ledger: OffloadedLedger) -> str | None:
     try:
-        for ledger in ledgers:
-            try:
-                driver.delete(ledger.data_key)
-                driver.delete(ledger.index_key)
-            except Exception as exc:
-                yield f"{type(exc).__name__}: {exc}"
-            else:
-                yield None
-    finally:
-        driver.close()
+        driver.delete(ledger.data_key)
+        driver.delete(ledger.index_key)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

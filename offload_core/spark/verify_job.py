@@ -9,22 +9,20 @@ Nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..offload.verify import (
     BlockOutcome,
-    BlockTask,
     LedgerPlan,
     LedgerReport,
     plan_ledger,
     read_and_check_block,
     summarize_ledger,
 )
-from ..plugins import open_driver
-from .progress import Progress, run_with_progress
+from .progress import Progress
+from .store_tasks import Store, map_with_driver
 
 __all__ = ["DEFECT_SCHEMA", "VerifyResult", "verify_store"]
 
@@ -58,35 +56,17 @@ def verify_store(
 
     Raises :class:`ConfigError` / :class:`DriverNotInstalledError` for a
     bad URL or options, and storage errors if the store cannot be listed."""
-    options: dict[str, Any] = dict(driver_options or {})
-    driver = open_driver(url, **options)
-    try:
-        found = find_offloaded_ledgers(driver, prefix)
-    finally:
-        driver.close()
+    store = Store.of(url, driver_options)
+    found = store.ledgers(prefix)
     if ledgers is not None:
         wanted = set(ledgers)
         found = [ledger for ledger in found if ledger.ledger_id in wanted]
-    context = spark.sparkContext
-    slots = max(1, context.defaultParallelism)
-
-    def plan_all() -> list[LedgerPlan | LedgerReport]:
-        if not found:
-            return []
-        rdd = context.parallelize(found, min(len(found), slots * 4))
-        return rdd.mapPartitions(lambda part: _plan(url, options, part)).collect()  # type: ignore[no-any-return]
-
-    planned = run_with_progress(spark, "verify: reading indexes", plan_all, progress)
+    planned = map_with_driver(spark, "verify: reading indexes", found, plan_ledger, store, progress=progress)
     plans = [plan for plan in planned if isinstance(plan, LedgerPlan)]
     tasks = [task for plan in plans for task in plan.blocks]
-
-    def check_all() -> list[BlockOutcome]:
-        if not tasks:
-            return []
-        rdd = context.parallelize(tasks, min(len(tasks), slots * 8))
-        return rdd.mapPartitions(lambda part: _check(url, options, part)).collect()  # type: ignore[no-any-return]
-
-    outcomes = run_with_progress(spark, "verify: checking blocks", check_all, progress)
+    outcomes = map_with_driver(
+        spark, "verify: checking blocks", tasks, read_and_check_block, store, progress=progress, tasks_per_slot=8
+    )
     by_ledger: dict[tuple[str, int], list[BlockOutcome]] = {}
     for outcome in outcomes:
         by_ledger.setdefault((outcome.task.uuid, outcome.task.ledger_id), []).append(outcome)
@@ -99,21 +79,3 @@ def verify_store(
         for defect in report.defects
     ]
     return VerifyResult(reports, spark.createDataFrame(rows, DEFECT_SCHEMA))
-
-
-def _plan(url: str, options: dict[str, Any], ledgers: Iterator[OffloadedLedger]) -> Iterator[LedgerPlan | LedgerReport]:
-    driver = open_driver(url, **options)
-    try:
-        for ledger in ledgers:
-            yield plan_ledger(driver, ledger)
-    finally:
-        driver.close()
-
-
-def _check(url: str, options: dict[str, Any], tasks: Iterator[BlockTask]) -> Iterator[BlockOutcome]:
-    driver = open_driver(url, **options)
-    try:
-        for task in tasks:
-            yield read_and_check_block(driver, task)
-    finally:
-        driver.close()

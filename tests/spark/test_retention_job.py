@@ -13,7 +13,7 @@ from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, SqliteMetadataStore, parse_config
 from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.spark import backfill, retention_job
+from offload_core.spark import backfill, store_tasks
 from offload_core.spark.retention_job import retention
 
 pytestmark = pytest.mark.spark
@@ -95,7 +95,7 @@ def test_a_ledger_whose_deletion_fails_is_reported_and_the_others_go(
     url = f"file://{tmp_path / 'bucket'}"
     for ledger_id in (1, 2):
         offload(url, ledger_id, OLD_MS)
-    real = retention_job.run_with_progress
+    real = store_tasks.run_with_progress
 
     def first_delete_fails(spark: Any, description: str, action: Any, report: Any = None) -> Any:
         outcome = real(spark, description, action, report)
@@ -103,7 +103,7 @@ def test_a_ledger_whose_deletion_fails_is_reported_and_the_others_go(
             return ["AccessDeniedError: not allowed", *outcome[1:]]
         return outcome
 
-    monkeypatch.setattr(retention_job, "run_with_progress", first_delete_fails)
+    monkeypatch.setattr(store_tasks, "run_with_progress", first_delete_fails)
     result = retention(spark, url, cutoff=CUTOFF, dry_run=False)
     assert [(d.ledger.ledger_id, d.action) for d in result.decisions] == [(1, "failed"), (2, "deleted")]
     assert "deleting failed: AccessDeniedError" in result.decisions[0].reason
