@@ -20,6 +20,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from google.protobuf.message import DecodeError
 
@@ -38,6 +39,7 @@ MAGIC_BROKER_ENTRY_METADATA = 0x0E02
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _CompressionType = PulsarApi_pb2.CompressionType
+_Message = TypeVar("_Message", MessageMetadata, SingleMessageMetadata)
 
 
 @dataclass(frozen=True)
@@ -154,15 +156,20 @@ def _split(entry: bytes) -> tuple[MessageMetadata, bytes]:
     position += 4
     if size == 0 or position + size > len(view):
         raise FormatError(f"message metadata of {size} bytes does not fit the {len(view)}-byte entry")
-    metadata = MessageMetadata()
-    try:
-        metadata.ParseFromString(view[position : position + size])
-    except DecodeError as exc:
-        raise FormatError(f"message metadata does not parse: {exc}") from None
-    if not metadata.IsInitialized():
-        missing = ", ".join(metadata.FindInitializationErrors())
-        raise FormatError(f"message metadata lacks required fields: {missing}")
+    metadata = _parsed(MessageMetadata(), view[position : position + size], "message metadata")
     return metadata, bytes(view[position + size :])
+
+
+def _parsed(message: _Message, data: memoryview, what: str) -> _Message:
+    """``message`` parsed from ``data``, its required fields present (proto2
+    parsing alone does not check them)."""
+    try:
+        message.ParseFromString(data)
+    except DecodeError as exc:
+        raise FormatError(f"{what} does not parse: {exc}") from None
+    if not message.IsInitialized():
+        raise FormatError(f"{what} lacks required fields: {', '.join(message.FindInitializationErrors())}")
+    return message
 
 
 def _decompress(metadata: MessageMetadata, payload: bytes) -> bytes:
@@ -237,13 +244,9 @@ def _batch(payload: bytes, count: int) -> list[tuple[SingleMessageMetadata, byte
             raise FormatError(f"batch of {count} messages ends after {index}")
         size = _U32.unpack_from(view, position)[0]
         position += 4
-        single = SingleMessageMetadata()
-        try:
-            single.ParseFromString(view[position : position + size])
-        except DecodeError as exc:
-            raise FormatError(f"metadata of message {index} in the batch does not parse: {exc}") from None
-        if not single.IsInitialized():
-            raise FormatError(f"metadata of message {index} in the batch lacks its payload size")
+        single = _parsed(
+            SingleMessageMetadata(), view[position : position + size], f"metadata of message {index} in the batch"
+        )
         position += size
         end = position + single.payload_size
         if single.payload_size < 0 or end > len(view):

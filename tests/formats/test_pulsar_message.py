@@ -174,3 +174,10 @@ def test_bit_flips_in_a_batch_only_ever_raise_format_error(seed: int, data: st.D
     entry[position] ^= 1 << (seed % 8)
     with contextlib.suppress(FormatError):
         decode_entry(bytes(entry))
+
+
+def test_a_batched_message_without_its_payload_size_is_rejected() -> None:
+    metadata = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1, num_messages_in_batch=1)
+    partial = SingleMessageMetadata(partition_key="k").SerializePartialToString()
+    with pytest.raises(FormatError, match="message 0 in the batch lacks required fields: payload_size"):
+        decode_entry(framed(metadata, struct.pack(">I", len(partial)) + partial))
