@@ -63,11 +63,12 @@ def backfill(
     topics in ``data_dir`` when ``None``), one Spark task per ledger.
 
     A ledger that fails is reported in the result and left as it was (not
-    offloaded, no objects); it does not stop the others. Raises
-    :class:`OffloadError` if a topic is open elsewhere, and whatever
-    Spark raises if the job itself fails (every prepared offload is
-    abandoned first), and :class:`NotFoundError` for a topic that does
-    not exist (nothing is created or offloaded then)."""
+    offloaded, no objects); it does not stop the others.
+
+    Raises :class:`NotFoundError` for a topic that does not exist (nothing
+    is created or offloaded), :class:`OffloadError` if a topic is open in
+    another process, and whatever Spark raises if the job itself fails
+    (every prepared offload is abandoned first)."""
     with Broker(data_dir, config) as broker:
         existing = broker.topics()
         names = [TopicName.parse(name) for name in topics] if topics is not None else existing
