@@ -35,7 +35,15 @@ from .keys import RESERVED_SEGMENT_PREFIX, validate_key, validate_prefix
 from .model import ObjectInfo
 from .retry import RetryPolicy, call_with_retries
 
-__all__ = ["BytesLike", "FsspecDriver", "ObjectInfo", "StorageDriver", "split_bucket_url", "validate_metadata"]
+__all__ = [
+    "BytesLike",
+    "FsspecDriver",
+    "ObjectInfo",
+    "StorageDriver",
+    "key_prefix",
+    "split_bucket_url",
+    "validate_metadata",
+]
 
 BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
@@ -251,6 +259,12 @@ def split_bucket_url(url: str, schemes: Sequence[str], example: str) -> tuple[st
     if scheme.lower() not in schemes or not bucket:
         raise ConfigError(f"URLs for this driver look like {example}, not {url!r}")
     return bucket, prefix
+
+
+def key_prefix(prefix: str) -> str:
+    """A bucket prefix as keys are joined to it: ``"a/b/"``, or ``""`` for none."""
+    stripped = prefix.strip("/")
+    return stripped + "/" if stripped else ""
 
 
 def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, int]:

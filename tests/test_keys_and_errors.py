@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from offload_core import errors
 from offload_core.keys import validate_key, validate_prefix
+from offload_core.storage import key_prefix
 from offload_core.testing.driver_contract import BAD_KEYS
 
 
@@ -61,3 +62,11 @@ def test_mask_secrets() -> None:
     assert "SECRET" not in repr(masked)
     assert masked["bucket"] == "b"
     assert "AccountName=dev" in str(masked["connection_string"])
+
+
+@pytest.mark.parametrize(
+    ("given_prefix", "joined"),
+    [("", ""), ("/", ""), ("ledgers", "ledgers/"), ("/a/b/", "a/b/"), ("a/b", "a/b/")],
+)
+def test_bucket_prefixes_end_in_one_slash_or_are_empty(given_prefix: str, joined: str) -> None:
+    assert key_prefix(given_prefix) == joined

@@ -32,7 +32,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, StorageDriver, split_bucket_url
+from offload_core.storage import BytesLike, StorageDriver, key_prefix, split_bucket_url
 
 from .names import decode_name, encode_name
 
@@ -99,7 +99,7 @@ class AzureBlobDriver(StorageDriver):
             self._service = BlobServiceClient(endpoint or f"https://{account_name}.blob.core.windows.net",
                                               credential=sas_token)  # fmt: skip
         self.container = container
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.prefix = key_prefix(prefix)
         self.account = self._service.account_name
         self.retry = RetryPolicy(attempts=retry_attempts)
         self._container = self._service.get_container_client(container)

@@ -20,7 +20,7 @@ from offload_core.errors import (
     TransientStorageError,
 )
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, FsspecDriver, split_bucket_url
+from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
 
 __all__ = ["GCSDriver"]
 
@@ -75,7 +75,7 @@ class GCSDriver(FsspecDriver):
             session_kwargs={} if keep_alive else {"headers": {"Connection": "close"}},
         )
         self.bucket = bucket
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
         self.chunk_size = chunk_size
         super().__init__(fs, f"{bucket}/{self.prefix}".rstrip("/"), retry=RetryPolicy(attempts=retry_attempts))

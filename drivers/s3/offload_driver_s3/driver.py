@@ -21,7 +21,7 @@ from offload_core.errors import (
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy, call_with_retries
-from offload_core.storage import BytesLike, FsspecDriver, split_bucket_url
+from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
 
 __all__ = ["S3Driver"]
 
@@ -106,7 +106,7 @@ class S3Driver(FsspecDriver):
         )
         fs.retries = 1
         self.bucket = bucket
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
         super().__init__(fs, f"{bucket}/{self.prefix}".rstrip("/"), retry=RetryPolicy(attempts=retry_attempts))
 
