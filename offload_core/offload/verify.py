@@ -134,13 +134,14 @@ def plan_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> LedgerPlan | 
     if ledger.data is None:
         return failed(ledger.data_key, "data object is missing")
     try:
-        for key in (ledger.index_key, ledger.data_key):
-            problem = _version_problem(driver, key)
+        stats = {key: driver.stat(key) for key in (ledger.index_key, ledger.data_key)}
+        for key, info in stats.items():
+            problem = _version_problem(info.metadata)
             if problem:
                 return failed(key, problem)
+        data_size = stats[ledger.data_key].size
         index = v1.decode_index(driver.read(ledger.index_key))
         metadata = index.metadata()
-        data_size = driver.stat(ledger.data_key).size
     except FormatError as exc:
         return failed(ledger.index_key, f"index is corrupt: {exc}")
     except NotFoundError as exc:
@@ -208,8 +209,7 @@ def verify_ledger(
     return summarize_ledger(plan, outcomes)
 
 
-def _version_problem(driver: StorageDriver, key: str) -> str | None:
-    metadata: Mapping[str, str] = driver.stat(key).metadata
+def _version_problem(metadata: Mapping[str, str]) -> str | None:
     version = metadata.get(v1.FORMAT_VERSION_KEY)
     if version != v1.FORMAT_VERSION:
         return f"format version metadata is {version!r}, expected {v1.FORMAT_VERSION!r}"
