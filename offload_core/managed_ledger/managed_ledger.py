@@ -561,15 +561,10 @@ class ManagedLedger:
             try:
                 self._offload_one(ledger_id)
             except Exception as exc:
-                status = OffloadStatus("error", Position(ledger_id, 0), done, f"{type(exc).__name__}: {exc}")
-                self._store_status(status)
                 log.error("offload of ledger %s of %s failed: %s", ledger_id, self.name, exc)
-                return status
+                return self.record_offload_run(done, {ledger_id: f"{type(exc).__name__}: {exc}"})
             done += 1
-        self.delete_hot_copies_past_lag()
-        status = OffloadStatus("success", self._first_unoffloaded(), done)
-        self._store_status(status)
-        return status
+        return self.record_offload_run(done, {})
 
     def _first_unoffloaded(self) -> Position | None:
         with self._lock:
@@ -580,7 +575,9 @@ class ManagedLedger:
 
     def _offload_one(self, ledger_id: int) -> None:
         ticket = self.prepare_offload(ledger_id)
-        offloader, _ = self._offloaders.for_policies(self.policies())
+        offloader = self._offloaders.for_settings(
+            dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size
+        )
         handle = SealedLedgerReadHandle(
             ledger_id, ticket.entries, ticket.size, managed_ledger=self.name, ctime_ms=ticket.ctime_ms,
             read=lambda first, last: self._read_hot_locked(ledger_id, first, last),
@@ -684,13 +681,14 @@ class ManagedLedger:
             self._clean_unfinished_offload(ticket.ledger_id)
 
     def record_offload_run(self, offloaded: int, failures: Mapping[int, str]) -> OffloadStatus:
-        """Store, for ``offload-status``, the outcome of an offload run done
-        with tickets (a Spark backfill); ``failures`` maps ledger ids to
-        errors. After a run without failures, hot copies past the deletion
-        lag are deleted, as after :meth:`offload_prefix`."""
+        """Store, for ``offload-status``, the outcome of an offload run (this
+        ledger's own, or one done with tickets, such as a Spark backfill);
+        ``failures`` maps ledger ids to errors, and the status names the
+        first. After a run without failures, hot copies past the deletion
+        lag are deleted."""
         if failures:
             first = min(failures)
-            status = OffloadStatus("error", Position(first, 0), offloaded, f"ledger {first}: {failures[first]}")
+            status = OffloadStatus("error", Position(first, 0), offloaded, failures[first])
         else:
             self.delete_hot_copies_past_lag()
             status = OffloadStatus("success", self._first_unoffloaded(), offloaded)
