@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,15 +50,14 @@ def run_with_progress(
             outcome["error"] = exc
 
     worker = InheritableThread(target=run, daemon=True)
-    finished = threading.Event()
     worker.start()
     last: tuple[int, int] | None = None
-    while not finished.is_set():
+    finished = False
+    while not finished:
         worker.join(interval)
-        if not worker.is_alive():
-            finished.set()
+        finished = not worker.is_alive()
         counts = _task_counts(context, group)
-        if counts != last or finished.is_set():
+        if counts != last or finished:
             report(Progress(description, *counts))
             last = counts
     if "error" in outcome:

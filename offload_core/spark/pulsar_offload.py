@@ -137,9 +137,8 @@ def plan_partitions(
         ranges = parsed.selection.entry_ranges(ledger.ledger_id)
         blocks = [
             (entry.offset, index.block_end(entry), entry.first_entry_id)
-            for position, entry in enumerate(index.entries)
-            if _overlaps(entry.first_entry_id, _block_last(index, position), ranges)
-            and entry_bounds.overlaps(entry.first_entry_id, _block_last(index, position))
+            for entry, last in zip(index.entries, _block_lasts(index), strict=True)
+            if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
         ]
         for first in range(0, len(blocks), parsed.blocks_per_partition):
             group = tuple(blocks[first : first + parsed.blocks_per_partition])
@@ -175,10 +174,10 @@ def _read_indexes(options: ReadOptions, ledgers: list[OffloadedLedger]) -> list[
             driver.close()
 
 
-def _block_last(index: v1.Index, position: int) -> int:
-    if position + 1 < len(index.entries):
-        return index.entries[position + 1].first_entry_id - 1
-    return index.last_entry_id
+def _block_lasts(index: v1.Index) -> list[int]:
+    """Each block's last entry id: the next block's first minus one, and the
+    ledger's last entry for the final block."""
+    return [entry.first_entry_id - 1 for entry in index.entries[1:]] + [index.last_entry_id]
 
 
 def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...]) -> bool:
