@@ -41,34 +41,29 @@ class FormatError(OffloadError, ValueError):
     """
 
 
-class NotFoundError(OffloadError, FileNotFoundError):
+class _StoreOSError(OffloadError, OSError):
+    """An error that is also the matching ``OSError`` subclass, so code
+    written for files (``except FileNotFoundError``) handles it too."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __str__(self) -> str:
+        # OSError would otherwise format as "[Errno None] ...".
+        return str(self.args[0]) if self.args else ""
+
+
+class NotFoundError(_StoreOSError, FileNotFoundError):
     """The object (or ledger, or plugin-provided resource) does not exist."""
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
-    def __str__(self) -> str:
-        # FileNotFoundError would otherwise format as "[Errno None] ...".
-        return str(self.args[0]) if self.args else ""
-
-
-class AlreadyExistsError(OffloadError, FileExistsError):
+class AlreadyExistsError(_StoreOSError, FileExistsError):
     """A conditional create (``if_absent=True``) found the key taken."""
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class AccessDeniedError(OffloadError, PermissionError):
+class AccessDeniedError(_StoreOSError, PermissionError):
     """The store refused the credentials or the permission for an operation."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 class InvalidRangeError(OffloadError, ValueError):
