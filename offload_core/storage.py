@@ -300,8 +300,8 @@ class FsspecDriver(StorageDriver):
     a crash at any step the key shows either the old object with its old
     metadata or the new one with the new. This mode needs atomic rename
     (local disks, HDFS); subclasses add durability (fsync) and
-    cross-process locking in :meth:`_put_file`, :meth:`_rename` and
-    :meth:`_commit_lock`.
+    cross-process locking in :meth:`_create_file`, :meth:`_make_durable`,
+    :meth:`_rename` and :meth:`_commit_lock`.
     """
 
     native_metadata: ClassVar[bool] = False
@@ -351,14 +351,23 @@ class FsspecDriver(StorageDriver):
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         size = 0
         try:
-            with self.fs.open(path, "wb") as out:
+            with self._create_file(path) as out:
                 for part in parts:
                     out.write(part)
                     size += len(part)
+                self._make_durable(out)
         except BaseException:
             self._remove_quietly(path)
             raise
         return size
+
+    def _create_file(self, path: str) -> Any:
+        """Open ``path`` for writing (a binary file object)."""
+        return self.fs.open(path, "wb")
+
+    def _make_durable(self, out: Any) -> None:
+        """Called with the written file still open; a store that buffers in
+        the OS (a local disk) flushes and syncs here. Nothing by default."""
 
     def _rename(self, src: str, dst: str) -> None:
         self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)

@@ -6,14 +6,15 @@ import contextlib
 import fcntl
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from fsspec.implementations.local import LocalFileSystem
 
 from offload_core.errors import ConfigError
 from offload_core.fsutil import fsync_dir
 from offload_core.keys import RESERVED_SEGMENT_PREFIX
-from offload_core.storage import BytesLike, FsspecDriver
+from offload_core.storage import FsspecDriver
 
 __all__ = ["FilesystemDriver"]
 
@@ -59,21 +60,13 @@ class FilesystemDriver(FsspecDriver):
     def __repr__(self) -> str:
         return f"FilesystemDriver({self.root!r})"
 
-    def _put_file(self, path: str, parts: Iterable[BytesLike]) -> int:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        size = 0
-        try:
-            with open(path, "xb") as out:
-                for part in parts:
-                    out.write(part)
-                    size += len(part)
-                out.flush()
-                if self._fsync:
-                    os.fsync(out.fileno())
-        except BaseException:
-            self._remove_quietly(path)
-            raise
-        return size
+    def _create_file(self, path: str) -> BinaryIO:
+        return open(path, "xb")
+
+    def _make_durable(self, out: BinaryIO) -> None:
+        out.flush()
+        if self._fsync:
+            os.fsync(out.fileno())
 
     def _rename(self, src: str, dst: str) -> None:
         parent = os.path.dirname(dst)
