@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from .errors import InvalidKeyError
 
-__all__ = ["MAX_KEY_BYTES", "RESERVED_SEGMENT_PREFIX", "validate_key", "validate_prefix"]
+__all__ = ["MAX_KEY_BYTES", "MAX_SEGMENT_BYTES", "RESERVED_SEGMENT_PREFIX", "validate_key", "validate_prefix"]
 
 MAX_KEY_BYTES = 1024
 """S3's limit, the tightest of the supported backends."""
+
+MAX_SEGMENT_BYTES = 240
+"""Longest ``/``-separated segment, in bytes of UTF-8. Directory stores
+(local disks, HDFS) cap a file name at 255 bytes and keep sidecars named
+``{segment}.pending`` / ``{segment}.json`` beside an object, so a longer
+segment would pass here and fail halfway through a write there."""
 
 RESERVED_SEGMENT_PREFIX = ".offload-"
 """Segments starting with this are the drivers' own bookkeeping (temporary
@@ -22,8 +28,9 @@ def validate_key(key: object) -> str:
     """Return ``key`` if it is a valid object key.
 
     Raises :class:`InvalidKeyError` (naming the key and the rule) for a
-    non-string, empty, absolute, over-long key, one with a NUL byte, a
-    backslash, an empty, ``.`` or ``..`` segment, or a reserved segment.
+    non-string, empty, absolute, over-long key (:data:`MAX_KEY_BYTES`), one
+    with a NUL byte, a backslash, an empty, ``.`` or ``..`` segment, a
+    segment over :data:`MAX_SEGMENT_BYTES`, or a reserved segment.
     """
     if not isinstance(key, str):
         raise InvalidKeyError(f"object key must be a string, got {type(key).__name__}: {key!r}")
@@ -57,6 +64,7 @@ def validate_prefix(prefix: object) -> str:
         _check_segment(prefix, segment)
     if last in (".", "..") or last.startswith(RESERVED_SEGMENT_PREFIX):
         raise InvalidKeyError(f"listing prefix {prefix!r} has a forbidden segment {last!r}")
+    _check_segment_length(prefix, last)
     return prefix
 
 
@@ -82,4 +90,14 @@ def _check_segment(key: str, segment: str) -> None:
         raise InvalidKeyError(
             f"object key {key!r} has a segment starting with {RESERVED_SEGMENT_PREFIX!r}, "
             "which is reserved for the drivers' own files"
+        )
+    _check_segment_length(key, segment)
+
+
+def _check_segment_length(key: str, segment: str) -> None:
+    size = len(segment.encode("utf-8"))
+    if size > MAX_SEGMENT_BYTES:
+        raise InvalidKeyError(
+            f"object key {key[:64]!r}... has a segment of {size} bytes; the limit per '/'-separated segment is "
+            f"{MAX_SEGMENT_BYTES} bytes of UTF-8 (directory stores cap file names at 255): use shorter names"
         )

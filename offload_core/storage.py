@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+import logging
 import re
 import threading
 import uuid
@@ -47,6 +48,7 @@ __all__ = [
 
 BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 _METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
@@ -108,7 +110,10 @@ class StorageDriver(abc.ABC):
       :class:`InvalidRangeError`.
     * A missing key raises :class:`NotFoundError` from ``read`` and ``stat``.
     * ``list`` yields objects sorted by key; ``delete`` is idempotent.
-    * Keys are validated by :func:`offload_core.keys.validate_key`.
+    * Keys are validated by :func:`offload_core.keys.validate_key`: at most
+      1024 bytes, each ``/``-separated segment at most 240 bytes of UTF-8
+      (:data:`offload_core.keys.MAX_SEGMENT_BYTES`), so a key valid on one
+      backend is valid on all of them.
     """
 
     #: The name the driver is registered under (set by subclasses).
@@ -178,14 +183,17 @@ class StorageDriver(abc.ABC):
         """Return bytes ``[start, end)`` of the object (``end=None``: to its end).
 
         Raises :class:`NotFoundError` for a missing key and
-        :class:`InvalidRangeError` for a negative or reversed range or a
-        ``start`` at or past the object's end.
+        :class:`InvalidRangeError` for a start or end that is not an ``int``
+        (bools included), a negative or reversed range, or a ``start`` at or
+        past the object's end. An ``end`` far past the object's end (up to
+        ``2**63 - 1``) is truncated without allocating for it.
         """
         validate_key(key)
-        if not isinstance(start, int) or start < 0:
-            raise InvalidRangeError(f"read of {key!r}: start must be a non-negative int, got {start!r}")
-        if end is not None and (not isinstance(end, int) or end < start):
-            raise InvalidRangeError(f"read of {key!r}: end {end!r} is before start {start}")
+        check_range_types(key, start, end)
+        if start < 0:
+            raise InvalidRangeError(f"read of {key!r}: start must be non-negative, got {start}")
+        if end is not None and end < start:
+            raise InvalidRangeError(f"read of {key!r}: end {end} is before start {start}")
         return self._read(key, start, end)
 
     def stat(self, key: str) -> ObjectInfo:
@@ -249,6 +257,19 @@ class StorageDriver(abc.ABC):
     def _delete(self, keys: Sequence[str]) -> None: ...
 
 
+def check_range_types(key: str, start: object, end: object) -> None:
+    """Raise :class:`InvalidRangeError` unless ``start`` is an ``int`` and
+    ``end`` an ``int`` or ``None``; a ``bool`` is refused although Python
+    counts it as an ``int`` (``True`` would silently read from byte 1)."""
+    for name, value in (("start", start), ("end", end)):
+        if name == "end" and value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidRangeError(
+                f"read of {key!r}: {name} must be an int byte offset, got {type(value).__name__} {value!r}"
+            )
+
+
 def split_bucket_url(url: str, schemes: Sequence[str], example: str) -> tuple[str, str]:
     """``scheme://bucket/some/prefix`` -> ``("bucket", "some/prefix")``.
 
@@ -278,6 +299,8 @@ def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, 
 
 _TMP_DIR = RESERVED_SEGMENT_PREFIX + "tmp"
 _META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
+_TMP_NAME = re.compile(r"^[0-9a-f]{32}(\.pending)?$")
+_UNCHECKED_RANGE = 64 * 2**20
 
 
 class FsspecDriver(StorageDriver):
@@ -411,9 +434,7 @@ class FsspecDriver(StorageDriver):
                     )
                 self._check_parent_is_not_object(key)
                 record = json.dumps({"tmp": tmp, "size": size, "metadata": metadata}).encode()
-                record_tmp = self._tmp_path(".pending")
-                self._put_file(record_tmp, [record])
-                self._rename(record_tmp, self._pending_path(key))
+                self._publish_pending(key, record)
                 committed = True
                 self._roll_forward(key)
         finally:
@@ -422,6 +443,24 @@ class FsspecDriver(StorageDriver):
             if not committed:
                 self._remove_quietly(tmp)
         return ObjectInfo(key=key, size=size, metadata=metadata)
+
+    def _publish_pending(self, key: str, record: bytes) -> None:
+        """Create ``key``'s pending record atomically (the commit point).
+        On failure nothing is left: neither the record's temporary file nor
+        a record whose rename went through before a later step (a directory
+        sync) failed. Called under the commit lock, so no reader has rolled
+        such a record forward."""
+        record_tmp = self._tmp_path(".pending")
+        pending = self._pending_path(key)
+        self._put_file(record_tmp, [record])  # removes what it wrote if it fails
+        try:
+            self._rename(record_tmp, pending)
+        except BaseException:
+            if self.fs.exists(record_tmp):
+                self._remove_quietly(record_tmp)
+            else:
+                self._remove_quietly(pending)
+            raise
 
     def _check_parent_is_not_object(self, key: str) -> None:
         segments = key.split("/")
@@ -440,20 +479,71 @@ class FsspecDriver(StorageDriver):
 
     def _roll_forward(self, key: str) -> None:
         """Finish a committed write of ``key`` left half-applied (by a crash
-        or by this write); a no-op when there is none."""
+        or by this write); a no-op when there is none. A corrupt pending
+        record is discarded (logged), so the committed object stays
+        readable; it never moves a file from outside ``.offload-tmp/``."""
         if self.native_metadata:
             return  # no sidecars, nothing to roll forward
         pending = self._pending_path(key)
         if not self.fs.exists(pending):
             return
         with self._commit_lock():
-            try:
-                record = json.loads(self.fs.cat_file(pending))
-            except FileNotFoundError:
-                return  # another process finished it
+            record = self._load_record(key, pending)
+            if record is None:
+                return  # another process finished it, or it was corrupt and is gone
             if self.fs.exists(record["tmp"]):
                 self._rename(record["tmp"], self._path(key))
             self._rename(pending, self._meta_path(key))
+
+    def _load_record(self, key: str, path: str) -> dict[str, Any] | None:
+        """The pending record or sidecar at ``path``, checked; ``None`` if it
+        is missing, or if it is a corrupt pending record (then removed).
+        Raises :class:`OffloadError` naming the file for a corrupt sidecar
+        or a record that cannot be read."""
+        try:
+            raw = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise OffloadError(
+                f"metadata record {path!r} of {key!r} cannot be read ({exc}); check the file's permissions"
+            ) from exc
+        problem = self._record_problem(raw, pending=path.endswith(".pending"))
+        if problem is None:
+            record: dict[str, Any] = json.loads(raw)
+            return record
+        if path.endswith(".pending"):
+            _log.warning("discarding the corrupt pending record %s of %r (%s)", path, key, problem)
+            self._remove_quietly(path)
+            return None
+        raise OffloadError(
+            f"metadata sidecar {path!r} of {key!r} is corrupt ({problem}); rewrite the object to repair it, "
+            "or delete it"
+        )
+
+    def _record_problem(self, raw: bytes, *, pending: bool) -> str | None:
+        """Why ``raw`` is not a valid record, or ``None``. A pending
+        record's ``tmp`` must name a file directly under this store's
+        ``.offload-tmp/``: anything else would make a roll-forward move an
+        arbitrary file into the store."""
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return f"not JSON: {exc}"
+        if not isinstance(record, dict):
+            return "not a JSON object"
+        metadata = record.get("metadata")
+        if not isinstance(metadata, dict) or not all(
+            isinstance(name, str) and isinstance(value, str) for name, value in metadata.items()
+        ):
+            return "'metadata' is not a mapping of strings"
+        if not pending:
+            return None
+        tmp = record.get("tmp")
+        tmp_dir = f"{self.root}/{_TMP_DIR}/"
+        if not isinstance(tmp, str) or not tmp.startswith(tmp_dir) or not _TMP_NAME.match(tmp[len(tmp_dir) :]):
+            return f"'tmp' is {tmp!r}, not a temporary file directly under {tmp_dir!r}"
+        return None
 
     def _data_exists(self, key: str) -> bool:
         return bool(self.fs.isfile(self._path(key)))
@@ -471,19 +561,18 @@ class FsspecDriver(StorageDriver):
         return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
 
     def _sidecar_metadata(self, key: str) -> dict[str, str]:
-        try:
-            record = json.loads(self.fs.cat_file(self._meta_path(key)))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise OffloadError(
-                f"metadata sidecar of {key!r} is corrupt ({exc}); rewrite the object to repair it"
-            ) from exc
-        return dict(record["metadata"])
+        record = self._load_record(key, self._meta_path(key))
+        return {} if record is None else dict(record["metadata"])
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         self._roll_forward(key)
         path = self._path(key)
+        if end is not None and end - start > _UNCHECKED_RANGE:
+            # Some filesystems (local files among them) allocate the whole
+            # requested range before reading: clamp a huge one to the size.
+            end = min(end, self._info(key)["size"])
+            if start >= end:
+                return self._empty_read(key, start, end)
         data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
         return data or self._empty_read(key, start, end)
 

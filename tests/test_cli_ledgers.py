@@ -145,3 +145,14 @@ def test_tools_work_on_objects_pulsar_wrote(tmp_path: Path) -> None:
 def test_help() -> None:
     for verb in ("ls", "cat", "verify", "rm"):
         assert offload("ledgers", verb, "--help").returncode == 0
+
+
+def test_verify_help_says_exactly_what_is_checked() -> None:
+    from click.testing import CliRunner
+
+    from offload_core.cli import main
+
+    text = CliRunner().invoke(main, ["ledgers", "verify", "--help"]).output
+    for checked in ("format version 1", "block length equal to the span", "first entry id", "FE DC DE AD"):
+        assert checked in text
+    assert "Not checked: payload bytes" in text

@@ -148,3 +148,14 @@ def test_run_maintenance_offloads_by_threshold(tmp_path: Path) -> None:
     assert "offloaded by threshold: 1 ledger(s)" in result.stdout  # the ledger sealed on reopen
     stats = json.loads(run(tmp_path, "topics", "stats", "a/b/c", "--json").stdout)
     assert [lg["tier"] for lg in stats["ledgers"]] == ["offloaded"] * 3
+
+
+@pytest.mark.parametrize("name", ["pub/def/" + "x" * 5000, "pub/def/\uff43"])
+def test_bad_topic_names_are_one_line_errors(tmp_path: Path, name: str) -> None:
+    (tmp_path / "broker.toml").write_text("")
+    result = run(tmp_path, "topics", "produce", name, "--count", "1")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "limit is 200" in result.stderr or "ASCII" in result.stderr
+    assert not (tmp_path / "data" / "locks").exists() or not list((tmp_path / "data" / "locks").iterdir())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from offload_driver_filesystem import FilesystemDriver
 
-from offload_core import InvalidKeyError, open_driver
+from offload_core import InvalidKeyError, InvalidRangeError, OffloadError, open_driver
 
 # Dies (no cleanup, no finally blocks) at the Nth rename of one overwrite.
 CRASHING_WRITER = textwrap.dedent(
@@ -121,3 +121,174 @@ def test_writes_from_two_processes_do_not_tear(tmp_path: Path) -> None:
     writer = driver.stat("shared").metadata["writer"]
     assert data == writer.encode() * 1000
     assert not [name for name in os.listdir(tmp_path / ".offload-meta") if name.endswith(".pending")]
+
+
+# -- hostile layouts: links, bookkeeping files, failures -----------------------
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> tuple[FilesystemDriver, Path]:
+    """A store whose root holds ``evil``, a link to a directory outside it,
+    and ``evil-file``, a link to a file outside it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"not yours")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "evil").symlink_to(outside)
+    (root / "evil-file").symlink_to(outside / "secret")
+    driver = FilesystemDriver(str(root))
+    driver.write("ok/inside", b"mine")
+    return driver, outside
+
+
+def test_links_inside_the_root_are_never_followed(linked: tuple[FilesystemDriver, Path]) -> None:
+    driver, outside = linked
+    for call in (
+        lambda: driver.read("evil/secret"),
+        lambda: driver.read("evil-file"),
+        lambda: driver.stat("evil/secret"),
+        lambda: driver.write("evil/planted", b"x"),
+        lambda: driver.delete(["evil/secret"]),
+        lambda: driver.delete("evil-file"),
+    ):
+        with pytest.raises(InvalidKeyError, match="symbolic link"):
+            call()
+    assert [info.key for info in driver.list("")] == ["ok/inside"]
+    assert list(driver.list("evil/")) == []
+    assert list(driver.list("evil")) == []
+    assert sorted(os.listdir(outside)) == ["secret"]
+    assert (outside / "secret").read_bytes() == b"not yours"
+    assert driver.read("ok/inside") == b"mine"
+
+
+def test_a_linked_bookkeeping_directory_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".offload-meta").symlink_to(outside)
+    driver = FilesystemDriver(str(root))
+    with pytest.raises(InvalidKeyError, match="symbolic link"):
+        driver.write("k", b"v")
+    assert list(outside.iterdir()) == []
+
+
+def test_listing_streams_in_key_order_across_directories(tmp_path: Path) -> None:
+    driver = FilesystemDriver(str(tmp_path))
+    keys = ["a/x", "a-b", "a.c", "a/b/c", "a0", "b", "a/b-"]
+    for key in keys:
+        driver.write(key, b"1")
+    listing = driver.list("")
+    assert not isinstance(listing, list)
+    assert [info.key for info in listing] == sorted(keys)
+    assert [info.key for info in driver.list("a/b")] == ["a/b-", "a/b/c"]
+
+
+def tmp_files(root: Path) -> list[str]:
+    tmp = root / ".offload-tmp"
+    return sorted(os.listdir(tmp)) if tmp.exists() else []
+
+
+@pytest.mark.parametrize("fail_at", ["data", "record", "record-rename", "data-rename", "sidecar-rename"])
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: str) -> None:
+    driver = FilesystemDriver(str(tmp_path))
+    driver.write("topic/obj", b"old", metadata={"gen": "1"})
+    real_put, real_rename = driver._put_file, driver._rename
+
+    def put_file(path: str, parts: object) -> int:
+        if (fail_at == "data" and not path.endswith(".pending")) or (fail_at == "record" and path.endswith(".pending")):
+            raise OSError(28, "No space left on device")
+        return real_put(path, parts)  # type: ignore[arg-type]
+
+    def rename(src: str, dst: str) -> None:
+        if (
+            (fail_at == "record-rename" and dst.endswith(".pending"))
+            or (fail_at == "data-rename" and dst.endswith("topic/obj"))
+            or (fail_at == "sidecar-rename" and dst.endswith(".json"))
+        ):
+            raise OSError(5, "Input/output error")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(driver, "_put_file", put_file)
+    monkeypatch.setattr(driver, "_rename", rename)
+    with pytest.raises(OSError, match="error|space"):
+        driver.write("topic/obj", b"new", metadata={"gen": "2"})
+    monkeypatch.undo()
+    fresh = FilesystemDriver(str(tmp_path))
+    # Before the commit point the old object stays; after it, the next
+    # access rolls the new one forward. Either way nothing is left over.
+    expected = (b"old", "1") if fail_at in ("data", "record", "record-rename") else (b"new", "2")
+    assert (fresh.read("topic/obj"), fresh.stat("topic/obj").metadata["gen"]) == expected
+    assert tmp_files(tmp_path) == []
+    assert not list((tmp_path / ".offload-meta/topic").glob("*.pending"))
+
+
+def test_a_record_rename_whose_directory_sync_fails_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = FilesystemDriver(str(tmp_path))
+    driver.write("obj", b"old")
+    real_rename = driver._rename
+
+    def rename_then_fail(src: str, dst: str) -> None:
+        real_rename(src, dst)
+        if dst.endswith(".pending"):
+            raise OSError(5, "fsync of the directory failed")
+
+    monkeypatch.setattr(driver, "_rename", rename_then_fail)
+    with pytest.raises(OSError, match="fsync"):
+        driver.write("obj", b"new")
+    monkeypatch.undo()
+    assert FilesystemDriver(str(tmp_path)).read("obj") == b"old"
+    assert tmp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b"{not json",
+        b"[]",
+        b'{"size": 3, "metadata": {}}',
+        b'{"tmp": 7, "size": 3, "metadata": {}}',
+        b'{"tmp": "TMPDIR/0123456789abcdef0123456789abcdef", "size": 3, "metadata": "x"}',
+        b'{"tmp": "OUTSIDE", "size": 3, "metadata": {}}',
+        b'{"tmp": "TMPDIR/../../outside/victim", "size": 3, "metadata": {}}',
+        b"\xff\xfe",
+    ],
+)
+def test_a_corrupt_or_crafted_pending_record_is_discarded(tmp_path: Path, record: bytes) -> None:
+    root = tmp_path / "root"
+    driver = FilesystemDriver(str(root))
+    driver.write("obj", b"committed", metadata={"gen": "1"})
+    victim = tmp_path / "outside" / "victim"
+    victim.parent.mkdir()
+    victim.write_bytes(b"precious")
+    text = record.replace(b"TMPDIR", str(root / ".offload-tmp").encode()).replace(b"OUTSIDE", str(victim).encode())
+    (root / ".offload-meta" / "obj.pending").write_bytes(text)
+    assert driver.read("obj") == b"committed"
+    assert driver.stat("obj").metadata == {"gen": "1"}
+    assert victim.read_bytes() == b"precious"
+    assert not (root / ".offload-meta" / "obj.pending").exists()
+    driver.delete("obj")
+    assert not driver.exists("obj")
+
+
+def test_a_corrupt_sidecar_names_the_file_and_the_repair(tmp_path: Path) -> None:
+    driver = FilesystemDriver(str(tmp_path))
+    driver.write("obj", b"x", metadata={"k": "v"})
+    (tmp_path / ".offload-meta" / "obj.json").write_text('{"no metadata": 1}')
+    with pytest.raises(OffloadError, match=r"obj\.json.*corrupt.*rewrite the object"):
+        driver.stat("obj")
+    assert driver.read("obj") == b"x"
+    driver.write("obj", b"y", metadata={"k": "w"})
+    assert driver.stat("obj").metadata == {"k": "w"}
+
+
+def test_a_range_far_past_the_end_allocates_nothing(tmp_path: Path) -> None:
+    driver = open_driver(f"file://{tmp_path}")
+    driver.write("ten", b"0123456789")
+    assert driver.read("ten", 0, 1 << 40) == b"0123456789"
+    assert driver.read("ten", 3, 2**63 - 1) == b"3456789"
+    with pytest.raises(InvalidRangeError):
+        driver.read("ten", 10, 2**63 - 1)

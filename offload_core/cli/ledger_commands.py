@@ -146,7 +146,25 @@ def verify(
     url: str, ledger: int | None, uuid: str | None, prefix: str, as_json: bool, options: tuple[str, ...]
 ) -> None:
     """Read every block of every offloaded ledger under URL (or just LEDGER)
-    and check framing, entry ids, lengths and metadata.
+    and check its structure.
+
+    \b
+    Checked, per ledger:
+    - both objects exist and carry format version 1 in their metadata;
+    - the index decodes: magic, lengths, part ids from 1, rising offsets,
+      BookKeeper metadata with its required fields;
+    - the data object is exactly as long as the index says;
+    - each block's header: magic, header length 128, zero fill, block
+      length equal to the span the index gives it, first entry id equal
+      to the index row;
+    - entries are framed whole inside their block, ids run 0, 1, 2 ...
+      up to the ledger's last entry with none missing or repeated;
+    - the rest of each block is FE DC DE AD padding;
+    - entry lengths add up to the ledger's length.
+
+    \b
+    Not checked: payload bytes. PIP-17 objects carry no checksum, so a
+    changed payload byte of the same length passes.
 
     Exits 1 if any ledger has a defect, naming where the first one is.
     """

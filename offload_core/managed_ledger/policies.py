@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,11 +137,16 @@ class TopicName:
 
     @classmethod
     def parse(cls, text: str) -> TopicName:
-        body = text.removeprefix("persistent://")
+        """Parse ``tenant/namespace/topic``. Each part is Pulsar's ASCII
+        ``[-=:.\\w]`` (letters, digits, ``_ - = : .``; not ``.`` or ``..``)
+        and the whole is at most :data:`MAX_NAME_LENGTH` characters; raises
+        :class:`ConfigError` naming the rule otherwise."""
+        body = _check_length("topic", text.removeprefix("persistent://"))
         parts = body.split("/")
         if len(parts) != 3 or not all(_valid_name(part) for part in parts):
             raise ConfigError(
-                f"topic {text!r} is not tenant/namespace/topic (letters, digits, '-', '_', '.', '=' and ':')"
+                f"topic {text!r} is not tenant/namespace/topic, each part of ASCII letters, digits, "
+                "'-', '_', '.', '=' and ':'"
             )
         return cls(*parts)
 
@@ -158,15 +164,36 @@ class TopicName:
 
 
 def parse_namespace(text: str) -> str:
-    """``tenant/namespace``; :class:`ConfigError` otherwise."""
-    parts = text.split("/")
+    """``tenant/namespace``, with :meth:`TopicName.parse`'s rules for each
+    part; :class:`ConfigError` otherwise."""
+    parts = _check_length("namespace", text).split("/")
     if len(parts) != 2 or not all(_valid_name(part) for part in parts):
-        raise ConfigError(f"namespace {text!r} is not tenant/namespace")
+        raise ConfigError(
+            f"namespace {text!r} is not tenant/namespace, each part of ASCII letters, digits, "
+            "'-', '_', '.', '=' and ':'"
+        )
+    return text
+
+
+MAX_NAME_LENGTH = 200
+"""Longest ``tenant/namespace/topic`` (or namespace) name, in characters
+(names are ASCII, so also bytes). A topic's name becomes file names under
+the data directory (its lock file), which file systems cap at 255 bytes."""
+
+_NAME_PART = re.compile(r"[-=:.\w]+", re.ASCII)
+
+
+def _check_length(what: str, text: str) -> str:
+    if len(text) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            f"{what} name {text[:40]!r}... is {len(text)} characters; the limit is {MAX_NAME_LENGTH}: "
+            "use a shorter name"
+        )
     return text
 
 
 def _valid_name(part: str) -> bool:
-    return bool(part) and part not in (".", "..") and all(c.isalnum() or c in "-_.=:" for c in part)
+    return part not in (".", "..") and _NAME_PART.fullmatch(part) is not None
 
 
 class PolicyStore:

@@ -6,6 +6,13 @@ offsets cache. Bytes come through a read buffer: each storage request
 fetches ``read_buffer_size`` bytes from where the reader needs, so a
 sequential (catch-up) read is served from that window and pays one round
 trip per buffer, not per entry.
+
+Nothing read is trusted: a block's header is decoded and checked against
+its index row the first time the block is touched, every entry header
+walked must carry the next id and fit its block, and the framing right
+after the last entry served (the next entry's header, padding, or the
+block's end) must be consistent, so a zeroed or shifted length cannot
+pass as a short entry.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._buffer_start = 0
         self._buffer = b""
         self._offsets: OrderedDict[int, int] = OrderedDict()
+        self._checked_blocks: set[int] = set()
         self._closed = False
 
     @property
@@ -65,22 +73,32 @@ class OffloadedReadHandle(LedgerMetadataView):
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
         entries = []
         for entry_id in range(first, last + 1):
-            offset, length = self._locate(entry_id)
-            data = self._bytes(offset + v1.ENTRY_HEADER_LENGTH, length)
-            entries.append(Entry(self._ledger_id, entry_id, data))
-            self._remember(entry_id + 1, offset + v1.ENTRY_HEADER_LENGTH + length)
+            block, offset, length = self._locate(entry_id)
+            start = offset + v1.ENTRY_HEADER_LENGTH
+            after = start + length
+            block_end = self._index.block_end(block)
+            # The next header comes in the same request as the payload, so
+            # checking what follows the entry costs no extra round trip.
+            buffer, at = self._window(start, length + min(v1.ENTRY_HEADER_LENGTH, block_end - after))
+            entries.append(Entry(self._ledger_id, entry_id, buffer[at : at + length]))
+            if entry_id == last:
+                self._check_what_follows(entry_id, after, block_end, buffer, at + length)
+            self._remember(entry_id + 1, after)
         return entries
 
     def close(self) -> None:
         self._closed = True
         self._buffer = b""
         self._offsets.clear()
+        self._checked_blocks.clear()
 
     # -- locating entries ----------------------------------------------------
 
-    def _locate(self, entry_id: int) -> tuple[int, int]:
-        """Byte offset and payload length of ``entry_id``."""
+    def _locate(self, entry_id: int) -> tuple[v1.IndexEntry, int, int]:
+        """The block holding ``entry_id``, the byte offset of its entry
+        header, and its payload length."""
         block = self._index.lookup(entry_id)
+        self._check_block_header(block)
         start, end = block.data_offset, self._index.block_end(block)
         position, at_id = start, block.first_entry_id
         known = self._offsets.get(entry_id)
@@ -91,7 +109,8 @@ class OffloadedReadHandle(LedgerMetadataView):
             # entry should have been in this block and is not.
             if position + v1.ENTRY_HEADER_LENGTH > end:
                 raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
-            length, stored_id = _ENTRY_HEADER.unpack(self._bytes(position, v1.ENTRY_HEADER_LENGTH))
+            buffer, at = self._window(position, v1.ENTRY_HEADER_LENGTH)
+            length, stored_id = _ENTRY_HEADER.unpack_from(buffer, at)
             if length < 0:
                 raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
             if stored_id != at_id:
@@ -100,9 +119,58 @@ class OffloadedReadHandle(LedgerMetadataView):
                 raise self._corrupt(position, f"entry {stored_id} of {length} bytes runs past its block")
             self._remember(stored_id, position)
             if stored_id == entry_id:
-                return position, int(length)
+                return block, position, int(length)
             position += v1.ENTRY_HEADER_LENGTH + length
             at_id += 1
+
+    def _check_block_header(self, block: v1.IndexEntry) -> None:
+        """Decode ``block``'s header the first time it is touched and check
+        it against the index row: magic, header length, zero fill, block
+        length and first entry id."""
+        if block.part_id in self._checked_blocks:
+            return
+        expected_length = self._index.block_end(block) - block.offset
+        if expected_length < v1.BLOCK_HEADER_LENGTH:
+            raise self._corrupt(block.offset, f"block {block.part_id} is shorter than a block header")
+        buffer, at = self._window(block.offset, v1.BLOCK_HEADER_LENGTH)
+        try:
+            header = v1.decode_block_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH])
+        except FormatError as exc:
+            raise self._corrupt(block.offset, f"block {block.part_id}: {exc}") from None
+        if header.block_length != expected_length:
+            raise self._corrupt(
+                block.offset,
+                f"block {block.part_id} header says {header.block_length} bytes, its index row {expected_length}",
+            )
+        if header.first_entry_id != block.first_entry_id:
+            raise self._corrupt(
+                block.offset,
+                f"block {block.part_id} header starts at entry {header.first_entry_id}, its index row at "
+                f"{block.first_entry_id}",
+            )
+        self._checked_blocks.add(block.part_id)
+
+    def _check_what_follows(self, entry_id: int, position: int, block_end: int, buffer: bytes, at: int) -> None:
+        """After ``entry_id`` (ending at ``position``) comes the block's end,
+        padding, or the header of entry ``entry_id + 1`` fitting the block;
+        anything else means the entry's length field is wrong."""
+        remaining = block_end - position
+        if remaining == 0:
+            return
+        peek = buffer[at : at + min(remaining, v1.ENTRY_HEADER_LENGTH)]
+        if remaining < 4 or struct.unpack_from(">i", peek)[0] < 0:
+            if peek[:4] != v1.PADDING[: len(peek[:4])]:
+                raise self._corrupt(position, f"after entry {entry_id} comes neither an entry nor padding")
+            return
+        if remaining < v1.ENTRY_HEADER_LENGTH:
+            raise self._corrupt(position, f"after entry {entry_id} an entry header is cut off by the block's end")
+        length, next_id = _ENTRY_HEADER.unpack_from(peek)
+        if next_id != entry_id + 1 or v1.ENTRY_HEADER_LENGTH + length > remaining:
+            raise self._corrupt(
+                position,
+                f"after entry {entry_id} comes an entry header (id {next_id}, {length} bytes) that does not "
+                "follow it: the framing is broken",
+            )
 
     def _remember(self, entry_id: int, position: int) -> None:
         self._offsets[entry_id] = position
@@ -112,10 +180,14 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- buffered bytes ------------------------------------------------------
 
-    def _bytes(self, position: int, count: int) -> bytes:
+    def _window(self, position: int, count: int) -> tuple[bytes, int]:
+        """A buffer holding bytes ``[position, position + count)`` of the
+        data object, and where they start in it; fetches
+        ``read_buffer_size`` bytes (or ``count``, if more) when the current
+        buffer does not hold them."""
         buffered_from = position - self._buffer_start
         if buffered_from >= 0 and buffered_from + count <= len(self._buffer):
-            return self._buffer[buffered_from : buffered_from + count]
+            return self._buffer, buffered_from
         end = min(position + max(count, self._buffer_size), self._index.data_object_length)
         if position + count > end:
             raise self._corrupt(position, f"needs {count} bytes past the end of the data object")
@@ -123,7 +195,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         if len(data) != end - position:
             raise self._corrupt(position, f"data object ends early ({len(data)} of {end - position} bytes came back)")
         self._buffer_start, self._buffer = position, data
-        return data[:count]
+        return data, 0
 
     def _corrupt(self, position: int, problem: str) -> FormatError:
         return FormatError(

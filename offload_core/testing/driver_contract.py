@@ -52,6 +52,8 @@ BAD_KEYS = [
     ".offload-meta/x",
     "a/.offload-tmp",
     "k" * 1025,
+    "s" * 241,
+    "a/" + "é" * 121,
 ]
 
 ODD_VALID_KEYS = [
@@ -63,6 +65,7 @@ ODD_VALID_KEYS = [
     "3a1f9c52-6ad1-4b5e-8b1e-2c9a1d0b7f4e-ledger-4294967296-index",
     ".hidden",
     "...",
+    "s" * 240,
 ]
 
 
@@ -166,6 +169,8 @@ class DriverContract:
             (5, 5, b""),
             (6, 1000, b"6789"),
             (0, 11, b"0123456789"),
+            (6, 2**40, b"6789"),
+            (0, 2**63 - 1, b"0123456789"),
         ],
     )
     def test_read_ranges(self, driver: StorageDriver, start: int, end: int | None, expected: bytes) -> None:
@@ -177,6 +182,12 @@ class DriverContract:
         driver.write("digits", b"0123456789")
         with pytest.raises(InvalidRangeError, match="digits"):
             driver.read("digits", start, end)
+
+    @pytest.mark.parametrize(("start", "end"), [(True, 3), (0, True), (0, 3.5), (1.0, 3), ("0", 3), (0, "3")])
+    def test_range_arguments_must_be_ints(self, driver: StorageDriver, start: object, end: object) -> None:
+        driver.write("digits", b"0123456789")
+        with pytest.raises(InvalidRangeError, match="must be an int"):
+            driver.read("digits", start, end)  # type: ignore[arg-type]
 
     # -- metadata ----------------------------------------------------------
 

@@ -6,6 +6,7 @@ on each real store::
     faulty = FaultyDriver(s3_driver, [Fault("part", nth=3)])            # 3rd part of a write
     faulty = FaultyDriver(driver, [Fault("read", times=2)])             # two transient read errors
     faulty = FaultyDriver(driver, [Fault("write", key="-index", permanent=True)])
+    faulty = FaultyDriver(driver, [Fault("read", short=True, times=None)])  # every read comes back cut short
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ class Fault:
     other ops, ``nth`` is which matching call fails first. Only calls whose
     key (or prefix) contains ``key`` match. ``times`` matching calls fail
     (``None``: all of them). The error is a :class:`TransientStorageError`
-    unless ``permanent``.
+    unless ``permanent``. With ``short`` (reads only) nothing is raised:
+    the read returns only the first half of what the store sent, as a
+    misbehaving backend or proxy might, so readers' length checks can be
+    proven.
     """
 
     op: Op
@@ -45,6 +49,7 @@ class Fault:
     key: str | None = None
     times: int | None = 1
     permanent: bool = False
+    short: bool = False
     seen: int = field(default=0, init=False)
     fired: int = field(default=0, init=False)
 
@@ -73,13 +78,19 @@ class FaultyDriver(StorageDriver):
     def __repr__(self) -> str:
         return f"FaultyDriver({self.inner!r})"
 
-    def _check(self, op: Op, key: str) -> None:
+    def _check(self, op: Op, key: str) -> bool:
+        """Raise the first due fault for this call; True if a due fault
+        asks for a short read instead."""
         for fault in self.faults:
             if fault.op != op or not fault.matches(key) or fault.exhausted():
                 continue
             fault.seen += 1
             if fault.seen >= fault.nth:
+                if fault.short:
+                    fault.fired += 1
+                    return True
                 raise fault.error(f"{op} of {key!r}")
+        return False
 
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
         self._check("write", key)
@@ -100,8 +111,9 @@ class FaultyDriver(StorageDriver):
         return self.inner._write(key, guarded(), metadata, if_absent)
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
-        self._check("read", key)
-        return self.inner._read(key, start, end)
+        short = self._check("read", key)
+        data = self.inner._read(key, start, end)
+        return data[: len(data) // 2] if short else data
 
     def _stat(self, key: str) -> ObjectInfo:
         self._check("stat", key)

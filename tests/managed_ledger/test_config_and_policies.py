@@ -18,6 +18,7 @@ from offload_core.managed_ledger import (
     parse_config,
 )
 from offload_core.managed_ledger.config import DEFAULT_POLICIES
+from offload_core.managed_ledger.policies import parse_namespace
 
 
 def test_toml_with_pulsar_keys(tmp_path: Path) -> None:
@@ -146,10 +147,37 @@ def test_policy_updates_from_two_writers_conflict(tmp_path: Path) -> None:
     assert PolicyStore(first, DEFAULT_POLICIES).get("namespace", "a/b").deletion_lag_ms == 2
 
 
-@pytest.mark.parametrize("bad", ["a/b", "a/b/c/d", "a//c", "a/../c", "a/b c/d", "persistent://a/b"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "a/b",
+        "a/b/c/d",
+        "a//c",
+        "a/../c",
+        "a/b c/d",
+        "persistent://a/b",
+        "a/b/\uff43",  # fullwidth c: a look-alike of a/b/c
+        "a/b/caf\u00e9",
+        "a/b/\u0663",  # Arabic-Indic digit three, which str.isalnum() admits
+        "a/b/c\u200b",  # zero-width space
+    ],
+)
 def test_bad_topic_names(bad: str) -> None:
-    with pytest.raises(ConfigError, match="tenant/namespace/topic"):
+    with pytest.raises(ConfigError, match="tenant/namespace/topic, each part of ASCII"):
         TopicName.parse(bad)
+
+
+def test_over_long_names_are_one_line_config_errors() -> None:
+    with pytest.raises(ConfigError, match="5004 characters; the limit is 200"):
+        TopicName.parse("a/b/" + "x" * 5000)
+    with pytest.raises(ConfigError, match="the limit is 200"):
+        parse_namespace("a/" + "n" * 199)
+    assert str(TopicName.parse("a/b/" + "x" * 196)) == "a/b/" + "x" * 196
+
+
+def test_lookalike_namespaces_are_refused() -> None:
+    with pytest.raises(ConfigError, match="ASCII"):
+        parse_namespace("\uff41/b")
 
 
 def test_topic_names() -> None:

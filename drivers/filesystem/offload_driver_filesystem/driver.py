@@ -11,9 +11,10 @@ from typing import BinaryIO
 
 from fsspec.implementations.local import LocalFileSystem
 
-from offload_core.errors import ConfigError
+from offload_core.errors import ConfigError, InvalidKeyError
 from offload_core.fsutil import fsync_dir
 from offload_core.keys import RESERVED_SEGMENT_PREFIX
+from offload_core.model import ObjectInfo
 from offload_core.storage import FsspecDriver
 
 __all__ = ["FilesystemDriver"]
@@ -28,6 +29,11 @@ class FilesystemDriver(FsspecDriver):
     a :class:`ConfigError`); ``fsync=False`` trades crash durability for
     speed (atomicity is kept: a crash may lose a recent write, never tear
     one).
+
+    Keys map to literal paths below ``root``: a symbolic link inside the
+    root is never followed (reads, stats, writes and deletes through one
+    raise :class:`InvalidKeyError`; listings skip it), so no key can reach
+    a file outside the root, whatever links someone placed there.
     """
 
     name = "filesystem"
@@ -44,6 +50,7 @@ class FilesystemDriver(FsspecDriver):
                 "it is missing (pass create=True) or names a file"
             )
         super().__init__(LocalFileSystem(), absolute)
+        self._real_root = os.path.realpath(absolute)
         self._fsync = fsync
         self._flock_depth = 0
         self._flock_guard = threading.RLock()
@@ -59,6 +66,57 @@ class FilesystemDriver(FsspecDriver):
 
     def __repr__(self) -> str:
         return f"FilesystemDriver({self.root!r})"
+
+    def _path(self, key: str) -> str:
+        return self._confined(key, super()._path(key))
+
+    def _meta_path(self, key: str) -> str:
+        return self._confined(key, super()._meta_path(key))
+
+    def _pending_path(self, key: str) -> str:
+        return self._confined(key, super()._pending_path(key))
+
+    def _confined(self, key: str, path: str) -> str:
+        """``path`` if resolving it follows no symbolic link below the root;
+        else :class:`InvalidKeyError`."""
+        if os.path.realpath(path) != self._real_root + path[len(self.root) :]:
+            raise InvalidKeyError(
+                f"object key {key!r} leads through a symbolic link under {self.root!r}; the filesystem driver "
+                "follows no links inside its root, so no key can reach outside it: remove the link"
+            )
+        return path
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        if directory:
+            try:
+                self._confined(prefix, self._path(directory))
+            except InvalidKeyError:
+                return iter(())
+        return self._walk(directory, prefix)
+
+    def _walk(self, directory: str, prefix: str) -> Iterator[ObjectInfo]:
+        """Objects below ``directory`` whose keys start with ``prefix``, in
+        key order, one directory in memory at a time. A directory's
+        entries sort as ``name/`` so that ``a-b`` comes before ``a/x``, as
+        the keys do; symbolic links are skipped."""
+        base = os.path.join(self.root, directory) if directory else self.root
+        try:
+            with os.scandir(base) as scan:
+                found = [
+                    (entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name, entry)
+                    for entry in scan
+                    if not entry.name.startswith(RESERVED_SEGMENT_PREFIX) and not entry.is_symlink()
+                ]
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for name, entry in sorted(found, key=lambda item: item[0]):
+            key = f"{directory}/{name}" if directory else name
+            if name.endswith("/"):
+                if key.startswith(prefix) or prefix.startswith(key):
+                    yield from self._walk(key[:-1], prefix)
+            elif key.startswith(prefix) and entry.is_file(follow_symlinks=False):
+                yield ObjectInfo(key=key, size=entry.stat(follow_symlinks=False).st_size)
 
     def _create_file(self, path: str) -> BinaryIO:
         return open(path, "xb")
