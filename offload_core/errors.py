@@ -25,6 +25,7 @@ __all__ = [
     "OffloadError",
     "PluginLoadError",
     "TransientStorageError",
+    "mask_secret_text",
     "mask_secrets",
 ]
 
@@ -114,14 +115,23 @@ _SECRET_IN_TEXT = re.compile(
 
 def mask_secrets(options: Mapping[str, object]) -> dict[str, object]:
     """Return a copy of ``options`` fit to print: values of secret-looking
-    names become ``"***"``, and secrets embedded in strings (connection
-    strings, SAS query strings) are masked in place."""
+    names become ``"***"``, secrets embedded in strings (connection
+    strings, SAS query strings) are masked in place, and URLs lose their
+    userinfo and query strings."""
+    from .urls import redact_url_text  # urls raises our errors: imported here, not at the top
+
     masked: dict[str, object] = {}
     for name, value in options.items():
         if _SECRET_NAME.search(name) and value is not None:
             masked[name] = "***"
         elif isinstance(value, str):
-            masked[name] = _SECRET_IN_TEXT.sub(r"\1***", value)
+            masked[name] = redact_url_text(_SECRET_IN_TEXT.sub(r"\1***", value))
         else:
             masked[name] = value
     return masked
+
+
+def mask_secret_text(text: str) -> str:
+    """``text`` with secrets embedded as ``name=value`` (connection
+    strings, SAS query strings) masked."""
+    return _SECRET_IN_TEXT.sub(r"\1***", text)

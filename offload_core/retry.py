@@ -30,6 +30,11 @@ class RetryPolicy:
         if self.base_delay < 0 or self.max_delay < 0:
             raise ConfigError("retry delays must not be negative")
 
+    def worst_case_wait(self) -> float:
+        """The longest total backoff before the last attempt's error is
+        raised (the requests' own time comes on top)."""
+        return float(sum(min(self.max_delay, self.base_delay * 2**attempt) for attempt in range(self.attempts - 1)))
+
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """The wait after failed attempt number ``attempt`` (0-based)."""
         cap = min(self.max_delay, self.base_delay * 2**attempt)

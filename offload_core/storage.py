@@ -35,6 +35,7 @@ from .errors import (
 from .keys import RESERVED_SEGMENT_PREFIX, validate_key, validate_prefix
 from .model import ObjectInfo
 from .retry import RetryPolicy, call_with_retries
+from .urls import redact_url
 
 __all__ = [
     "BytesLike",
@@ -274,11 +275,18 @@ def split_bucket_url(url: str, schemes: Sequence[str], example: str) -> tuple[st
     """``scheme://bucket/some/prefix`` -> ``("bucket", "some/prefix")``.
 
     Raises :class:`ConfigError` (showing ``example``) for another scheme or
-    a missing bucket."""
+    a missing bucket, and for credentials in the URL (``KEY:SECRET@`` or a
+    query string such as a SAS token): URLs end up in logs and messages, so
+    secrets go in options or the environment. No message shows them."""
     scheme, _, rest = url.partition("://")
     bucket, _, prefix = rest.partition("/")
+    if "?" in url or "#" in url or ("@" in bucket and ":" in bucket.partition("@")[0]):
+        raise ConfigError(
+            f"URL {redact_url(url)!r} carries credentials or a query string; this driver takes them as options "
+            f"or environment variables (see the README's credentials section), never in the URL: use {example}"
+        )
     if scheme.lower() not in schemes or not bucket:
-        raise ConfigError(f"URLs for this driver look like {example}, not {url!r}")
+        raise ConfigError(f"URLs for this driver look like {example}, not {redact_url(url)!r}")
     return bucket, prefix
 
 

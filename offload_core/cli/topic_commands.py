@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..errors import mask_secrets
 from ..hooks import Event, hookimpl
 from ..managed_ledger import Broker, ReadPriority, load_config
 from ..managed_ledger.policies import TopicName, parse_namespace
@@ -179,9 +180,52 @@ def _print_status(status: Any, *, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @broker_options
 def offload_status(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
-    """The outcome of TOPIC's last offload run."""
+    """The outcome of TOPIC's last offload run (``interrupted`` if the
+    process running it died), and any unfinished offload left behind."""
     with opened(data_dir, config_path) as broker:
-        _print_status(broker.topic(topic).offload_status(), as_json=as_json)
+        ledger = broker.topic(topic)
+        status = ledger.offload_status()
+        unfinished = ledger.unfinished_offloads()
+        if as_json:
+            values = asdict(status)
+            values["first_unoffloaded"] = str(status.first_unoffloaded) if status.first_unoffloaded else None
+            values["unfinished"] = [asdict(u) | {"settings": mask_secrets(u.settings)} for u in unfinished]
+            click.echo(json.dumps(values))
+            return
+        _print_status(status, as_json=False)
+        for u in unfinished:
+            click.echo(
+                f"unfinished offload: ledger {u.ledger_id}, uuid {u.uuid}, driver {u.settings.get('driver', '?')}"
+                + (f"; its cleanup failed: {u.cleanup_error}" if u.cleanup_error else "")
+            )
+        if unfinished:
+            click.echo(
+                f"(cleaned up by the next offload or run-maintenance; or now: offload topics clear-offload {topic})"
+            )
+
+
+@topics.command("clear-offload")
+@click.argument("topic")
+@click.option("--ledger", "ledger_ids", type=int, multiple=True, help="Only this ledger (repeatable).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Clear the record even if the objects cannot be deleted (the store is gone); prints the keys left behind.",
+)
+@broker_options
+def clear_offload(topic: str, ledger_ids: tuple[int, ...], force: bool, data_dir: str, config_path: str | None) -> None:
+    """Clean up TOPIC's unfinished offloads now: delete their objects, then
+    clear their record, so the ledgers offload afresh."""
+    with opened(data_dir, config_path) as broker:
+        ledger = broker.topic(topic)
+        targets = [u.ledger_id for u in ledger.unfinished_offloads() if not ledger_ids or u.ledger_id in ledger_ids]
+        if not targets:
+            click.echo("no unfinished offload to clear")
+            return
+        for ledger_id in targets:
+            left = ledger.clear_unfinished_offload(ledger_id, force=force)
+            note = f"; objects maybe left behind: {', '.join(left)}" if left else ""
+            click.echo(f"ledger {ledger_id}: cleared{note}")
 
 
 @topics.command()

@@ -54,6 +54,9 @@ def _checksum(entry_id: int, payload: bytes | memoryview) -> int:
 class LedgerFile:
     """An open ledger file. Use :meth:`create` or :meth:`open`."""
 
+    #: Bytes before the first record; a file no longer than this holds no entry.
+    HEADER_SIZE = _FILE_HEADER.size
+
     def __init__(
         self, path: Path, ledger_id: int, fd: int, offsets: array[int], end: int, fsync: FsyncPolicy, batch_size: int
     ) -> None:

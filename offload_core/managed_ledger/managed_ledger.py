@@ -17,6 +17,7 @@ Every step is reported as an ``offload.lifecycle`` event.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -31,7 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from google.protobuf.message import DecodeError
+
 from ..errors import ConflictError, InvalidRangeError, NotFoundError, OffloadError, TransientStorageError
+from ..formats import pulsar_v1 as v1
 from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import BlobStoreLedgerOffloader
@@ -45,7 +49,15 @@ from .offload_ticket import OffloadTicket, SealedLedgerReadHandle
 from .offloaders import OffloaderProvider
 from .policies import OffloadPolicies, PolicyStore, ReadPriority, TopicName
 
-__all__ = ["Cursor", "LedgerState", "ManagedLedger", "OffloadStatus", "TieredEntry"]
+__all__ = [
+    "Cursor",
+    "LedgerState",
+    "ManagedLedger",
+    "OffloadStatus",
+    "TieredEntry",
+    "UnfinishedOffload",
+    "unclaimed_hot_files",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +92,23 @@ class LedgerState:
 class OffloadStatus:
     """The outcome of the last offload run (Pulsar's OffloadProcessStatus)."""
 
-    status: str  # not-run | running | success | error
+    status: str  # not-run | running | interrupted | success | error
     first_unoffloaded: Position | None = None
     offloaded_ledgers: int = 0
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class UnfinishedOffload:
+    """An offload prepared (uid recorded, ``complete=false``) and not
+    finished: interrupted, or failed with its cleanup failing too. It holds
+    no reads back (the ledger is read from the hot tier) but its objects, if
+    any, stay until it is cleaned up."""
+
+    ledger_id: int
+    uuid: str
+    settings: dict[str, str]
+    cleanup_error: str | None
 
 
 @dataclass
@@ -129,6 +154,8 @@ class ManagedLedger:
         self._current_created = 0.0
         self._hot: OrderedDict[int, LedgerFile] = OrderedDict()
         self._offloaded: OrderedDict[int, OffloadedReadHandle] = OrderedDict()
+        self._offload_running = False
+        self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
         self._ledger_dir.mkdir(parents=True, exist_ok=True)
         self._owner_fd = self._take_ownership()
@@ -161,8 +188,23 @@ class ManagedLedger:
         if record is None:
             self._store.create(self._path, ManagedLedgerInfo().SerializeToString())
             return ManagedLedgerInfo()
-        info: ManagedLedgerInfo = ManagedLedgerInfo.FromString(record.value)
+        info = _parse_info(record.value, self._path)
+        if not info.ledgerInfo:
+            self._refuse_if_data_is_unclaimed()
         return info
+
+    def _refuse_if_data_is_unclaimed(self) -> None:
+        """An existing but empty record is what a new topic has, and also
+        what a damaged metadata store shows; hot-tier files with entries
+        that no managed ledger claims tell the second apart. Opening
+        would start a new log beside them, so refuse instead."""
+        unclaimed = unclaimed_hot_files(self._store, self._ledger_dir)
+        if unclaimed:
+            raise OffloadError(
+                f"managed ledger {self.name} has an empty metadata record, but hot-tier files of ledgers "
+                f"{unclaimed[:10]} in {self._ledger_dir} belong to no topic: the metadata store may be damaged. "
+                "Restore metadata.db from a backup, or move those files away if they are not this topic's"
+            )
 
     def _update(self, mutate: Callable[[ManagedLedgerInfo], None]) -> None:
         """Apply ``mutate`` to the stored info with compare-and-set. On a
@@ -174,7 +216,7 @@ class ManagedLedger:
             record = self._store.get(self._path)
             if record is None:
                 raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
-            info = ManagedLedgerInfo.FromString(record.value)
+            info = _parse_info(record.value, self._path)
             mutate(info)
             self._store.set(self._path, info.SerializeToString(), record.version)
             self._info = info
@@ -226,28 +268,99 @@ class ManagedLedger:
     def _recover(self) -> None:
         """Finish or clean up whatever a crash left: unfinished offloads,
         hot copies marked deleted, and the last ledger (torn tail cut, then
-        sealed, or dropped if empty)."""
+        sealed, or dropped if empty). Cleaning an unfinished offload needs
+        its store; when that fails the open goes on (the ledger is read from
+        the hot tier) and the cleanup is retried by :meth:`run_maintenance`
+        and by the ledger's next offload."""
         for ledger in list(self._info.ledgerInfo):
             context = ledger.offloadContext
             if context.HasField("uidMsb") and not context.complete:
-                self._clean_unfinished_offload(ledger.ledgerId)
+                self._clean_unfinished_offload_quietly(ledger.ledgerId)
             elif context.complete and context.bookkeeperDeleted:
                 self._unlink_hot_file(ledger.ledgerId)
         if self._info.ledgerInfo and not self._info.ledgerInfo[-1].HasField("entries"):
             self._recover_last_ledger(self._info.ledgerInfo[-1].ledgerId)
+
+    def _clean_unfinished_offload_quietly(self, ledger_id: int) -> bool:
+        """:meth:`_clean_unfinished_offload`, logging and counting a failure
+        instead of raising it; true if it was cleaned."""
+        try:
+            self._clean_unfinished_offload(ledger_id)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self._cleanup_errors[ledger_id] = error
+            log.warning("cleanup of the unfinished offload of ledger %s of %s failed: %s", ledger_id, self.name, error)
+            self._lifecycle("cleanup-failed", ledger_id, error=error)
+            return False
+        self._cleanup_errors.pop(ledger_id, None)
+        return True
+
+    def retry_unfinished_cleanups(self) -> list[int]:
+        """Try again to clean every unfinished offload (objects deleted, uid
+        cleared); returns the ledgers cleaned. Failures are logged, counted
+        and shown by :meth:`unfinished_offloads`."""
+        cleaned = []
+        for unfinished in self.unfinished_offloads():
+            if self._maintenance.acquire(blocking=False):
+                try:
+                    if self._clean_unfinished_offload_quietly(unfinished.ledger_id):
+                        cleaned.append(unfinished.ledger_id)
+                finally:
+                    self._maintenance.release()
+        return cleaned
+
+    def unfinished_offloads(self) -> list[UnfinishedOffload]:
+        """Offloads prepared and not completed, other than one running now
+        in this process, with the error of their last failed cleanup."""
+        with self._lock:
+            if self._offload_running:
+                return []
+            return [
+                UnfinishedOffload(
+                    ledger_id=ledger.ledgerId,
+                    uuid=str(_uuid_of(ledger.offloadContext)),
+                    settings=_driver_metadata(ledger.offloadContext),
+                    cleanup_error=self._cleanup_errors.get(ledger.ledgerId),
+                )
+                for ledger in self._info.ledgerInfo
+                if ledger.offloadContext.HasField("uidMsb") and not ledger.offloadContext.complete
+            ]
+
+    def clear_unfinished_offload(self, ledger_id: int, *, force: bool = False) -> list[str]:
+        """Clean up ledger ``ledger_id``'s unfinished offload: delete its
+        objects, then clear its uid. With ``force`` the uid is cleared even
+        when the objects cannot be deleted (the store is gone for good);
+        returns the keys that may then be left behind, to delete by hand.
+
+        Raises :class:`OffloadError` if the ledger has no unfinished
+        offload, and the store's error when deleting fails without ``force``."""
+        with self._exclusive("clear-offload"), self._lock:
+            context = self._ledger_info(ledger_id).offloadContext
+            if not context.HasField("uidMsb") or context.complete:
+                raise OffloadError(f"ledger {ledger_id} of {self.name} has no unfinished offload to clear")
+            try:
+                self._clean_unfinished_offload(ledger_id)
+            except Exception as exc:
+                if not force:
+                    raise
+                uid = _uuid_of(context)
+                settings = _driver_metadata(context)
+                log.warning("clearing ledger %s's offload %s without deleting its objects: %s", ledger_id, uid, exc)
+                prefix = settings.get("prefix", "")
+                left = [prefix + v1.data_key(str(uid), ledger_id), prefix + v1.index_key(str(uid), ledger_id)]
+                self._update(lambda info: _clear_context(info, ledger_id, uid))
+                self._cleanup_errors.pop(ledger_id, None)
+                self._lifecycle("cleared-forced", ledger_id, uuid=str(uid), left=left)
+                return left
+            self._cleanup_errors.pop(ledger_id, None)
+            return []
 
     def _clean_unfinished_offload(self, ledger_id: int) -> None:
         context = self._ledger_info(ledger_id).offloadContext
         uid = _uuid_of(context)
         offloader = self._offloader_for_context(context)
         offloader.delete_offloaded(ledger_id, uid, _driver_metadata(context))
-
-        def clear(info: ManagedLedgerInfo) -> None:
-            ledger = self._find(info, ledger_id)
-            if _uuid_of(ledger.offloadContext) == uid and not ledger.offloadContext.complete:
-                ledger.ClearField("offloadContext")
-
-        self._update(clear)
+        self._update(lambda info: _clear_context(info, ledger_id, uid))
         self._lifecycle("cleaned-unfinished", ledger_id, uuid=str(uid))
 
     def _recover_last_ledger(self, ledger_id: int) -> None:
@@ -556,15 +669,19 @@ class ManagedLedger:
 
     def _offload_ledgers(self, targets: list[int]) -> OffloadStatus:
         self._store_status(OffloadStatus("running"))
-        done = 0
-        for ledger_id in targets:
-            try:
-                self._offload_one(ledger_id)
-            except Exception as exc:
-                log.error("offload of ledger %s of %s failed: %s", ledger_id, self.name, exc)
-                return self.record_offload_run(done, {ledger_id: f"{type(exc).__name__}: {exc}"})
-            done += 1
-        return self.record_offload_run(done, {})
+        self._offload_running = True
+        try:
+            done = 0
+            for ledger_id in targets:
+                try:
+                    self._offload_one(ledger_id)
+                except Exception as exc:
+                    log.error("offload of ledger %s of %s failed: %s", ledger_id, self.name, exc)
+                    return self.record_offload_run(done, {ledger_id: f"{type(exc).__name__}: {exc}"})
+                done += 1
+            return self.record_offload_run(done, {})
+        finally:
+            self._offload_running = False
 
     def _first_unoffloaded(self) -> Position | None:
         with self._lock:
@@ -575,16 +692,34 @@ class ManagedLedger:
 
     def _offload_one(self, ledger_id: int) -> None:
         ticket = self.prepare_offload(ledger_id)
-        offloader = self._offloaders.for_settings(
-            dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size
-        )
-        handle = SealedLedgerReadHandle(
-            ledger_id, ticket.entries, ticket.size, managed_ledger=self.name, ctime_ms=ticket.ctime_ms,
-            read=lambda first, last: self._read_hot_locked(ledger_id, first, last),
-        )  # fmt: skip
-        offloader.offload(handle, ticket.uuid, {"ManagedLedgerName": self.name})
-        self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
-        self.complete_offload(ticket)
+        try:
+            offloader = self._offloaders.for_settings(
+                dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size
+            )
+            handle = SealedLedgerReadHandle(
+                ledger_id, ticket.entries, ticket.size, managed_ledger=self.name, ctime_ms=ticket.ctime_ms,
+                read=lambda first, last: self._read_hot_locked(ledger_id, first, last),
+            )  # fmt: skip
+            offloader.offload(handle, ticket.uuid, {"ManagedLedgerName": self.name})
+            self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
+            self.complete_offload(ticket)
+        except Exception as exc:
+            self._abandon_quietly(ticket, exc)
+            raise
+
+    def _abandon_quietly(self, ticket: OffloadTicket, cause: BaseException) -> None:
+        """Abandon a failed offload, best effort: if even that fails (the
+        store is unreachable), the ticket stays for a later cleanup and the
+        cause says so."""
+        try:
+            self.abandon_offload(ticket)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self._cleanup_errors[ticket.ledger_id] = error
+            cause.add_note(
+                f"abandoning the offload of ledger {ticket.ledger_id} failed too ({error}); it is retried later, "
+                f"or clear it with `offload topics clear-offload {self.topic} --ledger {ticket.ledger_id}`"
+            )
 
     def offloadable_ledgers(self, position: Position | None = None) -> list[int]:
         """Sealed ledgers not offloaded yet, before ``position``'s ledger (all
@@ -745,21 +880,34 @@ class ManagedLedger:
             self._store.set(path, value, record.version)
 
     def offload_status(self) -> OffloadStatus:
-        """The last offload run's outcome (``not-run`` if there was none)."""
-        record = self._store.get(f"offload-status/{self.name}")
+        """The last offload run's outcome (``not-run`` if there was none).
+        A run recorded as ``running`` that is not running in this process
+        (which owns the ledger) was cut off: it shows as ``interrupted``."""
+        path = f"offload-status/{self.name}"
+        record = self._store.get(path)
         if record is None:
             return OffloadStatus("not-run")
-        values = json.loads(record.value)
-        first = values["first_unoffloaded"]
-        return OffloadStatus(
-            values["status"], Position.parse(first) if first else None, values["offloaded_ledgers"], values["error"]
-        )
+        try:
+            values = json.loads(record.value)
+            first = values["first_unoffloaded"]
+            status = OffloadStatus(
+                values["status"], Position.parse(first) if first else None, values["offloaded_ledgers"], values["error"]
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise OffloadError(
+                f"offload status record {path!r} in the metadata store is corrupt ({exc}); the next offload run "
+                "rewrites it"
+            ) from None
+        if status.status == "running" and not self._offload_running:
+            return dataclasses.replace(status, status="interrupted")
+        return status
 
     def run_maintenance(self) -> dict[str, object]:
         """What a broker does periodically: roll the current ledger over if it
         is too old, offload by threshold, delete hot copies past the lag,
         and trim by retention. Returns what each step did."""
         rolled = self.roll_over_if_due()
+        self.retry_unfinished_cleanups()
         offloaded = self.maybe_offload()
         hot_deleted = self.delete_hot_copies_past_lag()
         trimmed = self.trim()
@@ -962,6 +1110,43 @@ def _uuid_of(context: OffloadContext) -> uuid_module.UUID:
 
 def _driver_metadata(context: OffloadContext) -> dict[str, str]:
     return {pair.key: pair.value for pair in context.driverMetadata.properties}
+
+
+def _clear_context(info: ManagedLedgerInfo, ledger_id: int, uid: uuid_module.UUID) -> None:
+    """Clear ledger ``ledger_id``'s offload context if it is still the
+    unfinished attempt ``uid`` (not replaced, not completed meanwhile)."""
+    for ledger in info.ledgerInfo:
+        if ledger.ledgerId == ledger_id:
+            context = ledger.offloadContext
+            if context.HasField("uidMsb") and _uuid_of(context) == uid and not context.complete:
+                ledger.ClearField("offloadContext")
+
+
+def _parse_info(raw: bytes, path: str) -> ManagedLedgerInfo:
+    try:
+        info: ManagedLedgerInfo = ManagedLedgerInfo.FromString(raw)
+    except (DecodeError, RuntimeWarning, ValueError) as exc:
+        raise OffloadError(
+            f"metadata record {path!r} is not a ManagedLedgerInfo ({exc}): the metadata store is damaged; restore "
+            "metadata.db from a backup"
+        ) from None
+    return info
+
+
+def unclaimed_hot_files(store: MetadataStore, ledger_dir: Path) -> list[int]:
+    """Ids of hot-tier ledger files holding entries that no managed ledger
+    in ``store`` names, sorted."""
+    claimed: set[int] = set()
+    for path in store.children("managed-ledgers/"):
+        record = store.get(path)
+        if record is not None:
+            claimed.update(ledger.ledgerId for ledger in _parse_info(record.value, path).ledgerInfo)
+    found = []
+    for file in ledger_dir.glob("*.log") if ledger_dir.is_dir() else ():
+        ledger_id = int(file.stem) if file.stem.isascii() and file.stem.isdigit() else None
+        if ledger_id is not None and ledger_id not in claimed and file.stat().st_size > LedgerFile.HEADER_SIZE:
+            found.append(ledger_id)
+    return sorted(found)
 
 
 def _remove_ledger(info: ManagedLedgerInfo, ledger_id: int) -> None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
+from ..errors import ConfigError, OffloadError, mask_secrets
 from ..hooks import Event
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..plugins import PluginManager
+from ..storage import StorageDriver
+from ..urls import redact_url_text
 from .policies import OffloadPolicies
 
 __all__ = ["OffloaderProvider", "driver_settings"]
@@ -55,18 +57,7 @@ class OffloaderProvider:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        driver_name = settings.get("driver", "filesystem")
-        options: dict[str, Any] = {}
-        if "://" in driver_name:
-            driver = self._plugins.open_driver(driver_name)
-        elif driver_name.lower() in _LOCAL_DRIVERS:
-            root = Path(settings.get("bucket") or self._data_dir / "bucket")
-            driver = self._plugins.open_driver(
-                driver_name, root=str(root if root.is_absolute() else self._data_dir / root)
-            )
-        else:
-            options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
-            driver = self._plugins.open_driver(driver_name, **options)
+        driver = self._open_driver(settings)
         offloader = BlobStoreLedgerOffloader(
             driver,
             max_block_size=max_block_size,
@@ -76,6 +67,31 @@ class OffloaderProvider:
         )
         self._cache[key] = offloader
         return offloader
+
+    def _open_driver(self, settings: Mapping[str, str]) -> StorageDriver:
+        """The storage driver ``settings`` name. A driver that rejects them
+        with a plain ``ValueError`` (an SDK refusing an endpoint, say) is a
+        :class:`ConfigError` naming the settings, secrets masked."""
+        driver_name = settings.get("driver", "filesystem")
+        try:
+            if "://" in driver_name:
+                return self._plugins.open_driver(driver_name)
+            if driver_name.lower() in _LOCAL_DRIVERS:
+                root = Path(settings.get("bucket") or self._data_dir / "bucket")
+                return self._plugins.open_driver(
+                    driver_name, root=str(root if root.is_absolute() else self._data_dir / root)
+                )
+            options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
+            return self._plugins.open_driver(driver_name, **options)
+        except OffloadError:
+            raise
+        except ValueError as exc:
+            shown = redact_url_text(str(exc))
+            raise ConfigError(
+                f"offload driver {redact_url_text(driver_name)!r} cannot be opened with "
+                f"{mask_secrets(dict(settings))} ({shown}); fix managedLedgerOffloadDriver / Bucket / "
+                "ServiceEndpoint / Region"
+            ) from None
 
     def for_policies(self, policies: OffloadPolicies) -> tuple[BlobStoreLedgerOffloader, dict[str, str]]:
         """The offloader the policies choose, and the settings to record."""

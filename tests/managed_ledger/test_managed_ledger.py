@@ -272,16 +272,24 @@ def test_failed_attempt_is_recorded_and_cleaned_by_the_next(make_broker: Any, fa
     status = ledger.offload_prefix()
     assert status.status == "error" and "injected" in (status.error or "")
     assert ledger.offload_status().status == "error"
+    # The failed attempt was abandoned: no ticket, no objects.
+    assert (ledger.ledgers()[0].tier, ledger.ledgers()[0].uuid) == ("hot", None)
+    assert list(faulty.store.list("")) == []
+    # When the cleanup fails too (the store refuses deletes), the ticket stays,
+    # with the cleanup's error, until a later attempt can clean it.
+    faulty.faults[:] = [Fault("write", key="-index", permanent=True), Fault("delete", times=None, permanent=True)]
+    assert ledger.offload_prefix().status == "error"
     failed_uid = ledger.ledgers()[0].uuid
     assert ledger.ledgers()[0].tier == "offloading" and failed_uid is not None
-    assert list(faulty.store.list("")) == []  # the offloader removed its partial objects
-    # Leave an object behind, as a crash would, to prove the next attempt cleans it.
-    faulty.store.write(v1.data_key(failed_uid, ledger.ledgers()[0].ledger_id), b"partial")
+    (unfinished,) = ledger.unfinished_offloads()
+    assert unfinished.uuid == failed_uid and "injected permanent failure: delete" in (unfinished.cleanup_error or "")
+    assert [info.key for info in faulty.store.list("")] == [v1.data_key(failed_uid, unfinished.ledger_id)]
     faulty.faults.clear()
     assert ledger.offload_prefix().status == "success"
     new_uid = ledger.ledgers()[0].uuid
     assert new_uid != failed_uid
     assert all(failed_uid not in info.key for info in faulty.store.list(""))
+    assert ledger.unfinished_offloads() == []
 
 
 def test_size_threshold_walks_newest_to_oldest(make_broker: Any) -> None:

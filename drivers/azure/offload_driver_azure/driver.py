@@ -28,11 +28,13 @@ from offload_core.errors import (
     NotFoundError,
     OffloadError,
     TransientStorageError,
+    mask_secret_text,
 )
 from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike, StorageDriver, key_prefix, split_bucket_url
+from offload_core.urls import check_endpoint, redact_url_text
 
 from .names import decode_name, encode_name
 
@@ -69,8 +71,12 @@ class AzureBlobDriver(StorageDriver):
         sas_token: str | None = None,
         endpoint: str | None = None,
         retry_attempts: int = 5,
+        connect_timeout: float = 10,
+        read_timeout: float = 60,
     ) -> None:
         container = container or bucket
+        if endpoint is not None:
+            check_endpoint(endpoint)
         if connection_string is None and not (account_key or sas_token):
             # As Pulsar's azureblob driver does, fall back to the environment.
             connection_string = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
@@ -93,11 +99,24 @@ class AzureBlobDriver(StorageDriver):
                     f"DefaultEndpointsProtocol={url.split('://')[0]};AccountName={account_name};"
                     f"AccountKey={account_key};BlobEndpoint={url};"
                 )
-        if connection_string is not None:
-            self._service = BlobServiceClient.from_connection_string(connection_string)
-        else:
-            self._service = BlobServiceClient(endpoint or f"https://{account_name}.blob.core.windows.net",
-                                              credential=sas_token)  # fmt: skip
+        # Our RetryPolicy is the only retry layer: the SDK's own would stack
+        # under it (minutes against a refused port), so it is switched off.
+        client_options: dict[str, Any] = {
+            "retry_total": 0,
+            "connection_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+        }
+        try:
+            if connection_string is not None:
+                self._service = BlobServiceClient.from_connection_string(connection_string, **client_options)
+            else:
+                self._service = BlobServiceClient(endpoint or f"https://{account_name}.blob.core.windows.net",
+                                                  credential=sas_token, **client_options)  # fmt: skip
+        except ValueError as exc:
+            raise ConfigError(
+                f"Azure Blob rejected the connection settings ({redact_url_text(mask_secret_text(str(exc)))}); "
+                "check connection_string (AccountName=...;AccountKey=...;BlobEndpoint=...) or endpoint"
+            ) from None
         self.container = container
         self.prefix = key_prefix(prefix)
         self.account = self._service.account_name

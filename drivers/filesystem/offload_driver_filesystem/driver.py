@@ -16,6 +16,7 @@ from offload_core.fsutil import fsync_dir
 from offload_core.keys import RESERVED_SEGMENT_PREFIX
 from offload_core.model import ObjectInfo
 from offload_core.storage import FsspecDriver
+from offload_core.urls import redact_url
 
 __all__ = ["FilesystemDriver"]
 
@@ -61,7 +62,7 @@ class FilesystemDriver(FsspecDriver):
         ``file://`` is the root directory."""
         scheme, _, path = url.partition("://")
         if scheme.lower() != "file":
-            raise ConfigError(f"filesystem driver opens file:// URLs, not {url!r}")
+            raise ConfigError(f"filesystem driver opens file:// URLs, not {redact_url(url)!r}")
         return cls(path, create=create, fsync=fsync)
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from offload_core.errors import (
 )
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
+from offload_core.urls import check_endpoint, redact_url
 
 __all__ = ["GCSDriver"]
 
@@ -34,9 +36,10 @@ class GCSDriver(FsspecDriver):
     """Objects in ``bucket`` under ``prefix``, through gcsfs.
 
     ``token`` is any gcsfs token mode (default: Google's default
-    credentials). gcsfs already retries each HTTP request (6 tries,
-    jittered exponential backoff); ``retry_attempts`` adds whole-operation
-    retries on top (default 1: none). Raises :class:`ConfigError` for an
+    credentials). gcsfs's own per-request retries (6 tries, up to half a
+    minute of backoff) are switched off so that ``retry_attempts`` (our
+    bounded, jittered :class:`RetryPolicy`) is the only retry layer;
+    ``request_timeout`` bounds each request. Raises :class:`ConfigError` for an
     invalid bucket name or chunk size. ``keep_alive=False`` sends
     ``Connection: close`` (for servers and proxies that mishandle pooled
     connections).
@@ -54,8 +57,9 @@ class GCSDriver(FsspecDriver):
         project: str | None = None,
         token: Any = None,
         chunk_size: int = 8 * 2**20,
-        retry_attempts: int = 1,
+        retry_attempts: int = 5,
         keep_alive: bool = True,
+        request_timeout: float = 60,
     ) -> None:
         if not isinstance(bucket, str) or not _BUCKET_NAME.match(bucket):
             raise ConfigError(f"GCS bucket name {bucket!r} is invalid; check managedLedgerOffloadBucket")
@@ -64,16 +68,30 @@ class GCSDriver(FsspecDriver):
         # gcsfs.GCSFileSystem may be its experimental subclass, which probes the
         # bucket type over gRPC and stalls 60 s against anything but real GCS:
         # a custom endpoint gets the plain class, whatever the import order.
+        if endpoint is not None:
+            check_endpoint(endpoint)
         filesystem = gcsfs.core.GCSFileSystem if endpoint else gcsfs.GCSFileSystem
-        fs = filesystem(
-            project=project or "offload-core",
-            token=token,
-            endpoint_url=endpoint,
-            skip_instance_cache=True,
-            use_listings_cache=False,
-            # Some HTTP/1.0 servers and proxies drop pooled connections under the client.
-            session_kwargs={} if keep_alive else {"headers": {"Connection": "close"}},
-        )
+        try:
+            fs = filesystem(
+                project=project or "offload-core",
+                token=token,
+                endpoint_url=endpoint,
+                skip_instance_cache=True,
+                use_listings_cache=False,
+                requests_timeout=request_timeout,
+                # Some HTTP/1.0 servers and proxies drop pooled connections under the client.
+                session_kwargs={} if keep_alive else {"headers": {"Connection": "close"}},
+            )
+        except Exception as exc:
+            # gcsfs checks a token given as a string with a request whose URL
+            # carries the token: neither the cause nor its text may be shown.
+            raise ConfigError(
+                f"GCS credentials in 'token' could not be used ({type(exc).__name__}); pass a service-account "
+                "JSON file path, 'google_default', 'anon', or a valid token, and check the network"
+            ) from None
+        # gcsfs wraps every request in its own retry loop; calling the
+        # unwrapped request leaves retries to our RetryPolicy alone.
+        fs._request = types.MethodType(type(fs)._request.__wrapped__, fs)
         self.bucket = bucket
         self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
@@ -87,7 +105,7 @@ class GCSDriver(FsspecDriver):
         return cls(bucket, prefix=prefix, **options)
 
     def __repr__(self) -> str:
-        where = f" at {self.endpoint}" if self.endpoint else ""
+        where = f" at {redact_url(self.endpoint)}" if self.endpoint else ""
         return f"GCSDriver(gs://{self.bucket}/{self.prefix}{where})"
 
     def _run(self, coroutine: Any) -> Any:
@@ -125,7 +143,7 @@ class GCSDriver(FsspecDriver):
             return True  # cannot tell: do not claim the bucket is missing
 
     def _at(self) -> str:
-        return f" at {self.endpoint}" if self.endpoint else ""
+        return f" at {redact_url(self.endpoint)}" if self.endpoint else ""
 
     def _metadata_from_info(self, key: str, info: Mapping[str, Any]) -> dict[str, str]:
         return dict(info.get("metadata") or {})

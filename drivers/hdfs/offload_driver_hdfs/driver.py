@@ -10,6 +10,7 @@ from fsspec.implementations.webhdfs import WebHDFS
 from offload_core.errors import ConfigError
 from offload_core.retry import RetryPolicy
 from offload_core.storage import FsspecDriver
+from offload_core.urls import redact_url
 
 __all__ = ["HdfsDriver"]
 
@@ -44,7 +45,7 @@ class HdfsDriver(FsspecDriver):
         the NameNode's HTTP port."""
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("hdfs", "webhdfs") or not parts.hostname:
-            raise ConfigError(f"HDFS URLs look like hdfs://namenode:9870/path, not {url!r}")
+            raise ConfigError(f"HDFS URLs look like hdfs://namenode:9870/path, not {redact_url(url)!r}")
         return cls(parts.hostname, parts.path or "/", port=parts.port or 9870, **options)
 
     def __repr__(self) -> str:

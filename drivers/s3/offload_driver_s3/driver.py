@@ -22,6 +22,7 @@ from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy, call_with_retries
 from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
+from offload_core.urls import check_endpoint, redact_url
 
 __all__ = ["S3Driver"]
 
@@ -84,6 +85,8 @@ class S3Driver(FsspecDriver):
                 f"S3 bucket name {bucket!r} is invalid (3-63 lowercase letters, digits, '.' or '-'); "
                 "check managedLedgerOffloadBucket"
             )
+        if endpoint is not None:
+            check_endpoint(endpoint)
         if (access_key_id is None) != (secret_access_key is None):
             raise ConfigError("S3 credentials need both access_key_id and secret_access_key (or neither)")
         client_kwargs: dict[str, Any] = {}
@@ -98,7 +101,7 @@ class S3Driver(FsspecDriver):
             client_kwargs=client_kwargs,
             # One attempt per call below us: retries are ours, bounded and jittered.
             config_kwargs={
-                "retries": {"max_attempts": 1, "mode": "standard"},
+                "retries": {"total_max_attempts": 1, "mode": "standard"},
                 "connect_timeout": connect_timeout,
                 "read_timeout": read_timeout,
             },
@@ -117,7 +120,7 @@ class S3Driver(FsspecDriver):
         return cls(bucket, prefix=prefix, **options)
 
     def __repr__(self) -> str:
-        where = f" at {self.endpoint}" if self.endpoint else ""
+        where = f" at {redact_url(self.endpoint)}" if self.endpoint else ""
         return f"S3Driver(s3://{self.bucket}/{self.prefix}{where})"
 
     # -- requests and errors ------------------------------------------------
@@ -159,7 +162,7 @@ class S3Driver(FsspecDriver):
         return exc
 
     def _at(self) -> str:
-        return f" at {self.endpoint}" if self.endpoint else ""
+        return f" at {redact_url(self.endpoint)}" if self.endpoint else ""
 
     # -- the contract ------------------------------------------------------
 
