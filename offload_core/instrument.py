@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from .hooks import Event
 from .model import ObjectInfo
-from .storage import BytesLike, StorageDriver
+from .storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
 
 __all__ = ["InstrumentedDriver", "RequestCounts"]
 
@@ -108,6 +108,11 @@ class InstrumentedDriver(StorageDriver):
             return result
         finally:
             self._record(op, key, 0, ok)
+
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
 
     def close(self) -> None:
         self.inner.close()

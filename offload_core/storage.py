@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -38,6 +39,7 @@ from .retry import RetryPolicy, call_with_retries
 from .urls import redact_url
 
 __all__ = [
+    "STALE_UPLOAD_AGE",
     "BytesLike",
     "FsspecDriver",
     "ObjectInfo",
@@ -49,6 +51,8 @@ __all__ = [
 
 BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
+STALE_UPLOAD_AGE = 3600.0
+"""Seconds after which a temporary upload nobody holds counts as abandoned."""
 _log = logging.getLogger(__name__)
 
 _METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
@@ -108,7 +112,8 @@ class StorageDriver(abc.ABC):
       previous object under the key is unchanged.
     * ``read`` takes a half-open byte range; an ``end`` past the object's
       end is truncated; a ``start`` at or past the end raises
-      :class:`InvalidRangeError`.
+      :class:`InvalidRangeError`, except that reading a whole empty object
+      (``read(key)``) returns ``b""``.
     * A missing key raises :class:`NotFoundError` from ``read`` and ``stat``.
     * ``list`` yields objects sorted by key; ``delete`` is idempotent.
     * Keys are validated by :func:`offload_core.keys.validate_key`: at most
@@ -233,6 +238,16 @@ class StorageDriver(abc.ABC):
             return False
         return True
 
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        """Temporary files of writes that never finished (a killed writer),
+        untouched for ``older_than`` seconds and owned by no live writer:
+        removed (unless ``dry_run``) and returned, keyed by their
+        bookkeeping path. Committed data is never touched. A store whose
+        failed writes leave nothing behind returns ``()`` (the default)."""
+        return ()
+
     def close(self) -> None:  # noqa: B027 - optional: most drivers hold nothing to release
         """Release connections and handles; the driver is unusable after."""
 
@@ -299,7 +314,11 @@ def key_prefix(prefix: str) -> str:
 def slice_range(key: str, size: int, start: int, end: int | None) -> tuple[int, int]:
     """Clamp ``[start, end)`` to an object of ``size`` bytes.
 
-    Raises :class:`InvalidRangeError` when ``start`` is at or past the end."""
+    Raises :class:`InvalidRangeError` when ``start`` is at or past the end,
+    except for a whole-object read (``start=0, end=None``), which is
+    ``(0, 0)`` for an empty object: reading all of nothing is no error."""
+    if start == 0 and end is None and size == 0:
+        return 0, 0
     if start >= size:
         raise InvalidRangeError(f"read of {key!r}: start {start} is at or past the end of the object ({size} bytes)")
     return start, size if end is None else min(end, size)
@@ -441,6 +460,11 @@ class FsspecDriver(StorageDriver):
                         f"object {key!r} already exists; conditional create refused to replace it", key=key
                     )
                 self._check_parent_is_not_object(key)
+                if not self.fs.exists(tmp):
+                    raise TransientStorageError(
+                        f"write of {key!r}: its temporary file was swept as abandoned before it was committed; "
+                        "write again"
+                    )
                 record = json.dumps({"tmp": tmp, "size": size, "metadata": metadata}).encode()
                 self._publish_pending(key, record)
                 committed = True
@@ -553,6 +577,51 @@ class FsspecDriver(StorageDriver):
             return f"'tmp' is {tmp!r}, not a temporary file directly under {tmp_dir!r}"
         return None
 
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        if self.native_metadata:
+            return ()
+        tmp_dir = f"{self.root}/{_TMP_DIR}"
+        try:
+            listing = self.fs.ls(tmp_dir, detail=True)
+        except FileNotFoundError:
+            return ()
+        cutoff = time.time() - older_than
+        candidates = [info for info in listing if (_mtime_of(info) or cutoff) < cutoff]
+        if not candidates:
+            return ()
+        stale = []
+        with self._commit_lock():
+            # Roll every committed write forward first: afterwards no
+            # pending record names a temporary file, so what is left over
+            # is garbage; writers cannot commit meanwhile (the lock).
+            for key in self._pending_keys():
+                self._roll_forward(key)
+            for info in candidates:
+                path = str(info["name"])
+                if not self.fs.exists(path) or self._held_by_a_writer(path):
+                    continue
+                stale.append(ObjectInfo(key=f"{_TMP_DIR}/{path.rsplit('/', 1)[-1]}", size=int(info.get("size") or 0)))
+                if not dry_run:
+                    self._remove_quietly(path)
+        return tuple(stale)
+
+    def _pending_keys(self) -> Iterator[str]:
+        meta_dir = f"{self.root}/{_META_DIR}/"
+        try:
+            found = self.fs.find(meta_dir)
+        except FileNotFoundError:
+            return
+        for path in found:
+            if path.endswith(".pending") and path.startswith(meta_dir):
+                yield path[len(meta_dir) : -len(".pending")]
+
+    def _held_by_a_writer(self, path: str) -> bool:
+        """Whether a live writer still has the temporary file ``path``
+        open; a store that cannot tell relies on the age alone."""
+        return False
+
     def _data_exists(self, key: str) -> bool:
         return bool(self.fs.isfile(self._path(key)))
 
@@ -621,4 +690,16 @@ def _etag_of(info: Mapping[str, Any]) -> str | None:
         value = info.get(name)
         if value:
             return str(value).strip('"')
+    return None
+
+
+def _mtime_of(info: Mapping[str, Any]) -> float | None:
+    for name in ("mtime", "modificationTime", "LastModified", "updated", "created"):
+        value = info.get(name)
+        if isinstance(value, (int, float)):
+            # WebHDFS reports milliseconds.
+            return float(value) / 1000 if name == "modificationTime" else float(value)
+        timestamp = getattr(value, "timestamp", None)
+        if callable(timestamp):
+            return float(timestamp())
     return None

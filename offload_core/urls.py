@@ -16,7 +16,7 @@ from .errors import ConfigError
 __all__ = ["check_endpoint", "redact_url", "redact_url_text"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
-_ENDPOINT = re.compile(r"^https?://[^\s/?#@]+(:\d{1,5})?(/[^\s?#]*)?$", re.IGNORECASE)
+_ENDPOINT = re.compile(r"^https?://([^\s/?#@]+@)?[^\s/?#@:]+(:\d{1,5})?(/[^\s?#]*)?$", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:

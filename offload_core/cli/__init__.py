@@ -25,6 +25,11 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except OffloadError as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+        except OSError as exc:
+            # The machine said no (a path, a permission, a full disk): that is
+            # the user's to fix and deserves one line, not a traceback.
+            where = f": {exc.filename}" if exc.filename else ""
+            raise click.ClickException(f"{type(exc).__name__}: {exc.strerror or exc}{where}") from exc
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,17 +5,20 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from ..errors import FormatError
+from ..errors import FormatError, OffloadError
 from ..formats import pulsar_v1 as v1
+from ..model import Entry
 from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
 from ..offload.ledger import BlobStoreLedgerOffloader
-from ..offload.verify import Defect, verify_ledger
+from ..offload.read_handle import ReadHandle
+from ..offload.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
 from ..plugins import open_driver
-from ..storage import StorageDriver
+from ..storage import STALE_UPLOAD_AGE, StorageDriver
 from .options import driver_options, parse_driver_options
 
 _BATCH = 500
@@ -27,7 +30,12 @@ def ledgers() -> None:
 
 
 def _open(url: str, options: tuple[str, ...]) -> StorageDriver:
-    return open_driver(url, **parse_driver_options(options))
+    """The store at ``url``. These verbs only read (or delete what is
+    there): a local root that does not exist is an error, never created."""
+    parsed = parse_driver_options(options)
+    if url.lower().startswith("file://"):
+        parsed.setdefault("create", False)
+    return open_driver(url, **parsed)
 
 
 prefix_option = click.option("--prefix", default="", help="Only keys starting with this prefix.")
@@ -45,6 +53,7 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
     found = find_offloaded_ledgers(driver, prefix)
     with click.progressbar(found, label="reading indexes", file=sys.stderr) as progress:
         rows = [_describe(driver, ledger) for ledger in progress]
+    _report_stale_uploads(driver, url)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -56,6 +65,35 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
             f"{_cell(row['blocks']):>6}  {row['state']}"
         )
     click.echo(f"{len(rows)} ledger(s)", err=True)
+
+
+def _report_stale_uploads(driver: StorageDriver, url: str) -> None:
+    stale = driver.sweep_stale_uploads(dry_run=True)
+    if stale:
+        size = sum(info.size for info in stale)
+        click.echo(
+            f"note: {len(stale)} stale temporary upload(s) of killed writers ({size} bytes) in the store; "
+            f"`offload ledgers sweep {url}` removes them",
+            err=True,
+        )
+
+
+@ledgers.command()
+@click.argument("url")
+@click.option(
+    "--older-than", type=click.FloatRange(min=0), default=STALE_UPLOAD_AGE, show_default=True,
+    help="Seconds a temporary upload must be untouched to count as abandoned.",
+)  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="List them, remove nothing.")
+@driver_options
+def sweep(url: str, older_than: float, dry_run: bool, options: tuple[str, ...]) -> None:
+    """Remove temporary uploads that killed writers left in the store at
+    URL (never one a live writer holds, never committed data)."""
+    driver = _open(url, options)
+    stale = driver.sweep_stale_uploads(older_than, dry_run=dry_run)
+    for info in stale:
+        click.echo(f"{'would remove' if dry_run else 'removed'} {info.key} ({info.size} bytes)")
+    click.echo(f"{len(stale)} stale temporary upload(s)", err=True)
 
 
 def _cell(value: object) -> str:
@@ -76,10 +114,15 @@ def _describe(driver: StorageDriver, ledger: OffloadedLedger) -> dict[str, Any]:
         row["state"] = "incomplete (" + ("index" if ledger.index is None else "data") + " missing)"
         return row
     try:
+        v1.check_index_size(ledger.index.size if ledger.index else 0, ledger.data.size if ledger.data else 0,
+                            limit=DEFAULT_INDEX_LIMIT)  # fmt: skip
         index = v1.decode_index(driver.read(ledger.index_key))
         metadata = index.metadata()
     except FormatError as exc:
         row["state"] = f"unreadable index: {exc}"
+        return row
+    except OffloadError as exc:
+        row["state"] = f"index could not be read: {type(exc).__name__}: {exc}"
         return row
     row.update(entries=metadata.lastEntryId + 1, bytes=metadata.length, blocks=len(index.entries), state="complete")
     return row
@@ -109,6 +152,8 @@ def cat(
     options: tuple[str, ...],
 ) -> None:
     """Print the entries of offloaded LEDGER (all, or --from/--to)."""
+    if first < 0 or (last is not None and last < first):
+        raise click.BadParameter(f"--from {first} --to {last} is not a range of entry ids", param_hint="--from/--to")
     driver = _open(url, options)
     chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
     offloader = BlobStoreLedgerOffloader(driver, prefix=chosen.prefix)
@@ -118,7 +163,7 @@ def cat(
     position = first
     while position <= end:
         batch_end = min(end, position + _BATCH - 1)
-        for entry in handle.read(position, batch_end):
+        for entry in _intact_entries(handle, position, batch_end):
             if output == "raw":
                 out.write(entry.data)
             elif output == "json":
@@ -133,6 +178,18 @@ def cat(
                 out.write(f"{entry.entry_id}\t{len(entry.data)}\t{entry.data.hex()}\n".encode())
         position = batch_end + 1
     out.flush()
+
+
+def _intact_entries(handle: ReadHandle, first: int, last: int) -> Iterator[Entry]:
+    """Entries ``first..last``; when the batch holds damage, every entry
+    before it is still yielded, then the error is raised."""
+    try:
+        yield from handle.read(first, last)
+        return
+    except FormatError:
+        pass
+    for entry_id in range(first, last + 1):
+        yield from handle.read(entry_id, entry_id)
 
 
 @ledgers.command()
@@ -175,6 +232,7 @@ def verify(
     defects: list[Defect] = []
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as progress:
         reports = [verify_ledger(driver, target, on_block=progress.update) for target in targets]
+    _report_stale_uploads(driver, url)
     for report in reports:
         defects.extend(report.defects)
         if as_json:

@@ -18,7 +18,8 @@ def parse_driver_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not name:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
         lowered = value.lower()
-        options[name] = {"true": True, "false": False}.get(lowered, int(value) if value.isdigit() else value)
+        number = value.isascii() and value.isdigit()
+        options[name] = {"true": True, "false": False}.get(lowered, int(value) if number else value)
     return options
 
 

@@ -74,7 +74,10 @@ def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
 @topics.command()
 @click.argument("topic")
 @click.option("--count", type=click.IntRange(min=1), default=1000, show_default=True, help="Messages to append.")
-@click.option("--size", type=click.IntRange(min=0), default=256, show_default=True, help="Bytes per message.")
+@click.option(
+    "--size", type=click.IntRange(min=0, max=64 << 20), default=256, show_default=True,
+    help="Bytes per message (at most 64 MiB).",
+)  # fmt: skip
 @click.option("--seed", type=int, default=0, help="Seed for the random message bodies.")
 @broker_options
 def produce(topic: str, count: int, size: int, seed: int, data_dir: str, config_path: str | None) -> None:
@@ -237,12 +240,23 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
         states = ledger.ledgers()
+        unclaimed = broker.unclaimed_hot_files()
         if as_json:
-            click.echo(json.dumps({"topic": str(ledger.topic), "ledgers": [asdict(s) for s in states]}, indent=2))
+            document = {
+                "topic": str(ledger.topic),
+                "ledgers": [asdict(s) for s in states],
+                "unclaimed_hot_files": unclaimed,
+            }
+            click.echo(json.dumps(document, indent=2))
             return
         click.echo(f"{'LEDGER':>8} {'ENTRIES':>8} {'BYTES':>12} {'SEALED':>6}  TIER")
         for s in states:
             click.echo(f"{s.ledger_id:>8} {s.entries:>8} {s.size:>12} {'yes' if s.sealed else 'no':>6}  {s.tier}")
+        if unclaimed:
+            click.echo(
+                f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims (damaged metadata?)",
+                err=True,
+            )
 
 
 @topics.command("run-maintenance")

@@ -50,6 +50,8 @@ __all__ = [
     "IndexEntry",
     "LedgerKey",
     "block_size",
+    "check_block_spans",
+    "check_index_size",
     "closed_ledger_metadata",
     "data_key",
     "decode_block",
@@ -415,6 +417,8 @@ def decode_index(data: bytes | memoryview) -> Index:
     """Parse an index object. Raises :class:`FormatError` unless the bytes
     are exactly one well-formed index."""
     view = memoryview(data)
+    if not len(view):
+        raise FormatError("index object is empty")
     if len(view) < _INDEX_HEADER.size:
         raise FormatError(f"index needs at least {_INDEX_HEADER.size} bytes, got {len(view)}")
     magic, total, data_length, header_length, count, metadata_length = _INDEX_HEADER.unpack_from(view)
@@ -439,6 +443,47 @@ def decode_index(data: bytes | memoryview) -> Index:
     )
     _check_index(index)
     return index
+
+
+MAX_METADATA_LENGTH = 2**20
+"""Room allowed for the BookKeeper metadata when judging an index's size
+(a ledger's metadata is a few hundred bytes, more with many segments)."""
+
+
+def check_index_size(index_size: int, data_object_size: int, *, limit: int) -> None:
+    """Refuse an index object by its size alone, before it is read: one
+    that is empty, over ``limit`` bytes, or larger than any index of a
+    data object of ``data_object_size`` bytes can be (every block takes at
+    least a header, and each has one 20-byte row). Raises
+    :class:`FormatError`."""
+    if index_size == 0:
+        raise FormatError("index object is empty")
+    if index_size > limit:
+        raise FormatError(
+            f"index object is {index_size} bytes, over the limit of {limit} bytes for an index; raise the limit "
+            "if the ledger really has that many blocks"
+        )
+    most_blocks = data_object_size // BLOCK_HEADER_LENGTH + 1
+    plausible = _INDEX_HEADER.size + MAX_METADATA_LENGTH + _INDEX_ENTRY.size * most_blocks
+    if index_size > plausible:
+        raise FormatError(
+            f"index object is {index_size} bytes, more than the index of a {data_object_size}-byte data object "
+            f"can be ({plausible})"
+        )
+
+
+def check_block_spans(index: Index, limit: int) -> None:
+    """Refuse an index with a block longer than ``limit`` bytes, so that
+    no block's length field can make a reader allocate more. Raises
+    :class:`FormatError` naming the block."""
+    for block in index.entries:
+        span = index.block_end(block) - block.offset
+        if span > limit:
+            raise FormatError(
+                f"block {block.part_id} at offset {block.offset} is {span} bytes, over the limit of {limit} bytes "
+                "for a block (twice the max block size, at least 128 MiB); raise the reader's max block size if "
+                "the objects were written with larger blocks"
+            )
 
 
 def _check_index(index: Index) -> None:

@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..plugins import PluginManager
 from .config import BrokerConfig
-from .managed_ledger import ManagedLedger
+from .managed_ledger import ManagedLedger, unclaimed_hot_files
 from .metadata_store import MetadataStore, SqliteMetadataStore
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
@@ -35,7 +36,12 @@ class Broker:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise ConfigError(f"data directory {self.data_dir} is not a directory; choose another --data-dir")
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"data directory {self.data_dir} cannot be created ({exc.strerror or exc})") from None
         self.config = config if config is not None else BrokerConfig()
         self.plugins = plugin_manager if plugin_manager is not None else PluginManager()
         self.store = store if store is not None else SqliteMetadataStore(self.data_dir / "metadata.db")
@@ -69,6 +75,11 @@ class Broker:
             tenant, namespace, _persistent, local = path.removeprefix("managed-ledgers/").split("/")
             names.append(TopicName(tenant, namespace, local))
         return names
+
+    def unclaimed_hot_files(self) -> list[int]:
+        """Ids of hot-tier ledger files holding entries that no topic's
+        metadata names (left by a damaged metadata store, or copied in)."""
+        return unclaimed_hot_files(self.store, self.data_dir / "ledgers")
 
     def close(self) -> None:
         for ledger in self._open.values():

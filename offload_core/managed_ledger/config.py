@@ -131,9 +131,15 @@ def load_config(path: str | Path | None) -> BrokerConfig:
         return BrokerConfig()
     file = Path(path)
     try:
-        values = tomllib.loads(file.read_text())
+        values = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist; create it or drop --config") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {file} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
     nested = [key for key, value in values.items() if isinstance(value, dict)]

@@ -280,6 +280,23 @@ class ManagedLedger:
                 self._unlink_hot_file(ledger.ledgerId)
         if self._info.ledgerInfo and not self._info.ledgerInfo[-1].HasField("entries"):
             self._recover_last_ledger(self._info.ledgerInfo[-1].ledgerId)
+        self.sweep_stale_uploads()
+
+    def sweep_stale_uploads(self) -> int:
+        """Remove temporary files that killed offloads left in the store the
+        policies name (older than an hour, held by no live writer); best
+        effort, logged. Returns how many were removed."""
+        try:
+            offloader, _ = self._offloaders.for_policies(self.policies())
+            swept = offloader.driver.sweep_stale_uploads()
+        except Exception as exc:
+            log.warning("sweeping stale uploads for %s failed: %s", self.name, exc)
+            return 0
+        if swept:
+            log.info("removed %d stale temporary upload(s) of %s", len(swept), self.name)
+            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": len(swept),
+                                               "bytes": sum(info.size for info in swept)}))  # fmt: skip
+        return len(swept)
 
     def _clean_unfinished_offload_quietly(self, ledger_id: int) -> bool:
         """:meth:`_clean_unfinished_offload`, logging and counting a failure
@@ -908,6 +925,7 @@ class ManagedLedger:
         and trim by retention. Returns what each step did."""
         rolled = self.roll_over_if_due()
         self.retry_unfinished_cleanups()
+        self.sweep_stale_uploads()
         offloaded = self.maybe_offload()
         hot_deleted = self.delete_hot_copies_past_lag()
         trimmed = self.trim()

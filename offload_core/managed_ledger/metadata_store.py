@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import AlreadyExistsError, ConflictError, NotFoundError
+from ..errors import AlreadyExistsError, ConflictError, NotFoundError, OffloadError
 
 __all__ = ["MetadataStore", "SqliteMetadataStore", "Versioned"]
 
@@ -61,12 +61,19 @@ class SqliteMetadataStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS records (path TEXT PRIMARY KEY, value BLOB NOT NULL, version INTEGER NOT NULL)"
-        )
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS records (path TEXT PRIMARY KEY, value BLOB NOT NULL, "
+                "version INTEGER NOT NULL)"
+            )
+        except sqlite3.DatabaseError as exc:
+            raise OffloadError(
+                f"metadata store {self.path} cannot be opened ({exc}): it is not a SQLite database or it is damaged; "
+                "restore it from a backup (or move it away to start with empty metadata)"
+            ) from None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

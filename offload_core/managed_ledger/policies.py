@@ -86,7 +86,16 @@ class OffloadPolicies:
 
     @classmethod
     def from_json(cls, raw: bytes) -> OffloadPolicies:
-        values = json.loads(raw)
+        """Policies as stored; :class:`ConfigError` for a damaged record."""
+        try:
+            values = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"a stored policy record is not JSON ({exc}): the metadata store is damaged; remove the policy "
+                "with the remove-* verbs and set it again, or restore metadata.db from a backup"
+            ) from None
+        if not isinstance(values, dict):
+            raise ConfigError("a stored policy record is not a JSON object: the metadata store is damaged")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:

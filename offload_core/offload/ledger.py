@@ -31,6 +31,7 @@ __all__ = [
 
 DEFAULT_MAX_BLOCK_SIZE = 64 * 2**20
 DEFAULT_READ_BUFFER_SIZE = 2**20
+DEFAULT_MAX_INDEX_SIZE = 16 * 2**20
 DEFAULT_RETRY = RetryPolicy()
 T = TypeVar("T")
 # Pulsar reads 100 entries per call; we also cap a batch's expected bytes
@@ -76,7 +77,10 @@ class BlobStoreLedgerOffloader:
     ``max_block_size`` and ``read_buffer_size`` are Pulsar's
     ``managedLedgerOffloadMaxBlockSizeInBytes`` (64 MiB) and
     ``managedLedgerOffloadReadBufferSizeInBytes`` (1 MiB); ``prefix`` is put
-    before every object key. Every storage request is counted (``requests``)
+    before every object key. What objects can make a reader allocate is
+    capped: a block may be at most twice ``max_block_size`` (and at least
+    128 MiB is always allowed), an index at most ``max_index_size`` bytes
+    and no larger than its data object could need. Every storage request is counted (``requests``)
     and, when ``emit`` is given, reported as a ``storage.request`` event;
     offloads also report ``offload.started`` / ``offload.finished`` /
     ``offload.failed``.
@@ -91,6 +95,7 @@ class BlobStoreLedgerOffloader:
         prefix: str = "",
         retry: RetryPolicy = DEFAULT_RETRY,
         emit: Callable[[Event], None] | None = None,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
     ) -> None:
         _check_size(
             "managedLedgerOffloadMaxBlockSizeInBytes", max_block_size, v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH
@@ -106,6 +111,8 @@ class BlobStoreLedgerOffloader:
             )
         self.driver = InstrumentedDriver(driver, emit)
         self.max_block_size = max_block_size
+        self.block_limit = max(2 * max_block_size, 2 * DEFAULT_MAX_BLOCK_SIZE)
+        self.max_index_size = max_index_size
         self.read_buffer_size = read_buffer_size
         self.prefix = prefix
         self.retry = retry
@@ -209,10 +216,14 @@ class BlobStoreLedgerOffloader:
         data_key, index_key = self.keys(ledger_id, uuid, prefix)
         index_info = self._retrying(lambda: self.driver.stat(index_key), ledger_id, index_key)
         _check_version(index_info.metadata, index_key)
-        raw = self._retrying(lambda: self.driver.read(index_key), ledger_id, index_key)
-        index = v1.decode_index(raw)
         data_info = self._retrying(lambda: self.driver.stat(data_key), ledger_id, data_key)
         _check_version(data_info.metadata, data_key)
+        try:
+            v1.check_index_size(index_info.size, data_info.size, limit=self.max_index_size)
+            index = v1.decode_index(self._retrying(lambda: self.driver.read(index_key), ledger_id, index_key))
+            v1.check_block_spans(index, self.block_limit)
+        except FormatError as exc:
+            raise FormatError(f"offloaded ledger {ledger_id}, index {index_key!r}: {exc}") from None
         if data_info.size != index.data_object_length:
             raise FormatError(
                 f"offloaded ledger {ledger_id}: data object {data_key!r} is {data_info.size} bytes, its index "

@@ -30,6 +30,9 @@ __all__ = ["OffloadedReadHandle"]
 
 _ENTRY_HEADER = struct.Struct(">iq")
 _OFFSETS_CACHE_ENTRIES = 65536
+# Largest single range request: a larger entry is fetched in pieces, so no
+# length read from an object is ever one allocation of its own.
+_MAX_REQUEST = 8 * 2**20
 
 
 class OffloadedReadHandle(LedgerMetadataView):
@@ -153,7 +156,10 @@ class OffloadedReadHandle(LedgerMetadataView):
     def _check_what_follows(self, entry_id: int, position: int, block_end: int, buffer: bytes, at: int) -> None:
         """After ``entry_id`` (ending at ``position``) comes the block's end,
         padding, or the header of entry ``entry_id + 1`` fitting the block;
-        anything else means the entry's length field is wrong."""
+        anything else means the entry's length field is wrong. The
+        ledger's last entry, and the last of a block (the next block
+        starts with the next entry), are followed by padding only, so a
+        lowered ``lastEntryId`` cannot silently drop entries."""
         remaining = block_end - position
         if remaining == 0:
             return
@@ -162,6 +168,13 @@ class OffloadedReadHandle(LedgerMetadataView):
             if peek[:4] != v1.PADDING[: len(peek[:4])]:
                 raise self._corrupt(position, f"after entry {entry_id} comes neither an entry nor padding")
             return
+        if entry_id == self.last_entry_id or self._starts_a_block(entry_id + 1):
+            whose = "the ledger's last entry" if entry_id == self.last_entry_id else "its block's last entry"
+            raise self._corrupt(
+                position,
+                f"after entry {entry_id}, {whose}, comes another entry header instead of padding (the ledger "
+                "metadata's lastEntryId or the index's block table is wrong)",
+            )
         if remaining < v1.ENTRY_HEADER_LENGTH:
             raise self._corrupt(position, f"after entry {entry_id} an entry header is cut off by the block's end")
         length, next_id = _ENTRY_HEADER.unpack_from(peek)
@@ -180,6 +193,11 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- buffered bytes ------------------------------------------------------
 
+    def _starts_a_block(self, entry_id: int) -> bool:
+        if entry_id > self.last_entry_id:
+            return False
+        return self._index.lookup(entry_id).first_entry_id == entry_id
+
     def _window(self, position: int, count: int) -> tuple[bytes, int]:
         """A buffer holding bytes ``[position, position + count)`` of the
         data object, and where they start in it; fetches
@@ -191,9 +209,14 @@ class OffloadedReadHandle(LedgerMetadataView):
         end = min(position + max(count, self._buffer_size), self._index.data_object_length)
         if position + count > end:
             raise self._corrupt(position, f"needs {count} bytes past the end of the data object")
-        data = self._driver.read(self._data_key, position, end)
-        if len(data) != end - position:
-            raise self._corrupt(position, f"data object ends early ({len(data)} of {end - position} bytes came back)")
+        pieces = []
+        for start in range(position, end, _MAX_REQUEST):
+            stop = min(start + _MAX_REQUEST, end)
+            piece = self._driver.read(self._data_key, start, stop)
+            if len(piece) != stop - start:
+                raise self._corrupt(start, f"data object ends early ({len(piece)} of {stop - start} bytes came back)")
+            pieces.append(piece)
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         self._buffer_start, self._buffer = position, data
         return data, 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..errors import FormatError, InvalidRangeError, NotFoundError
+from ..errors import FormatError, NotFoundError, OffloadError
 from ..formats import pulsar_v1 as v1
 from ..storage import StorageDriver
 from .inventory import OffloadedLedger
@@ -112,19 +112,33 @@ def check_block(task: BlockTask, data: bytes) -> BlockOutcome:
 
 def read_and_check_block(driver: StorageDriver, task: BlockTask) -> BlockOutcome:
     """Read one block from the store and check it; a block that cannot be
-    read (the object vanished, the range is past its end) is a problem too."""
+    read (the object vanished, the range is past its end, the store keeps
+    failing) is a problem too, reported rather than raised."""
     try:
         data = driver.read(task.data_key, task.offset, task.end)
-    except (NotFoundError, InvalidRangeError) as exc:
+    except OffloadError as exc:
         return BlockOutcome(task, -1, 0, 0, f"block {task.part_id} cannot be read: {exc}")
     return check_block(task, data)
 
 
-def plan_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> LedgerPlan | LedgerReport:
+DEFAULT_BLOCK_LIMIT = 128 * 2**20
+DEFAULT_INDEX_LIMIT = 16 * 2**20
+
+
+def plan_ledger(
+    driver: StorageDriver,
+    ledger: OffloadedLedger,
+    *,
+    block_limit: int = DEFAULT_BLOCK_LIMIT,
+    index_limit: int = DEFAULT_INDEX_LIMIT,
+) -> LedgerPlan | LedgerReport:
     """Check what is ledger-wide (both objects present, their format
-    version, the index decodes, the data object's length matches it) and
+    version, the index's size is plausible and it decodes, the data
+    object's length matches it, no block is over ``block_limit`` bytes) and
     list the blocks to check. Returns a report with the defect if a check
-    failed, since then the blocks cannot be located."""
+    failed, since then the blocks cannot be located. Memory stays bounded
+    by the limits whatever the objects claim; store errors are defects
+    too, so a scan goes on past them."""
 
     def failed(key: str, problem: str) -> LedgerReport:
         return LedgerReport(ledger, 0, 0, 0, (Defect(ledger.ledger_id, ledger.uuid, key, None, problem),))
@@ -140,12 +154,16 @@ def plan_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> LedgerPlan | 
             if problem:
                 return failed(key, problem)
         data_size = stats[ledger.data_key].size
+        v1.check_index_size(stats[ledger.index_key].size, data_size, limit=index_limit)
         index = v1.decode_index(driver.read(ledger.index_key))
         metadata = index.metadata()
+        v1.check_block_spans(index, block_limit)
     except FormatError as exc:
         return failed(ledger.index_key, f"index is corrupt: {exc}")
     except NotFoundError as exc:
         return failed(exc.key or ledger.index_key, "object vanished while verifying")
+    except OffloadError as exc:
+        return failed(ledger.index_key, f"could not be read: {type(exc).__name__}: {exc}")
     if data_size != index.data_object_length:
         return failed(ledger.data_key, f"data object is {data_size} bytes, its index says {index.data_object_length}")
     blocks = tuple(
@@ -190,7 +208,11 @@ def summarize_ledger(plan: LedgerPlan, outcomes: Iterable[BlockOutcome]) -> Ledg
 
 
 def verify_ledger(
-    driver: StorageDriver, ledger: OffloadedLedger, *, on_block: Callable[[int], None] | None = None
+    driver: StorageDriver,
+    ledger: OffloadedLedger,
+    *,
+    on_block: Callable[[int], None] | None = None,
+    block_limit: int = DEFAULT_BLOCK_LIMIT,
 ) -> LedgerReport:
     """Read every block of ``ledger`` and check framing, padding, that entry
     ids run contiguously from 0 to the last entry, that lengths add up to
@@ -198,7 +220,7 @@ def verify_ledger(
 
     Memory stays at one block. ``on_block(size)`` is called after each
     block (for progress bars)."""
-    plan = plan_ledger(driver, ledger)
+    plan = plan_ledger(driver, ledger, block_limit=block_limit)
     if isinstance(plan, LedgerReport):
         return plan
     outcomes = []

@@ -129,6 +129,7 @@ class DriverContract:
         driver.write("empty", [])
         assert driver.stat("empty").size == 0
         assert [info.key for info in driver.list("")] == ["empty"]
+        assert driver.read("empty") == b""
         with pytest.raises(InvalidRangeError):
             driver.read("empty", 0, 1)
 

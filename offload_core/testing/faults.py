@@ -17,7 +17,7 @@ from typing import Literal
 
 from ..errors import OffloadError, TransientStorageError
 from ..model import ObjectInfo
-from ..storage import BytesLike, StorageDriver
+from ..storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
 
 __all__ = ["Fault", "FaultyDriver", "InjectedFault"]
 
@@ -127,6 +127,11 @@ class FaultyDriver(StorageDriver):
         for key in keys:
             self._check("delete", key)
         self.inner._delete(keys)
+
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
 
     def close(self) -> None:
         self.inner.close()

@@ -111,6 +111,8 @@ def test_kill_at_each_offload_step(tmp_path: Path, kind: str, point: str) -> Non
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
 
     broker = check_consistent(data_dir, 350)  # recovery on reopen
+    # The killed run never recorded its outcome: it shows as interrupted, not running.
+    assert broker.topic(TOPIC).offload_status().status == "interrupted"
     status = broker.topic(TOPIC).offload_prefix()  # the next run completes the work
     assert status.status == "success", status
     # Every open seals the ledger left current (as Pulsar recovers it): 100+100+100+50, all sealed.

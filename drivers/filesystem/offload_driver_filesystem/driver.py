@@ -42,9 +42,18 @@ class FilesystemDriver(FsspecDriver):
     def __init__(self, root: str, *, create: bool = True, fsync: bool = True) -> None:
         if not root:
             raise ConfigError("filesystem driver needs a root directory: open_driver('file:///path/to/bucket')")
+        for name, value in (("create", create), ("fsync", fsync)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"filesystem driver option {name!r} is true or false, not {value!r}")
         absolute = os.path.abspath(os.path.expanduser(root))
         if create and not os.path.exists(absolute):
-            os.makedirs(absolute, exist_ok=True)
+            try:
+                os.makedirs(absolute, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"filesystem driver root {absolute!r} cannot be created ({exc.strerror or exc}); choose a "
+                    "directory you can write"
+                ) from None
         if not os.path.isdir(absolute):
             raise ConfigError(
                 f"filesystem driver root {absolute!r} is not a directory: "
@@ -120,7 +129,24 @@ class FilesystemDriver(FsspecDriver):
                 yield ObjectInfo(key=key, size=entry.stat(follow_symlinks=False).st_size)
 
     def _create_file(self, path: str) -> BinaryIO:
-        return open(path, "xb")
+        out = open(path, "xb")  # noqa: SIM115 - the caller closes it (a context manager around the writes)
+        # Held while the data is written: the stale-upload sweep never
+        # removes a temporary file a live writer has locked.
+        fcntl.flock(out.fileno(), fcntl.LOCK_EX)
+        return out
+
+    def _held_by_a_writer(self, path: str) -> bool:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def _make_durable(self, out: BinaryIO) -> None:
         out.flush()
