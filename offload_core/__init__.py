@@ -20,6 +20,7 @@ from .errors import (
     NotFoundError,
     OffloadError,
     PluginLoadError,
+    StateError,
     TransientStorageError,
 )
 from .hooks import Event, hookimpl
@@ -46,6 +47,7 @@ __all__ = [
     "BlobStoreLedgerOffloader",
     "ConfigError",
     "ConflictError",
+    "StateError",
     "DriverNotInstalledError",
     "Entry",
     "Event",

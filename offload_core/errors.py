@@ -24,6 +24,7 @@ __all__ = [
     "NotFoundError",
     "OffloadError",
     "PluginLoadError",
+    "StateError",
     "TransientStorageError",
     "mask_secret_text",
     "mask_secrets",
@@ -70,6 +71,13 @@ class AccessDeniedError(_StoreOSError, PermissionError):
 class InvalidRangeError(OffloadError, ValueError):
     """A byte or entry range that cannot be served (start at or past the end,
     negative, or reversed)."""
+
+
+class StateError(OffloadError):
+    """The operation does not fit the object's state: a ledger not sealed
+    or already offloaded, a handle closed, a managed ledger open in another
+    process. Retrying will not help until the state changes; reading the
+    other tier will not either."""
 
 
 class ConflictError(OffloadError):

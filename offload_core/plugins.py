@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import pluggy
 
 from . import hooks
-from .errors import ConfigError, DriverNotInstalledError, PluginLoadError, mask_secrets
+from .errors import ConfigError, DriverNotInstalledError, PluginLoadError
 from .hooks import Event, Transform
 from .storage import StorageDriver
 
@@ -191,17 +191,28 @@ class PluginManager:
         if self._registries is not None:
             return self._registries
         registries = _Registries()
-        for impl in self._pm.hook.offload_core_register_drivers.get_hookimpls():
-            info = self._infos[impl.plugin_name]
-            _call(impl, register=_driver_registrar(registries, info))
-        for impl in self._pm.hook.offload_core_register_offloaders.get_hookimpls():
-            info = self._infos[impl.plugin_name]
-            _call(impl, register=_offloader_registrar(registries, info))
-        for impl in self._pm.hook.offload_core_register_transforms.get_hookimpls():
-            info = self._infos[impl.plugin_name]
-            _call(impl, register=_transform_registrar(registries, info))
+        registrars = (
+            ("offload_core_register_drivers", _driver_registrar),
+            ("offload_core_register_offloaders", _offloader_registrar),
+            ("offload_core_register_transforms", _transform_registrar),
+        )
+        for hook_name, make_registrar in registrars:
+            for plugin_name, call in self._callers_by_plugin(hook_name):
+                call(register=make_registrar(registries, self._infos[plugin_name]))
         self._registries = registries
         return registries
+
+    def _callers_by_plugin(self, hook_name: str) -> list[tuple[str, pluggy.HookCaller]]:
+        """One hook caller per plugin implementing ``hook_name`` (pluggy's
+        ``subset_hook_caller``), so each call goes through pluggy (its
+        argument handling, tracing and wrappers) and what it registers is
+        attributed to the plugin that did."""
+        implementers = {impl.plugin_name: impl.plugin for impl in getattr(self._pm.hook, hook_name).get_hookimpls()}
+        everyone = self._pm.get_plugins()
+        return [
+            (name, self._pm.subset_hook_caller(hook_name, remove_plugins=[p for p in everyone if p is not plugin]))
+            for name, plugin in implementers.items()
+        ]
 
     def drivers(self) -> list[DriverSpec]:
         """Every registered driver, sorted by name."""
@@ -288,14 +299,8 @@ def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None
 def _construct(
     spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]
 ) -> StorageDriver:
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None and not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
-        accepted = [name for name, p in signature.parameters.items() if p.kind is not p.VAR_POSITIONAL]
-        if url is not None:
-            accepted = accepted[1:]
+    accepted = _accepted_options(factory, spec.driver, skip_first=url is not None)
+    if accepted is not None:
         for option in options:
             if option not in accepted:
                 close = difflib.get_close_matches(option, accepted, n=1)
@@ -304,16 +309,57 @@ def _construct(
                     f"storage driver {spec.name!r} does not take the option {option!r}{hint} "
                     f"(it takes: {', '.join(accepted) or 'no options'})"
                 )
+        missing = [name for name in _required_options(factory, spec.driver, skip_first=url is not None)
+                   if name not in options]  # fmt: skip
+        if missing:
+            raise ConfigError(f"storage driver {spec.name!r} needs the option(s) {', '.join(missing)}")
+    # A TypeError raised inside the constructor is the driver's bug and
+    # propagates as one; only a mismatch with its signature is ours to report.
+    return factory(url, **options) if url is not None else factory(**options)
+
+
+def _keyword_parameters(function: Callable[..., Any], *, skip_first: bool) -> list[inspect.Parameter] | None:
     try:
-        return factory(url, **options) if url is not None else factory(**options)
-    except TypeError as exc:
-        raise ConfigError(
-            f"storage driver {spec.name!r} could not be opened with options {mask_secrets(options)}: {exc}"
-        ) from exc
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if (
+        skip_first
+        and parameters
+        and parameters[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ):
+        parameters = parameters[1:]  # fmt: skip
+    return [p for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL]
 
 
-def _call(impl: pluggy.HookImpl, **kwargs: Any) -> None:
-    impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+def _accepted_options(
+    factory: Callable[..., Any], driver: type[StorageDriver], *, skip_first: bool
+) -> list[str] | None:
+    """The options ``factory`` takes; a ``from_url(url, **options)`` that
+    passes them on takes what the driver class's ``__init__`` does.
+    ``None`` when that cannot be told."""
+    parameters = _keyword_parameters(factory, skip_first=skip_first)
+    if parameters is None:
+        return None
+    names = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        if factory is driver:
+            return None
+        inner = _keyword_parameters(driver.__init__, skip_first=True)
+        if inner is None or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inner):
+            return None
+        names += [p.name for p in inner if p.name not in names]
+    return names
+
+
+def _required_options(factory: Callable[..., Any], driver: type[StorageDriver], *, skip_first: bool) -> list[str]:
+    parameters = _keyword_parameters(factory, skip_first=skip_first) or []
+    return [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
 
 
 def _claim(table: dict[str, Any], key: str, spec: Any, what: str) -> None:

@@ -24,10 +24,11 @@ against what is really there before anything is allocated.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
@@ -62,6 +63,8 @@ __all__ = [
     "encode_data_blocks",
     "encode_index",
     "entry_fits",
+    "format_version_problem",
+    "read_entry_header",
     "index_key",
     "padding",
     "parse_key",
@@ -77,6 +80,7 @@ FORMAT_VERSION = "1"
 
 _BLOCK_HEADER = struct.Struct(">Iqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
+_LENGTH = struct.Struct(">i")
 _INDEX_HEADER = struct.Struct(">Iiqqii")
 _INDEX_ENTRY = struct.Struct(">qiq")
 _INT64_MAX = 2**63 - 1
@@ -294,6 +298,29 @@ class Block:
         return self.header.first_entry_id + len(self.entries) - 1
 
 
+def read_entry_header(data: bytes | memoryview, at: int, *, end: int, expected_id: int) -> int | None:
+    """The payload length of the entry header at ``data[at:]``, which must
+    be entry ``expected_id`` of a block whose bytes end at ``data[end]``;
+    ``None`` where the padding starts instead (a negative length: the
+    padding's first byte is 0xFE). The one entry-header parser, shared by
+    the block decoder and the readers.
+
+    Raises :class:`FormatError` (callers add where) for a header cut off by
+    the block's end, an id that is not ``expected_id``, or a payload running
+    past the block."""
+    remaining = end - at
+    if remaining < 4 or _LENGTH.unpack_from(data, at)[0] < 0:
+        return None
+    if remaining < ENTRY_HEADER_LENGTH:
+        raise FormatError(f"entry header is cut off ({remaining} bytes left in the block)")
+    length, entry_id = _ENTRY_HEADER.unpack_from(data, at)
+    if entry_id != expected_id:
+        raise FormatError(f"found entry id {entry_id}, expected {expected_id}")
+    if length > remaining - ENTRY_HEADER_LENGTH:
+        raise FormatError(f"entry {entry_id} of {length} bytes runs past its block")
+    return int(length)
+
+
 def decode_block(data: bytes | memoryview) -> Block:
     """Decode one whole block (exactly ``block_length`` bytes).
 
@@ -308,26 +335,28 @@ def decode_block(data: bytes | memoryview) -> Block:
     position = BLOCK_HEADER_LENGTH
     next_id = header.first_entry_id
     while position < len(view):
-        remaining = len(view) - position
-        if remaining < 4 or struct.unpack_from(">i", view, position)[0] < 0:
-            break  # padding (its first byte, 0xFE, makes the length negative)
-        if remaining < ENTRY_HEADER_LENGTH:
-            raise FormatError(f"entry header at block offset {position} is cut off ({remaining} bytes left)")
-        length, entry_id = _ENTRY_HEADER.unpack_from(view, position)
-        if length > remaining - ENTRY_HEADER_LENGTH:
-            raise FormatError(
-                f"entry {entry_id} at block offset {position} claims {length} bytes, only "
-                f"{remaining - ENTRY_HEADER_LENGTH} remain in the block"
-            )
-        if entry_id != next_id:
-            raise FormatError(f"entry at block offset {position} has id {entry_id}, expected {next_id}")
+        try:
+            length = read_entry_header(view, position, end=len(view), expected_id=next_id)
+        except FormatError as exc:
+            raise FormatError(f"block offset {position}: {exc}") from None
+        if length is None:
+            break
         start = position + ENTRY_HEADER_LENGTH
-        entries.append((entry_id, bytes(view[start : start + length])))
+        entries.append((next_id, bytes(view[start : start + length])))
         position = start + length
         next_id += 1
     if view[position:] != padding(len(view) - position):
         raise FormatError(f"padding from block offset {position} is not the FE DC DE AD pattern")
     return Block(header=header, entries=tuple(entries), padding_start=position)
+
+
+def format_version_problem(metadata: Mapping[str, str]) -> str | None:
+    """What is wrong with an object's format-version metadata (``None``:
+    it says version 1, as every v1 object must)."""
+    version = metadata.get(FORMAT_VERSION_KEY)
+    if version != FORMAT_VERSION:
+        return f"format version metadata ({FORMAT_VERSION_KEY}) is {version!r}, expected {FORMAT_VERSION!r}"
+    return None
 
 
 # -- the index ------------------------------------------------------------
@@ -366,23 +395,21 @@ class Index:
     def last_entry_id(self) -> int:
         return int(self.metadata().lastEntryId)
 
+    @functools.cached_property
+    def _first_entry_ids(self) -> tuple[int, ...]:
+        return tuple(entry.first_entry_id for entry in self.entries)
+
     def lookup(self, entry_id: int) -> IndexEntry:
         """The block holding ``entry_id`` (the last block starting at or
-        before it). Raises :class:`InvalidRangeError` for a negative id or
-        one beyond the ledger's last entry."""
+        before it: Pulsar's floor lookup). Raises :class:`InvalidRangeError`
+        for a negative id or one beyond the ledger's last entry."""
         last = self.last_entry_id
         if entry_id < 0 or entry_id > last:
             raise InvalidRangeError(f"Entry index: {entry_id} beyond lastEntryId: {last}")
-        low, high = 0, len(self.entries) - 1
-        if high < 0 or self.entries[0].first_entry_id > entry_id:
+        position = bisect.bisect_right(self._first_entry_ids, entry_id)
+        if position == 0:
             raise InvalidRangeError(f"entry {entry_id} is before the first block of the index")
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.entries[middle].first_entry_id <= entry_id:
-                low = middle
-            else:
-                high = middle - 1
-        return self.entries[low]
+        return self.entries[position - 1]
 
     def block_end(self, block: IndexEntry) -> int:
         """Offset just past ``block`` (the next block's offset, or the end)."""

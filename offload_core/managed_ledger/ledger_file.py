@@ -17,7 +17,7 @@ import zlib
 from array import array
 from pathlib import Path
 
-from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError
+from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError, StateError
 from ..fsutil import fsync_dir
 from ..model import Entry
 
@@ -78,7 +78,7 @@ class LedgerFile:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            raise OffloadError(f"hot-tier file for ledger {ledger_id} already exists at {path}") from None
+            raise StateError(f"hot-tier file for ledger {ledger_id} already exists at {path}") from None
         os.write(fd, _FILE_HEADER.pack(_MAGIC, ledger_id))
         if fsync is not FsyncPolicy.NONE:
             os.fsync(fd)

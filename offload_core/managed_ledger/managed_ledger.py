@@ -34,7 +34,16 @@ from typing import Literal
 
 from google.protobuf.message import DecodeError
 
-from ..errors import ConflictError, InvalidRangeError, NotFoundError, OffloadError, TransientStorageError
+from ..errors import (
+    ConfigError,
+    ConflictError,
+    FormatError,
+    InvalidRangeError,
+    NotFoundError,
+    OffloadError,
+    StateError,
+    TransientStorageError,
+)
 from ..formats import pulsar_v1 as v1
 from ..hooks import Event
 from ..model import Entry, Position
@@ -65,6 +74,9 @@ Tier = Literal["hot", "offloaded"]
 _HOT_FILES_OPEN = 16
 _OFFLOADED_HANDLES_OPEN = 16
 _METADATA_RETRY = RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.5)
+# Errors that say the request or the setup is wrong, not the tier: *_FIRST
+# falls back on storage and format failures only.
+_NO_FALLBACK = (ConfigError, InvalidRangeError, StateError, ConflictError)
 
 
 @dataclass(frozen=True)
@@ -180,7 +192,7 @@ class ManagedLedger:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise OffloadError(f"managed ledger {self.name} is open in another process; close it there first") from None
+            raise StateError(f"managed ledger {self.name} is open in another process; close it there first") from None
         return fd
 
     def _load_info(self) -> ManagedLedgerInfo:
@@ -354,7 +366,7 @@ class ManagedLedger:
         with self._exclusive("clear-offload"), self._lock:
             context = self._ledger_info(ledger_id).offloadContext
             if not context.HasField("uidMsb") or context.complete:
-                raise OffloadError(f"ledger {ledger_id} of {self.name} has no unfinished offload to clear")
+                raise StateError(f"ledger {ledger_id} of {self.name} has no unfinished offload to clear")
             try:
                 self._clean_unfinished_offload(ledger_id)
             except Exception as exc:
@@ -532,18 +544,18 @@ class ManagedLedger:
     def _read_ledger(self, ledger_id: int, first: int, last: int, priority: ReadPriority) -> tuple[list[Entry], Tier]:
         if self._current is not None and self._current.ledger_id == ledger_id:
             if priority is ReadPriority.OFFLOADED_ONLY:
-                raise OffloadError(f"ledger {ledger_id} of {self.name} is still being written; {_only(priority)}")
+                raise StateError(f"ledger {ledger_id} of {self.name} is still being written; {_only(priority)}")
             return self._current.read(first, last), "hot"
         context = self._ledger_info(ledger_id).offloadContext
         offloaded = context.complete
         hot = not context.bookkeeperDeleted
         if not offloaded:
             if priority is ReadPriority.OFFLOADED_ONLY:
-                raise OffloadError(f"ledger {ledger_id} of {self.name} is not offloaded (yet); {_only(priority)}")
+                raise StateError(f"ledger {ledger_id} of {self.name} is not offloaded (yet); {_only(priority)}")
             return self._read_hot(ledger_id, first, last), "hot"
         if not hot:
             if priority is ReadPriority.BOOKKEEPER_ONLY:
-                raise OffloadError(
+                raise StateError(
                     f"ledger {ledger_id} of {self.name} was deleted from the hot tier after offload; {_only(priority)}"
                 )
             return self._read_offloaded(ledger_id, first, last), "offloaded"
@@ -558,6 +570,8 @@ class ManagedLedger:
         try:
             return readers[tiers[0]](ledger_id, first, last), tiers[0]
         except (OffloadError, OSError) as exc:
+            if isinstance(exc, _NO_FALLBACK):
+                raise  # a misconfiguration or a wrong request: the other tier would only hide it
             if len(tiers) == 1:
                 raise OffloadError(
                     f"ledger {ledger_id} of {self.name}: reading the {tiers[0]} tier failed ({exc}); {_only(priority)}"
@@ -596,7 +610,7 @@ class ManagedLedger:
             expected = int(self._ledger_info(ledger_id).entries)
             if ledger.entry_count != expected:
                 ledger.close()
-                raise OffloadError(
+                raise FormatError(
                     f"hot-tier file of ledger {ledger_id} holds {ledger.entry_count} entries, its metadata {expected}"
                 )
             self._hot[ledger_id] = ledger
@@ -636,7 +650,7 @@ class ManagedLedger:
     def _exclusive(self, what: str) -> Iterator[None]:
         """One offload or trim at a time per managed ledger."""
         if not self._maintenance.acquire(timeout=600):
-            raise OffloadError(f"{what} of {self.name} waited 10 minutes for another offload or trim to finish")
+            raise StateError(f"{what} of {self.name} waited 10 minutes for another offload or trim to finish")
         try:
             yield
         finally:
@@ -765,9 +779,9 @@ class ManagedLedger:
         with self._lock:
             ledger = self._ledger_info(ledger_id)
             if not ledger.HasField("entries"):
-                raise OffloadError(f"ledger {ledger_id} of {self.name} is not sealed; only sealed ledgers offload")
+                raise StateError(f"ledger {ledger_id} of {self.name} is not sealed; only sealed ledgers offload")
             if ledger.offloadContext.complete:
-                raise OffloadError(f"ledger {ledger_id} of {self.name} is already offloaded")
+                raise StateError(f"ledger {ledger_id} of {self.name} is already offloaded")
             if ledger.offloadContext.HasField("uidMsb"):
                 # Objects of the earlier attempt go before the uid naming them is replaced.
                 self._clean_unfinished_offload(ledger_id)
@@ -780,7 +794,7 @@ class ManagedLedger:
         def prepare(info: ManagedLedgerInfo) -> None:
             target = self._find(info, ledger_id)
             if target.offloadContext.complete:
-                raise OffloadError(f"ledger {ledger_id} was offloaded meanwhile")
+                raise StateError(f"ledger {ledger_id} was offloaded meanwhile")
             target.ClearField("offloadContext")
             context = target.offloadContext
             context.uidMsb, context.uidLsb = _uid_halves(uid)
@@ -814,7 +828,7 @@ class ManagedLedger:
         def complete(info: ManagedLedgerInfo) -> None:
             context = self._find(info, ticket.ledger_id).offloadContext
             if not context.HasField("uidMsb") or _uuid_of(context) != uid:
-                raise OffloadError(f"ledger {ticket.ledger_id}: offload uid changed underneath this offload")
+                raise StateError(f"ledger {ticket.ledger_id}: offload uid changed underneath this offload")
             context.complete = True
             context.timestamp = now
 

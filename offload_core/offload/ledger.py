@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
-from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError, OffloadError
+from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError, OffloadError, StateError
 from ..formats import pulsar_v1 as v1
 from ..hooks import Event, OffloaderRegistrar, hookimpl
 from ..instrument import InstrumentedDriver, RequestCounts
@@ -153,9 +153,9 @@ class BlobStoreLedgerOffloader:
         ledger_id = handle.ledger_id
         metadata = handle.metadata
         if metadata.state != LedgerMetadataFormat.CLOSED:
-            raise OffloadError(f"ledger {ledger_id} is not closed; only sealed ledgers can be offloaded")
+            raise StateError(f"ledger {ledger_id} is not closed; only sealed ledgers can be offloaded")
         if handle.last_entry_id < 0:
-            raise OffloadError(f"ledger {ledger_id} is empty; there is nothing to offload")
+            raise StateError(f"ledger {ledger_id} is empty; there is nothing to offload")
         user_metadata = _object_metadata(extra_metadata)
         data_key, index_key = self.keys(ledger_id, uuid)
         self._event("offload.started", ledger_id=ledger_id, uuid=str(uuid), key=data_key)
@@ -278,11 +278,10 @@ def _object_metadata(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _check_version(metadata: Mapping[str, str], key: str) -> None:
-    version = metadata.get(v1.FORMAT_VERSION_KEY)
-    if version != v1.FORMAT_VERSION:
+    problem = v1.format_version_problem(metadata)
+    if problem is not None:
         raise FormatError(
-            f"object {key!r} has format version {version!r} ({v1.FORMAT_VERSION_KEY}); this reader understands "
-            f"{v1.FORMAT_VERSION!r}: upgrade offload-core, or check the object was written by a ledger offloader"
+            f"object {key!r}: {problem}; upgrade offload-core, or check the object was written by a ledger offloader"
         )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections import OrderedDict
 
-from ..errors import FormatError, OffloadError
+from ..errors import FormatError, StateError
 from ..formats import pulsar_v1 as v1
 from ..model import Entry
 from ..storage import StorageDriver
@@ -72,7 +72,7 @@ class OffloadedReadHandle(LedgerMetadataView):
     def read(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` inclusive."""
         if self._closed:
-            raise OffloadError(f"ledger {self._ledger_id}: read handle is closed")
+            raise StateError(f"ledger {self._ledger_id}: read handle is closed")
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
         entries = []
         for entry_id in range(first, last + 1):
@@ -108,21 +108,18 @@ class OffloadedReadHandle(LedgerMetadataView):
         if known is not None and start <= known < end:
             position, at_id = known, entry_id
         while True:
-            # A negative length is padding (its first byte is 0xFE): the
-            # entry should have been in this block and is not.
-            if position + v1.ENTRY_HEADER_LENGTH > end:
+            if position >= end:
                 raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
-            buffer, at = self._window(position, v1.ENTRY_HEADER_LENGTH)
-            length, stored_id = _ENTRY_HEADER.unpack_from(buffer, at)
-            if length < 0:
+            buffer, at = self._window(position, min(v1.ENTRY_HEADER_LENGTH, end - position))
+            try:
+                length = v1.read_entry_header(buffer, at, end=at + end - position, expected_id=at_id)
+            except FormatError as exc:
+                raise self._corrupt(position, str(exc)) from None
+            if length is None:  # padding: the entry should have been in this block and is not
                 raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
-            if stored_id != at_id:
-                raise self._corrupt(position, f"found entry id {stored_id}, expected {at_id}")
-            if position + v1.ENTRY_HEADER_LENGTH + length > end:
-                raise self._corrupt(position, f"entry {stored_id} of {length} bytes runs past its block")
-            self._remember(stored_id, position)
-            if stored_id == entry_id:
-                return block, position, int(length)
+            self._remember(at_id, position)
+            if at_id == entry_id:
+                return block, position, length
             position += v1.ENTRY_HEADER_LENGTH + length
             at_id += 1
 

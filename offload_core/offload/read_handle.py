@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ..errors import InvalidRangeError, OffloadError
+from ..errors import InvalidRangeError, StateError
 from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..model import Entry
 from ..proto import LedgerMetadataFormat
@@ -91,7 +91,7 @@ class InMemoryReadHandle(LedgerMetadataView):
 
     def read(self, first: int, last: int) -> list[Entry]:
         if self._closed:
-            raise OffloadError(f"ledger {self._ledger_id}: read handle is closed")
+            raise StateError(f"ledger {self._ledger_id}: read handle is closed")
         check_read_range(self._ledger_id, first, last, min(self.last_entry_id, len(self._entries) - 1))
         return [Entry(self._ledger_id, entry_id, self._entries[entry_id]) for entry_id in range(first, last + 1)]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import FormatError, NotFoundError, OffloadError
@@ -150,7 +150,7 @@ def plan_ledger(
     try:
         stats = {key: driver.stat(key) for key in (ledger.index_key, ledger.data_key)}
         for key, info in stats.items():
-            problem = _version_problem(info.metadata)
+            problem = v1.format_version_problem(info.metadata)
             if problem:
                 return failed(key, problem)
         data_size = stats[ledger.data_key].size
@@ -229,10 +229,3 @@ def verify_ledger(
         if on_block is not None:
             on_block(task.end - task.offset)
     return summarize_ledger(plan, outcomes)
-
-
-def _version_problem(metadata: Mapping[str, str]) -> str | None:
-    version = metadata.get(v1.FORMAT_VERSION_KEY)
-    if version != v1.FORMAT_VERSION:
-        return f"format version metadata is {version!r}, expected {v1.FORMAT_VERSION!r}"
-    return None

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import strategies as st
 
 from ..formats import pulsar_v1 as v1
 from ..proto import LedgerMetadataFormat
 
-__all__ = ["ledger_metadata", "v1_blocks", "v1_indexes"]
+__all__ = ["ledger_metadata", "ledger_payloads", "v1_blocks", "v1_indexes"]
 
 entry_ids = st.integers(min_value=0, max_value=2**63 - 1 - 1000)
+
+#: The ``nightly`` Hypothesis profile draws ledgers of thousands of entries
+#: with payloads of 64 KiB and more; the others keep examples small and fast.
+NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE") == "nightly"
+
+
+def ledger_payloads(*, max_block_size: int) -> st.SearchStrategy[list[bytes]]:
+    """A ledger's entries, every one small enough for a block of
+    ``max_block_size``: many small ones, some empty, and (under the
+    ``nightly`` profile) thousands of entries and payloads of 64 KiB or
+    more, so that ledgers span many blocks."""
+    largest = max_block_size - v1.BLOCK_HEADER_LENGTH - v1.ENTRY_HEADER_LENGTH
+    small = st.binary(max_size=min(64, largest))
+    sizes = [small, st.binary(max_size=min(2000, largest))]
+    if NIGHTLY and largest >= 64 * 1024:
+        sizes.append(st.integers(64 * 1024, largest).map(lambda n: bytes([n % 251]) * n))
+    return st.lists(st.one_of(*sizes), min_size=1, max_size=5000 if NIGHTLY else 300)
 
 
 @st.composite
@@ -48,10 +67,13 @@ def v1_blocks(draw: st.DrawFn) -> tuple[int, int, list[bytes]]:
 
 
 @st.composite
-def v1_indexes(draw: st.DrawFn) -> v1.Index:
-    """Well-formed indexes: part ids from 1, increasing offsets and entries."""
-    count = draw(st.integers(1, 6))
-    firsts = sorted(draw(st.sets(st.integers(1, 2**40), min_size=count - 1, max_size=count - 1)) | {0})
+def v1_indexes(draw: st.DrawFn, *, max_blocks: int = 6) -> v1.Index:
+    """Well-formed indexes: part ids from 1, increasing offsets, first
+    entry ids that never decrease (a block holding no entry repeats the
+    next one's, as Pulsar writes when an entry is larger than a block)."""
+    count = draw(st.integers(1, max_blocks))
+    distinct = sorted(draw(st.sets(st.integers(1, 2**40), min_size=count - 1, max_size=count - 1)) | {0})
+    firsts = [distinct[0]] + [distinct[n - 1] if draw(st.integers(0, 9)) == 0 else distinct[n] for n in range(1, count)]
     sizes = draw(st.lists(st.integers(v1.BLOCK_HEADER_LENGTH, 2**27), min_size=count, max_size=count))
     offsets = [sum(sizes[:n]) for n in range(count)]
     entries = tuple(

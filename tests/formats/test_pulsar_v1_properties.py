@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from offload_core.errors import FormatError
 from offload_core.formats import pulsar_v1 as v1
-from offload_core.testing.strategies import v1_blocks, v1_indexes
+from offload_core.testing.strategies import ledger_payloads, v1_blocks, v1_indexes
 
 
 @given(st.integers(128, 2**63 - 1), st.integers(0, 2**63 - 1))
@@ -52,6 +52,36 @@ def test_data_blocks_hold_every_entry_once_in_order(payloads: list[bytes], max_b
     assert decoded == list(enumerate(payloads))
     assert all(len(block.data) == max_block for block in blocks[:-1])
     assert [block.entry.part_id for block in blocks] == list(range(1, len(blocks) + 1))
+
+
+@given(v1_indexes(max_blocks=300), st.data())
+def test_lookup_is_a_floor_search_over_the_block_table(index: v1.Index, data: st.DataObject) -> None:
+    last = index.last_entry_id
+    firsts = [entry.first_entry_id for entry in index.entries]
+    probes = [0, last, *firsts, *(f - 1 for f in firsts if f > 0), *(f + 1 for f in firsts if f < last)]
+    probes += data.draw(st.lists(st.integers(0, last), max_size=20))
+    for entry_id in probes:
+        expected = [entry for entry in index.entries if entry.first_entry_id <= entry_id][-1]
+        assert index.lookup(entry_id) == expected
+
+
+@given(ledger_payloads(max_block_size=256 * 1024), st.sampled_from([4096, 65536, 256 * 1024]))
+def test_ledgers_of_many_blocks_round_trip(payloads: list[bytes], block: int) -> None:
+    assume(all(len(p) <= block - 140 for p in payloads))
+    blocks = list(v1.encode_data_blocks(payloads, entry_count=len(payloads), ledger_length=sum(map(len, payloads)),
+                                        max_block_size=block))  # fmt: skip
+    index = v1.Index(
+        data_object_length=sum(len(b.data) for b in blocks),
+        ledger_metadata=v1.closed_ledger_metadata(
+            length=sum(map(len, payloads)), last_entry_id=len(payloads) - 1
+        ).SerializeToString(),
+        entries=tuple(b.entry for b in blocks),
+    )
+    decoded = {entry_id: payload for b in blocks for entry_id, payload in v1.decode_block(b.data).entries}
+    assert [decoded[n] for n in range(len(payloads))] == payloads
+    for entry_id in range(0, len(payloads), max(1, len(payloads) // 50)):
+        block_of = index.lookup(entry_id)
+        assert any(e == entry_id for e, _ in v1.decode_block(blocks[block_of.part_id - 1].data).entries)
 
 
 def only_format_errors(decode, data: bytes) -> None:  # type: ignore[no-untyped-def]

@@ -341,10 +341,10 @@ def test_wrong_format_version_is_refused(offloaded) -> None:  # type: ignore[no-
     offloader, store, _ = offloaded
     key = v1.index_key(str(UUID), 11)
     store.write(key, store.read(key), metadata={v1.FORMAT_VERSION_KEY: "2"})
-    with pytest.raises(FormatError, match="format version '2'"):
+    with pytest.raises(FormatError, match="is '2', expected '1'"):
         offloader.read_offloaded(11, UUID)
     store.write(key, store.read(key), metadata={})
-    with pytest.raises(FormatError, match="format version None"):
+    with pytest.raises(FormatError, match="is None, expected '1'"):
         offloader.read_offloaded(11, UUID)
 
 

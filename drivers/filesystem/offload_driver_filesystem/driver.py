@@ -39,12 +39,11 @@ class FilesystemDriver(FsspecDriver):
 
     name = "filesystem"
 
-    def __init__(self, root: str, *, create: bool = True, fsync: bool = True) -> None:
+    def __init__(self, root: str, *, create: bool | str = True, fsync: bool | str = True) -> None:
         if not root:
             raise ConfigError("filesystem driver needs a root directory: open_driver('file:///path/to/bucket')")
-        for name, value in (("create", create), ("fsync", fsync)):
-            if not isinstance(value, bool):
-                raise ConfigError(f"filesystem driver option {name!r} is true or false, not {value!r}")
+        create = _flag("create", create)
+        fsync = _flag("fsync", fsync)
         absolute = os.path.abspath(os.path.expanduser(root))
         if create and not os.path.exists(absolute):
             try:
@@ -66,7 +65,7 @@ class FilesystemDriver(FsspecDriver):
         self._flock_guard = threading.RLock()
 
     @classmethod
-    def from_url(cls, url: str, *, create: bool = True, fsync: bool = True) -> FilesystemDriver:
+    def from_url(cls, url: str, *, create: bool | str = True, fsync: bool | str = True) -> FilesystemDriver:
         """``file:///abs/path`` or ``file://relative/path``: everything after
         ``file://`` is the root directory."""
         scheme, _, path = url.partition("://")
@@ -180,3 +179,13 @@ class FilesystemDriver(FsspecDriver):
                 self._flock_depth -= 1
                 if self._flock_depth == 0:
                     os.close(self._lock_fd)
+
+
+def _flag(name: str, value: object) -> bool:
+    """A boolean option, also as the text ``true``/``false`` (Spark and
+    ``-o`` options arrive as text); anything else is a :class:`ConfigError`."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"filesystem driver option {name!r} is true or false, not {value!r}")
