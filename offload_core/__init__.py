@@ -33,7 +33,7 @@ from .offload import (
     ReadHandle,
     open_offloader,
 )
-from .plugins import PluginManager, open_driver
+from .plugins import PluginManager, default_plugin_manager, open_driver
 from .storage import FsspecDriver, StorageDriver
 
 try:
@@ -69,6 +69,7 @@ __all__ = [
     "TransientStorageError",
     "__version__",
     "hookimpl",
+    "default_plugin_manager",
     "open_driver",
     "open_offloader",
 ]

@@ -51,9 +51,18 @@ class DriverRegistrar(Protocol):
 class OffloaderRegistrar(Protocol):
     """What ``offload_core_register_offloaders`` receives as ``register``.
 
-    ``factory(driver, **options)`` returns a ``LedgerOffloader``."""
+    ``factory(driver, emit=..., **options)`` returns a ``LedgerOffloader``
+    (:class:`offload_core.offload.LedgerOffloader`) over the opened storage
+    ``driver``; ``options`` are the offloader settings its signature names
+    (``max_block_size``, ``read_buffer_size``, ``prefix`` ...), and only
+    those are passed. ``drivers`` lists the storage-driver names (or
+    aliases) this offloader serves, as Pulsar's offloader factories declare
+    ``isDriverSupported``; ``"*"`` serves any driver no other offloader
+    claims (the core's blob-store offloader does that)."""
 
-    def __call__(self, factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = ()) -> None: ...
+    def __call__(
+        self, factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = (), drivers: Sequence[str] = ()
+    ) -> None: ...
 
 
 class Transform(Protocol):
@@ -103,13 +112,16 @@ def offload_core_register_drivers(register: DriverRegistrar) -> None:
 
 @hookspec
 def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
-    """Register ``LedgerOffloader`` factories under a name.
+    """Register ``LedgerOffloader`` factories under a name, with the
+    storage-driver names they serve. A broker whose
+    ``managedLedgerOffloadDriver`` is one of those names offloads through
+    that offloader; a name two plugins claim is an error naming both.
 
     Example::
 
         @hookimpl
         def offload_core_register_offloaders(register):
-            register(BlobStoreOffloader, name="blobstore")
+            register(PackedLedgerOffloader, name="packed", drivers=("sqlite",))
     """
 
 

@@ -17,6 +17,7 @@ does with its built-ins. Two environment variables steer loading:
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import os
@@ -42,6 +43,7 @@ __all__ = [
     "OffloaderSpec",
     "PluginInfo",
     "PluginManager",
+    "default_plugin_manager",
     "open_driver",
 ]
 
@@ -97,12 +99,14 @@ class DriverSpec:
 
 @dataclass(frozen=True)
 class OffloaderSpec:
-    """A registered ledger-offloader factory."""
+    """A registered ledger-offloader factory and the storage-driver names
+    it serves (``"*"``: any driver no other offloader claims)."""
 
     name: str
     factory: Callable[..., Any]
     aliases: tuple[str, ...]
     plugin: PluginInfo
+    drivers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -110,6 +114,7 @@ class _Registries:
     drivers_by_name: dict[str, DriverSpec] = field(default_factory=dict)
     drivers_by_scheme: dict[str, DriverSpec] = field(default_factory=dict)
     offloaders: dict[str, OffloaderSpec] = field(default_factory=dict)
+    offloaders_by_driver: dict[str, OffloaderSpec] = field(default_factory=dict)
     transforms: dict[str, tuple[Transform, PluginInfo]] = field(default_factory=dict)
 
 
@@ -254,6 +259,30 @@ class PluginManager:
             raise ConfigError(f"no ledger offloader named {name!r} is registered; installed: {installed}")
         return spec
 
+    def offloader_for_driver(self, driver_name: str) -> OffloaderSpec:
+        """The offloader serving storage driver ``driver_name`` (a name,
+        alias or URL scheme): the one that claims the driver by any of its
+        names, else the one serving ``"*"``. Raises
+        :class:`DriverNotInstalledError` for an unknown driver and
+        :class:`ConfigError` when no offloader serves it."""
+        registries = self._build()
+        lowered = driver_name.lower()
+        if "://" in lowered:
+            driver = self.driver_for_scheme(urlsplit(lowered).scheme)
+        else:
+            claimed = registries.offloaders_by_driver.get(lowered)
+            if claimed is not None:
+                return claimed
+            driver = self.driver(lowered)
+        for label in (driver.name, *driver.aliases, *driver.schemes):
+            claimed = registries.offloaders_by_driver.get(label.lower())
+            if claimed is not None:
+                return claimed
+        fallback = registries.offloaders_by_driver.get("*")
+        if fallback is None:
+            raise ConfigError(f"no ledger offloader serves storage driver {driver_name!r}; install one that does")
+        return fallback
+
     def transform(self, name: str) -> Transform:
         """The block transform registered under ``name``."""
         registries = self._build()
@@ -288,11 +317,24 @@ class PluginManager:
         self._pm.hook.offload_core_on_event(event=event)
 
 
+@functools.lru_cache(maxsize=8)
+def _shared_manager(allow: str, disable_autoload: str) -> PluginManager:
+    return PluginManager(environ={ENV_ALLOW: allow, ENV_DISABLE_AUTOLOAD: disable_autoload})
+
+
+def default_plugin_manager() -> PluginManager:
+    """The process's plugin manager, for callers that bring none: installed
+    plugins are scanned once, and again only when ``OFFLOAD_CORE_PLUGINS``
+    or ``OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD`` change. Build your own
+    :class:`PluginManager` to register plugins of your own."""
+    return _shared_manager(os.environ.get(ENV_ALLOW, ""), os.environ.get(ENV_DISABLE_AUTOLOAD, ""))
+
+
 def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None, **options: Any) -> StorageDriver:
     """Open a storage driver by URL or name; see :meth:`PluginManager.open_driver`.
 
-    Without ``plugin_manager``, installed plugins are discovered afresh."""
-    manager = plugin_manager if plugin_manager is not None else PluginManager()
+    Without ``plugin_manager``, the process's :func:`default_plugin_manager`."""
+    manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
     return manager.open_driver(url_or_name, **options)
 
 
@@ -388,10 +430,14 @@ def _driver_registrar(registries: _Registries, info: PluginInfo) -> hooks.Driver
 
 
 def _offloader_registrar(registries: _Registries, info: PluginInfo) -> hooks.OffloaderRegistrar:
-    def register(factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = ()) -> None:
-        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info)
+    def register(
+        factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = (), drivers: Sequence[str] = ()
+    ) -> None:
+        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info, drivers=tuple(drivers))
         for label in {name.lower(), *(alias.lower() for alias in aliases)}:
             _claim(registries.offloaders, label, spec, "offloader name")
+        for driver in {driver.lower() for driver in drivers}:
+            _claim(registries.offloaders_by_driver, driver, spec, "offloader for storage driver")
 
     return register
 

@@ -13,12 +13,18 @@ from ..plugins import PluginManager
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
 def plugins(as_json: bool) -> None:
-    """List installed plugins, their distributions, and the drivers they add."""
+    """List installed plugins, their distributions, and the drivers and
+    ledger offloaders they add (with the drivers each offloader serves)."""
     manager = PluginManager()
     drivers_by_plugin: dict[str, list[dict[str, Any]]] = {}
     for spec in manager.drivers():
         drivers_by_plugin.setdefault(spec.plugin.name, []).append(
             {"name": spec.name, "aliases": list(spec.aliases), "schemes": list(spec.schemes)}
+        )
+    offloaders_by_plugin: dict[str, list[dict[str, Any]]] = {}
+    for offloader in manager.offloaders():
+        offloaders_by_plugin.setdefault(offloader.plugin.name, []).append(
+            {"name": offloader.name, "aliases": list(offloader.aliases), "serves": list(offloader.drivers)}
         )
     if as_json:
         rows = [
@@ -28,6 +34,7 @@ def plugins(as_json: bool) -> None:
                 "version": info.version,
                 "group": info.group,
                 "drivers": drivers_by_plugin.get(info.name, []),
+                "offloaders": offloaders_by_plugin.get(info.name, []),
             }
             for info in manager.plugins()
         ]
@@ -39,3 +46,7 @@ def plugins(as_json: bool) -> None:
             aliases = ", ".join(driver["aliases"]) or "-"
             schemes = ", ".join(f"{s}://" for s in driver["schemes"]) or "-"
             click.echo(f"    driver {driver['name']:<14} aliases: {aliases:<28} schemes: {schemes}")
+        for offloader in offloaders_by_plugin.get(info.name, []):
+            serves = ", ".join("any other driver" if d == "*" else d for d in offloader["serves"]) or "-"
+            aliases = ", ".join(offloader["aliases"]) or "-"
+            click.echo(f"    offloader {offloader['name']:<11} aliases: {aliases:<28} serves: {serves}")

@@ -47,8 +47,8 @@ from ..errors import (
 from ..formats import pulsar_v1 as v1
 from ..hooks import Event
 from ..model import Entry, Position
-from ..offload.ledger import BlobStoreLedgerOffloader
-from ..offload.offloaded_read_handle import OffloadedReadHandle
+from ..offload.ledger import LedgerOffloader
+from ..offload.read_handle import ReadHandle
 from ..proto import KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
@@ -165,7 +165,7 @@ class ManagedLedger:
         self._current: LedgerFile | None = None
         self._current_created = 0.0
         self._hot: OrderedDict[int, LedgerFile] = OrderedDict()
-        self._offloaded: OrderedDict[int, OffloadedReadHandle] = OrderedDict()
+        self._offloaded: OrderedDict[int, ReadHandle] = OrderedDict()
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
@@ -299,16 +299,14 @@ class ManagedLedger:
         policies name (older than an hour, held by no live writer); best
         effort, logged. Returns how many were removed."""
         try:
-            offloader, _ = self._offloaders.for_policies(self.policies())
-            swept = offloader.driver.sweep_stale_uploads()
+            swept = self._offloaders.sweep_stale_uploads(self.policies())
         except Exception as exc:
             log.warning("sweeping stale uploads for %s failed: %s", self.name, exc)
             return 0
         if swept:
-            log.info("removed %d stale temporary upload(s) of %s", len(swept), self.name)
-            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": len(swept),
-                                               "bytes": sum(info.size for info in swept)}))  # fmt: skip
-        return len(swept)
+            log.info("removed %d stale temporary upload(s) of %s", swept, self.name)
+            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": swept}))
+        return swept
 
     def _clean_unfinished_offload_quietly(self, ledger_id: int) -> bool:
         """:meth:`_clean_unfinished_offload`, logging and counting a failure
@@ -635,7 +633,7 @@ class ManagedLedger:
             self._offloaded.pop(ledger_id, None)
             raise
 
-    def _offloader_for_context(self, context: OffloadContext) -> BlobStoreLedgerOffloader:
+    def _offloader_for_context(self, context: OffloadContext) -> LedgerOffloader:
         policies = self.policies()
         assert policies.max_block_size is not None and policies.read_buffer_size is not None
         return self._offloaders.for_settings(

@@ -20,7 +20,7 @@ from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..model import Entry
 from ..offload.ledger import OffloadResult
 from ..offload.read_handle import LedgerMetadataView
-from ..plugins import PluginManager
+from ..plugins import PluginManager, default_plugin_manager
 from .ledger_file import LedgerFile
 from .offloaders import OffloaderProvider
 
@@ -80,7 +80,7 @@ def write_offload(ticket: OffloadTicket, plugin_manager: PluginManager | None = 
     Raises :class:`OffloadError` if the file does not hold what the ticket
     says (it changed or was trimmed), :class:`FormatError` if it is corrupt,
     and the offloader's errors; a failed write leaves no objects."""
-    provider = OffloaderProvider(plugin_manager or PluginManager(), Path(ticket.data_dir))
+    provider = OffloaderProvider(plugin_manager or default_plugin_manager(), Path(ticket.data_dir))
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size

@@ -7,13 +7,14 @@ A ledger is read back with the driver settings recorded in its
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..errors import ConfigError, OffloadError, mask_secrets
 from ..hooks import Event
-from ..offload.ledger import BlobStoreLedgerOffloader
-from ..plugins import PluginManager
+from ..offload.ledger import LedgerOffloader
+from ..plugins import OffloaderSpec, PluginManager
 from ..storage import StorageDriver
 from ..urls import redact_url_text
 from .policies import OffloadPolicies
@@ -35,20 +36,32 @@ def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]
 
 
 class OffloaderProvider:
-    """Opens (and caches) one offloader per distinct driver setting."""
+    """Opens (and caches) one offloader per distinct driver setting.
+
+    The offloader is the one the plugin registry names for the configured
+    driver (an offloader registered through ``offload_core_register_offloaders``
+    that claims the driver's name, else the blob-store one), or the one a
+    ledger recorded (``offloader`` in its driver metadata) when reading it
+    back."""
 
     def __init__(self, plugins: PluginManager, data_dir: Path, emit: Callable[[Event], None] | None = None) -> None:
         self._plugins = plugins
         self._data_dir = data_dir
         self._emit = emit
-        self._cache: dict[tuple[tuple[str, str], ...], BlobStoreLedgerOffloader] = {}
+        self._cache: dict[tuple[tuple[str, str], ...], tuple[LedgerOffloader, StorageDriver]] = {}
 
     def for_settings(
         self, settings: Mapping[str, str], *, max_block_size: int, read_buffer_size: int
-    ) -> BlobStoreLedgerOffloader:
+    ) -> LedgerOffloader:
         """An offloader for ``settings`` (``driver``, ``bucket``, ``endpoint``,
-        ``region``, ``prefix``). Raises :class:`DriverNotInstalledError` /
-        :class:`ConfigError` from the driver."""
+        ``region``, ``prefix``, ``offloader``). Raises
+        :class:`DriverNotInstalledError` / :class:`ConfigError` from the
+        registry or the driver."""
+        return self._open(settings, max_block_size=max_block_size, read_buffer_size=read_buffer_size)[0]
+
+    def _open(
+        self, settings: Mapping[str, str], *, max_block_size: int, read_buffer_size: int
+    ) -> tuple[LedgerOffloader, StorageDriver]:
         key = tuple(
             sorted(
                 {**settings, "max_block_size": str(max_block_size), "read_buffer_size": str(read_buffer_size)}.items()
@@ -57,16 +70,31 @@ class OffloaderProvider:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        spec = self._spec_for(settings)
         driver = self._open_driver(settings)
-        offloader = BlobStoreLedgerOffloader(
-            driver,
-            max_block_size=max_block_size,
-            read_buffer_size=read_buffer_size,
-            prefix=settings.get("prefix", ""),
-            emit=self._emit,
+        options = {"max_block_size": max_block_size, "read_buffer_size": read_buffer_size,
+                   "prefix": settings.get("prefix", ""), "emit": self._emit}  # fmt: skip
+        accepted = inspect.signature(spec.factory).parameters
+        offloader: LedgerOffloader = spec.factory(
+            driver, **{name: value for name, value in options.items() if name in accepted}
         )
-        self._cache[key] = offloader
-        return offloader
+        self._cache[key] = (offloader, driver)
+        return offloader, driver
+
+    def _spec_for(self, settings: Mapping[str, str]) -> OffloaderSpec:
+        recorded = settings.get("offloader")
+        if recorded:
+            return self._plugins.offloader(recorded)
+        return self._plugins.offloader_for_driver(settings.get("driver", "filesystem"))
+
+    def sweep_stale_uploads(self, policies: OffloadPolicies) -> int:
+        """Remove temporaries killed writers left in the store ``policies``
+        name (see :meth:`StorageDriver.sweep_stale_uploads`); how many."""
+        settings = driver_settings(policies, self._data_dir)
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        _, driver = self._open(settings, max_block_size=policies.max_block_size,
+                               read_buffer_size=policies.read_buffer_size)  # fmt: skip
+        return len(driver.sweep_stale_uploads())
 
     def _open_driver(self, settings: Mapping[str, str]) -> StorageDriver:
         """The storage driver ``settings`` name. A driver that rejects them
@@ -93,16 +121,20 @@ class OffloaderProvider:
                 "ServiceEndpoint / Region"
             ) from None
 
-    def for_policies(self, policies: OffloadPolicies) -> tuple[BlobStoreLedgerOffloader, dict[str, str]]:
-        """The offloader the policies choose, and the settings to record."""
+    def for_policies(self, policies: OffloadPolicies) -> tuple[LedgerOffloader, dict[str, str]]:
+        """The offloader the policies choose, and the settings to record
+        with each ledger it offloads (its own driver metadata included)."""
         settings = driver_settings(policies, self._data_dir)
         assert policies.max_block_size is not None and policies.read_buffer_size is not None
         offloader = self.for_settings(
             settings, max_block_size=policies.max_block_size, read_buffer_size=policies.read_buffer_size
         )
-        return offloader, {**settings, "prefix": offloader.prefix}
+        recorded = {**settings, "offloader": self._spec_for(settings).name}
+        for name, value in offloader.driver_metadata().items():
+            recorded.setdefault(name, value)
+        return offloader, recorded
 
     def close(self) -> None:
-        for offloader in self._cache.values():
+        for offloader, _ in self._cache.values():
             offloader.close()
         self._cache.clear()

@@ -6,7 +6,7 @@ import inspect
 from typing import Any
 
 from ..errors import ConfigError
-from ..plugins import PluginManager
+from ..plugins import PluginManager, default_plugin_manager
 from .ledger import BlobStoreLedgerOffloader, LedgerOffloader, OffloadResult
 from .read_handle import InMemoryReadHandle, ReadHandle
 
@@ -44,7 +44,7 @@ def open_offloader(
 
     Example: ``open_offloader("file:///data/bucket", max_block_size=8 << 20)``.
     """
-    manager = plugin_manager if plugin_manager is not None else PluginManager()
+    manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
     spec = manager.offloader(offloader)
     parameters = inspect.signature(spec.factory).parameters
     offloader_options: dict[str, Any] = {}

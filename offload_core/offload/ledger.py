@@ -56,7 +56,12 @@ class OffloadResult:
 @runtime_checkable
 class LedgerOffloader(Protocol):
     """PIP-17's LedgerOffloader: move a closed ledger to long-term storage
-    and read it back."""
+    and read it back. ``offload`` raises :class:`StateError` for an open or
+    empty ledger and leaves no object behind when it fails;
+    ``read_offloaded`` raises :class:`NotFoundError` for a ledger that is
+    not there and :class:`FormatError` for one that does not decode;
+    ``delete_offloaded`` is idempotent. ``offload_core.testing``'s
+    ``OffloaderContract`` proves an implementation keeps this."""
 
     def offload(
         self, handle: ReadHandle, uuid: uuid_module.UUID | str, extra_metadata: Mapping[str, str] | None = None
@@ -69,6 +74,14 @@ class LedgerOffloader(Protocol):
     def delete_offloaded(
         self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
     ) -> None: ...
+
+    def driver_metadata(self) -> Mapping[str, str]:
+        """What to record with each offloaded ledger so that it is found
+        again (Pulsar's ``getOffloadDriverMetadata``); passed back to
+        ``read_offloaded`` and ``delete_offloaded``."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class BlobStoreLedgerOffloader:
@@ -326,4 +339,4 @@ def _recorded(blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry]) -> 
 
 @hookimpl
 def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
-    register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"))
+    register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"), drivers=("*",))
