@@ -22,9 +22,9 @@ def plugins(as_json: bool) -> None:
             {"name": spec.name, "aliases": list(spec.aliases), "schemes": list(spec.schemes)}
         )
     offloaders_by_plugin: dict[str, list[dict[str, Any]]] = {}
-    for offloader in manager.offloaders():
-        offloaders_by_plugin.setdefault(offloader.plugin.name, []).append(
-            {"name": offloader.name, "aliases": list(offloader.aliases), "serves": list(offloader.drivers)}
+    for spec in manager.offloaders():
+        offloaders_by_plugin.setdefault(spec.plugin.name, []).append(
+            {"name": spec.name, "aliases": list(spec.aliases), "serves": list(spec.drivers)}
         )
     if as_json:
         rows = [
@@ -46,7 +46,7 @@ def plugins(as_json: bool) -> None:
             aliases = ", ".join(driver["aliases"]) or "-"
             schemes = ", ".join(f"{s}://" for s in driver["schemes"]) or "-"
             click.echo(f"    driver {driver['name']:<14} aliases: {aliases:<28} schemes: {schemes}")
-        for offloader in offloaders_by_plugin.get(info.name, []):
-            serves = ", ".join("any other driver" if d == "*" else d for d in offloader["serves"]) or "-"
-            aliases = ", ".join(offloader["aliases"]) or "-"
-            click.echo(f"    offloader {offloader['name']:<11} aliases: {aliases:<28} serves: {serves}")
+        for row in offloaders_by_plugin.get(info.name, []):
+            serves = ", ".join("any other driver" if d == "*" else d for d in row["serves"]) or "-"
+            aliases = ", ".join(row["aliases"]) or "-"
+            click.echo(f"    offloader {row['name']:<11} aliases: {aliases:<28} serves: {serves}")
