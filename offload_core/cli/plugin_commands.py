@@ -22,9 +22,9 @@ def plugins(as_json: bool) -> None:
             {"name": spec.name, "aliases": list(spec.aliases), "schemes": list(spec.schemes)}
         )
     offloaders_by_plugin: dict[str, list[dict[str, Any]]] = {}
-    for spec in manager.offloaders():
-        offloaders_by_plugin.setdefault(spec.plugin.name, []).append(
-            {"name": spec.name, "aliases": list(spec.aliases), "serves": list(spec.drivers)}
+    for offloader in manager.offloaders():
+        offloaders_by_plugin.setdefault(offloader.plugin.name, []).append(
+            {"name": offloader.name, "aliases": list(offloader.aliases), "serves": list(offloader.drivers)}
         )
     if as_json:
         rows = [
