@@ -52,7 +52,7 @@ class RequestCounter:
     @hookimpl
     def offload_core_on_event(self, event: Event) -> None:
         if event.kind == "storage.request":
-            self.counts[str(event.fields["op"])] += int(event.fields.get("requests", 1))
+            self.counts.update(event.fields["requests_by_op"])
 
 
 def read_everything(broker: Broker, priority: ReadPriority, total: int, counter: RequestCounter) -> str:

@@ -41,16 +41,24 @@ class RequestCounts:
 
 
 class InstrumentedDriver(StorageDriver):
-    """Wraps a driver: each call is one counted request, emitted as a
-    ``storage.request`` event (``op``, ``key``, ``bytes``, ``ok``).
+    """Wraps a driver and reports what it sends: :attr:`counts` holds the
+    requests by operation as the wrapped driver counts them (each retry
+    attempt, listing page and multipart part is one; see
+    :attr:`StorageDriver.request_counts`) since it was wrapped, and each
+    call is emitted as a ``storage.request`` event (``op``, ``key``,
+    ``bytes``, ``ok``, ``requests``: how many requests it took, and
+    ``requests_by_op``: the same by operation (a filesystem read also
+    stats its commit record, say); calls
+    running at once on one driver may share their requests out unevenly,
+    the totals stay exact)."""
 
-    A multipart write counts as one ``write`` request per part plus one
-    ``write`` for completing it, as object stores bill it.
-    """
+    counts_requests = True
 
     def __init__(self, inner: StorageDriver, emit: Callable[[Event], None] | None = None) -> None:
         self.inner = inner
-        self.counts = RequestCounts()
+        self._baseline = Counter(inner.request_counts)
+        self._bytes_read = 0
+        self._bytes_written = 0
         self._emit = emit
         self.name = inner.name  # type: ignore[misc]
         self.min_part_size = inner.min_part_size
@@ -58,56 +66,60 @@ class InstrumentedDriver(StorageDriver):
     def __repr__(self) -> str:
         return f"InstrumentedDriver({self.inner!r})"
 
-    def _record(self, op: str, key: str, size: int, ok: bool, requests: int = 1) -> None:
-        self.counts.requests[op] += requests
-        if self._emit is not None:
-            self._emit(Event("storage.request", {"op": op, "key": key, "bytes": size, "ok": ok, "requests": requests}))
+    @property
+    def counts(self) -> RequestCounts:
+        """Requests and bytes since this wrapper was made (a fresh copy)."""
+        return RequestCounts(Counter(self.inner.request_counts) - self._baseline, self._bytes_read,
+                             self._bytes_written)  # fmt: skip
 
-    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
-        sent = [0, 0]  # parts, bytes
+    @property
+    def request_counts(self) -> Counter[str]:
+        return self.inner.request_counts
 
-        def counted() -> Iterator[BytesLike]:
-            for part in parts:
-                sent[0] += 1
-                sent[1] += len(part)
-                yield part
-
+    def _measured(self, op: str, key: str, action: Callable[[], T], size: Callable[[T], int] = lambda _: 0) -> T:
+        before = Counter(self.inner.request_counts)
         ok = False
-        try:
-            info = self.inner._write(key, counted(), metadata, if_absent)
-            ok = True
-            return info
-        finally:
-            self.counts.bytes_written += sent[1] if ok else 0
-            self._record("write", key, sent[1], ok, requests=sent[0] + 1)
-
-    def _read(self, key: str, start: int, end: int | None) -> bytes:
-        try:
-            data = self.inner._read(key, start, end)
-        except BaseException:
-            self._record("read", key, 0, False)
-            raise
-        self.counts.bytes_read += len(data)
-        self._record("read", key, len(data), True)
-        return data
-
-    def _stat(self, key: str) -> ObjectInfo:
-        return self._counted("stat", key, lambda: self.inner._stat(key))
-
-    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        return iter(self._counted("list", prefix, lambda: list(self.inner._list(prefix))))
-
-    def _delete(self, keys: Sequence[str]) -> None:
-        self._counted("delete", ",".join(keys), lambda: self.inner._delete(keys))
-
-    def _counted(self, op: str, key: str, action: Callable[[], T]) -> T:
-        ok = False
+        moved = 0
         try:
             result = action()
             ok = True
+            moved = size(result)
             return result
         finally:
-            self._record(op, key, 0, ok)
+            if self._emit is not None:
+                sent = self.inner.request_counts - before
+                self._emit(Event("storage.request", {"op": op, "key": key, "bytes": moved, "ok": ok,
+                                                     "requests": sum(sent.values()),
+                                                     "requests_by_op": dict(sent)}))  # fmt: skip
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        sent = [0]
+
+        def counted() -> Iterator[BytesLike]:
+            for part in parts:
+                sent[0] += len(part)
+                yield part
+
+        info = self._measured("write", key, lambda: self.inner.write(key, counted(), metadata=metadata,
+                                                                      if_absent=if_absent),
+                              lambda _: sent[0])  # fmt: skip
+        self._bytes_written += sent[0]
+        return info
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        data = self._measured("read", key, lambda: self.inner.read(key, start, end), len)
+        self._bytes_read += len(data)
+        return data
+
+    def _stat(self, key: str) -> ObjectInfo:
+        return self._measured("stat", key, lambda: self.inner.stat(key))
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        listed = self._measured("list", prefix, lambda: iter(self.inner.list(prefix)))
+        yield from listed
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        self._measured("delete", ",".join(keys), lambda: self.inner.delete(keys))
 
     def sweep_stale_uploads(
         self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False

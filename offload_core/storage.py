@@ -19,6 +19,7 @@ import re
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -129,6 +130,23 @@ class StorageDriver(abc.ABC):
     min_part_size: int = 0
     #: Bounded, jittered retries of transient failures (see :meth:`_call`).
     retry: RetryPolicy = RetryPolicy()
+    #: True for a driver that counts each request it sends (every attempt,
+    #: listing page and upload part) through :meth:`_call` and
+    #: :meth:`_count_request`; for the others each public call counts as one.
+    counts_requests: ClassVar[bool] = False
+
+    @property
+    def request_counts(self) -> Counter[str]:
+        """Requests sent so far, by operation (``read``, ``write``, ``stat``,
+        ``list``, ``delete``): each retry attempt, listing page and part of
+        a multipart upload is one."""
+        counts: Counter[str] | None = self.__dict__.get("_request_counts")
+        if counts is None:
+            counts = self.__dict__["_request_counts"] = Counter()
+        return counts
+
+    def _count_request(self, op: str, n: int = 1) -> None:
+        self.request_counts[op] += n
 
     def _translate(self, exc: Exception, key: str) -> Exception:
         """Our error for a backend exception; ``exc`` itself if unknown.
@@ -143,12 +161,16 @@ class StorageDriver(abc.ABC):
         slice_range(key, self._stat(key).size, start, end)
         return b""
 
-    def _call(self, key: str, action: Callable[[], T]) -> T:
+    def _call(self, key: str, action: Callable[[], T], op: str | None = None) -> T:
         """Run one storage request: translate its errors with
         :meth:`_translate`, retry :class:`TransientStorageError` with
-        bounded, jittered backoff (``self.retry``), never forever."""
+        bounded, jittered backoff (``self.retry``), never forever. Each
+        attempt counts as an ``op`` request (on a driver that
+        :attr:`counts_requests`)."""
 
         def attempt() -> T:
+            if op is not None and self.counts_requests:
+                self._count_request(op)
             try:
                 return action()
             except Exception as exc:
@@ -183,6 +205,8 @@ class StorageDriver(abc.ABC):
         """
         validate_key(key)
         checked = validate_metadata(metadata)
+        if not self.counts_requests:
+            self._count_request("write")
         return self._write(key, checked_parts(parts), checked, if_absent)
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
@@ -200,6 +224,8 @@ class StorageDriver(abc.ABC):
             raise InvalidRangeError(f"read of {key!r}: start must be non-negative, got {start}")
         if end is not None and end < start:
             raise InvalidRangeError(f"read of {key!r}: end {end} is before start {start}")
+        if not self.counts_requests:
+            self._count_request("read")
         try:
             return self._read(key, start, end)
         except InvalidRangeError:
@@ -212,6 +238,8 @@ class StorageDriver(abc.ABC):
     def stat(self, key: str) -> ObjectInfo:
         """Return the object's size and metadata; :class:`NotFoundError` if missing."""
         validate_key(key)
+        if not self.counts_requests:
+            self._count_request("stat")
         return self._stat(key)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
@@ -223,6 +251,8 @@ class StorageDriver(abc.ABC):
         in listings): call :meth:`stat` for it.
         """
         validate_prefix(prefix)
+        if not self.counts_requests:
+            self._count_request("list")
         return self._list(prefix)
 
     def delete(self, keys: Iterable[str] | str) -> None:
@@ -235,6 +265,8 @@ class StorageDriver(abc.ABC):
         for key in batch:
             validate_key(key)
         if batch:
+            if not self.counts_requests:
+                self._count_request("delete")
             self._delete(batch)
 
     def exists(self, key: str) -> bool:
@@ -362,6 +394,7 @@ class FsspecDriver(StorageDriver):
     """
 
     native_metadata: ClassVar[bool] = False
+    counts_requests: ClassVar[bool] = True
 
     def __init__(self, fs: Any, root: str, *, retry: RetryPolicy | None = None) -> None:
         self.fs = fs
@@ -406,6 +439,7 @@ class FsspecDriver(StorageDriver):
         """Write ``parts`` to ``path`` (a private temporary name); return the
         size. On failure, remove what was written and re-raise."""
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        self._count_request("write")
         size = 0
         try:
             with self._create_file(path) as out:
@@ -427,6 +461,7 @@ class FsspecDriver(StorageDriver):
         the OS (a local disk) flushes and syncs here. Nothing by default."""
 
     def _rename(self, src: str, dst: str) -> None:
+        self._count_request("write")
         self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
         self.fs.mv(src, dst)
 
@@ -440,7 +475,7 @@ class FsspecDriver(StorageDriver):
             self.fs.rm_file(path)
 
     def _remove_with_retries(self, key: str, path: str) -> None:
-        self._call(key, lambda: self._remove_quietly(path))
+        self._call(key, lambda: self._remove_quietly(path), op="delete")
 
     # -- native metadata hooks ------------------------------------------
 
@@ -524,6 +559,7 @@ class FsspecDriver(StorageDriver):
         if self.native_metadata:
             return  # no sidecars, nothing to roll forward
         pending = self._pending_path(key)
+        self._count_request("stat")
         if not self.fs.exists(pending):
             return
         with self._commit_lock():
@@ -539,6 +575,7 @@ class FsspecDriver(StorageDriver):
         is missing, or if it is a corrupt pending record (then removed).
         Raises :class:`OffloadError` naming the file for a corrupt sidecar
         or a record that cannot be read."""
+        self._count_request("stat")
         try:
             raw = self.fs.cat_file(path)
         except FileNotFoundError:
@@ -630,11 +667,12 @@ class FsspecDriver(StorageDriver):
         return False
 
     def _data_exists(self, key: str) -> bool:
+        self._count_request("stat")
         return bool(self.fs.isfile(self._path(key)))
 
     def _info(self, key: str) -> Mapping[str, Any]:
         self._roll_forward(key)
-        info = dict(self._call(key, lambda: self.fs.info(self._path(key))))
+        info = dict(self._call(key, lambda: self.fs.info(self._path(key)), op="stat"))
         if info.get("type") != "file":
             raise NotFoundError(f"object {key!r} not found under {self.root!r}", key=key)
         return info
@@ -657,14 +695,14 @@ class FsspecDriver(StorageDriver):
             end = min(end, self._info(key)["size"])
             if start >= end:
                 return self._empty_read(key, start, end)
-        data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
+        data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end), op="read")
         return data or self._empty_read(key, start, end)
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         base = self._path(directory) if directory else self.root
         try:
-            found = self._call(prefix, lambda: self.fs.find(base, detail=True, withdirs=False))
+            found = self._call(prefix, lambda: self.fs.find(base, detail=True, withdirs=False), op="list")
         except NotFoundError:
             return iter(())
         root = self.root + "/"

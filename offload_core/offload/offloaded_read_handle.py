@@ -63,6 +63,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._buffer = b""
         self._offsets: OrderedDict[int, int] = OrderedDict()
         self._checked_blocks: set[int] = set()
+        self._block_starts = frozenset(entry.first_entry_id for entry in index.entries)
         self._closed = False
 
     @property
@@ -191,9 +192,7 @@ class OffloadedReadHandle(LedgerMetadataView):
     # -- buffered bytes ------------------------------------------------------
 
     def _starts_a_block(self, entry_id: int) -> bool:
-        if entry_id > self.last_entry_id:
-            return False
-        return self._index.lookup(entry_id).first_entry_id == entry_id
+        return entry_id in self._block_starts
 
     def _window(self, position: int, count: int) -> tuple[bytes, int]:
         """A buffer holding bytes ``[position, position + count)`` of the

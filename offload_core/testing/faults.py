@@ -11,6 +11,7 @@ on each real store::
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -69,6 +70,8 @@ class Fault:
 class FaultyDriver(StorageDriver):
     """Wraps ``inner`` and raises at the calls the ``faults`` choose."""
 
+    counts_requests = True  # what the wrapped store sends is what counts
+
     def __init__(self, inner: StorageDriver, faults: Sequence[Fault]) -> None:
         self.inner = inner
         self.faults = list(faults)
@@ -77,6 +80,10 @@ class FaultyDriver(StorageDriver):
 
     def __repr__(self) -> str:
         return f"FaultyDriver({self.inner!r})"
+
+    @property
+    def request_counts(self) -> Counter[str]:
+        return self.inner.request_counts
 
     def _check(self, op: Op, key: str) -> bool:
         """Raise the first due fault for this call; True if a due fault
@@ -108,25 +115,25 @@ class FaultyDriver(StorageDriver):
                 if fault.seen >= fault.nth and not fault.exhausted():
                     raise fault.error(f"completing {key!r}")
 
-        return self.inner._write(key, guarded(), metadata, if_absent)
+        return self.inner.write(key, guarded(), metadata=metadata, if_absent=if_absent)
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         short = self._check("read", key)
-        data = self.inner._read(key, start, end)
+        data = self.inner.read(key, start, end)
         return data[: len(data) // 2] if short else data
 
     def _stat(self, key: str) -> ObjectInfo:
         self._check("stat", key)
-        return self.inner._stat(key)
+        return self.inner.stat(key)
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         self._check("list", prefix)
-        return self.inner._list(prefix)
+        return self.inner.list(prefix)
 
     def _delete(self, keys: Sequence[str]) -> None:
         for key in keys:
             self._check("delete", key)
-        self.inner._delete(keys)
+        self.inner.delete(keys)
 
     def sweep_stale_uploads(
         self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False

@@ -58,6 +58,7 @@ class AzureBlobDriver(StorageDriver):
     """
 
     name = "azure"
+    counts_requests = True
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class AzureBlobDriver(StorageDriver):
         retry_attempts: int = 5,
         connect_timeout: float = 10,
         read_timeout: float = 60,
+        list_page_size: int = 1000,
     ) -> None:
         container = container or bucket
         if endpoint is not None:
@@ -121,6 +123,7 @@ class AzureBlobDriver(StorageDriver):
         self.prefix = key_prefix(prefix)
         self.account = self._service.account_name
         self.retry = RetryPolicy(attempts=retry_attempts)
+        self.list_page_size = list_page_size
         self._container = self._service.get_container_client(container)
 
     @classmethod
@@ -177,26 +180,38 @@ class AzureBlobDriver(StorageDriver):
         if end is not None and end == start:
             return self._empty_read(key, start, end)
         length = None if end is None else end - start
-        data: bytes = self._call(key, lambda: self._blob(key).download_blob(offset=start, length=length).readall())
+        data: bytes = self._call(
+            key, lambda: self._blob(key).download_blob(offset=start, length=length).readall(), op="read"
+        )
         # Some servers answer a start at the end with an empty body, not 416.
         return data or self._empty_read(key, start, end)
 
     def _stat(self, key: str) -> ObjectInfo:
-        properties = self._call(key, lambda: self._blob(key).get_blob_properties())
+        properties = self._call(key, lambda: self._blob(key).get_blob_properties(), op="stat")
         metadata = {decode_name(name): decode_header_value(value) for name, value in properties.metadata.items()}
         return ObjectInfo(key=key, size=int(properties.size), metadata=metadata,
                           etag=str(properties.etag).strip('"') or None)  # fmt: skip
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        def listing() -> list[ObjectInfo]:
-            return [
-                ObjectInfo(key=blob.name[len(self.prefix) :], size=int(blob.size), etag=str(blob.etag).strip('"'))
-                for blob in self._container.list_blobs(name_starts_with=self.prefix + prefix)
-            ]
+        # One page at a time (each its own retried request, resumed from its
+        # continuation token), in the store's key order.
+        token: str | None = None
+        while True:
 
-        found = self._call(prefix, listing)
-        found.sort(key=lambda info: info.key)
-        return iter(found)
+            def page(token: str | None = token) -> tuple[list[ObjectInfo], str | None]:
+                pages = self._container.list_blobs(
+                    name_starts_with=self.prefix + prefix, results_per_page=self.list_page_size
+                ).by_page(continuation_token=token)
+                blobs = [
+                    ObjectInfo(key=blob.name[len(self.prefix) :], size=int(blob.size), etag=str(blob.etag).strip('"'))
+                    for blob in next(pages, [])
+                ]
+                return blobs, pages.continuation_token  # type: ignore[attr-defined]
+
+            found, token = self._call(prefix, page, op="list")
+            yield from found
+            if not token:
+                return
 
     def _delete(self, keys: Sequence[str]) -> None:
         for key in keys:
@@ -204,7 +219,7 @@ class AzureBlobDriver(StorageDriver):
                 self._delete_one(key)
 
     def _delete_one(self, key: str) -> None:
-        self._call(key, lambda: self._blob(key).delete_blob())
+        self._call(key, lambda: self._blob(key).delete_blob(), op="delete")
 
     # -- writing --------------------------------------------------------------------
 
@@ -225,11 +240,11 @@ class AzureBlobDriver(StorageDriver):
             blocks.append(block_id)
             size += len(part)
         condition = {"if_none_match": "*"} if if_absent else {}
-        self._call(key, lambda: blob.commit_block_list(blocks, metadata=stored, **condition))
+        self._call(key, lambda: blob.commit_block_list(blocks, metadata=stored, **condition), op="write")
         return ObjectInfo(key=key, size=size, metadata=metadata)
 
     def _stage(self, key: str, blob: Any, block_id: str, data: bytes) -> None:
-        self._call(key, lambda: blob.stage_block(block_id, data))
+        self._call(key, lambda: blob.stage_block(block_id, data), op="write")
 
     def close(self) -> None:
         self._service.close()

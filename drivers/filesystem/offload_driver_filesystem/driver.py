@@ -110,6 +110,7 @@ class FilesystemDriver(FsspecDriver):
         entries sort as ``name/`` so that ``a-b`` comes before ``a/x``, as
         the keys do; symbolic links are skipped."""
         base = os.path.join(self.root, directory) if directory else self.root
+        self._count_request("list")  # one directory scan
         try:
             with os.scandir(base) as scan:
                 found = [
@@ -153,6 +154,7 @@ class FilesystemDriver(FsspecDriver):
             os.fsync(out.fileno())
 
     def _rename(self, src: str, dst: str) -> None:
+        self._count_request("write")
         parent = os.path.dirname(dst)
         os.makedirs(parent, exist_ok=True)
         os.replace(src, dst)

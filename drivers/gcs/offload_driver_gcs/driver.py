@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import types
@@ -20,6 +21,7 @@ from offload_core.errors import (
     OffloadError,
     TransientStorageError,
 )
+from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
 from offload_core.urls import check_endpoint, redact_url
@@ -60,6 +62,7 @@ class GCSDriver(FsspecDriver):
         retry_attempts: int = 5,
         keep_alive: bool = True,
         request_timeout: float = 60,
+        list_page_size: int = 1000,
     ) -> None:
         if not isinstance(bucket, str) or not _BUCKET_NAME.match(bucket):
             raise ConfigError(f"GCS bucket name {bucket!r} is invalid; check managedLedgerOffloadBucket")
@@ -96,6 +99,7 @@ class GCSDriver(FsspecDriver):
         self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
         self.chunk_size = chunk_size
+        self.list_page_size = list_page_size
         super().__init__(fs, f"{bucket}/{self.prefix}".rstrip("/"), retry=RetryPolicy(attempts=retry_attempts))
 
     @classmethod
@@ -137,6 +141,7 @@ class GCSDriver(FsspecDriver):
         return exc
 
     def _bucket_exists(self) -> bool:
+        self._count_request("stat")
         try:
             return bool(self.fs.exists(self.bucket))
         except Exception:
@@ -144,6 +149,24 @@ class GCSDriver(FsspecDriver):
 
     def _at(self) -> str:
         return f" at {redact_url(self.endpoint)}" if self.endpoint else ""
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        # One page of the JSON API at a time, in the store's key order.
+        token: str | None = None
+        while True:
+            query = {"prefix": self.prefix + prefix, "maxResults": self.list_page_size,
+                     **({"pageToken": token} if token else {})}  # fmt: skip
+            page: dict[str, Any] = self._call(prefix, functools.partial(self._list_page, query), op="list")
+            for item in page.get("items", []):
+                yield ObjectInfo(key=item["name"][len(self.prefix) :], size=int(item["size"]),
+                                 etag=item.get("etag") or item.get("md5Hash"))  # fmt: skip
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def _list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        page: dict[str, Any] = self._run(self.fs._call("GET", "b/{}/o", self.bucket, json_out=True, **query))
+        return page
 
     def _metadata_from_info(self, key: str, info: Mapping[str, Any]) -> dict[str, str]:
         return dict(info.get("metadata") or {})
@@ -167,7 +190,7 @@ class GCSDriver(FsspecDriver):
                     if location is None:
                         location = self._call(key, lambda: self._run(
                             core.initiate_upload(self.fs, self.bucket, full_key, metadata=metadata or None, mode=mode)
-                        ))  # fmt: skip
+                        ), op="write")  # fmt: skip
                     whole = len(pending) - len(pending) % _GRANULE
                     if whole == len(pending):
                         whole -= _GRANULE  # keep a tail: the final chunk must carry the total size
@@ -179,7 +202,7 @@ class GCSDriver(FsspecDriver):
                 data = bytes(pending)
                 self._call(key, lambda: self._run(
                     core.simple_upload(self.fs, self.bucket, full_key, data, metadatain=metadata or None, mode=mode)
-                ))  # fmt: skip
+                ), op="write")  # fmt: skip
                 return total
             self._send(key, location, bytes(pending), offset, total)
             return total
@@ -189,7 +212,7 @@ class GCSDriver(FsspecDriver):
             raise
 
     def _send(self, key: str, location: str, chunk: bytes, offset: int, total: int | None) -> None:
-        self._call(key, lambda: self._put_chunk(location, chunk, offset, total))
+        self._call(key, lambda: self._put_chunk(location, chunk, offset, total), op="write")
 
     def _put_chunk(self, location: str, chunk: bytes, offset: int, total: int | None) -> None:
         """One chunk of a resumable upload; ``total`` only on the last
@@ -216,6 +239,7 @@ class GCSDriver(FsspecDriver):
             async with self.fs.session.delete(location) as response:
                 return int(response.status)
 
+        self._count_request("write")
         try:
             status = self._run(delete())
         except Exception as exc:  # noqa: BLE001 - reported, and the write's error propagates

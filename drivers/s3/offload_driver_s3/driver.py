@@ -28,6 +28,10 @@ __all__ = ["S3Driver"]
 
 MIN_PART_SIZE = 5 * 2**20
 _DELETE_BATCH = 1000
+# Which counted operation each S3 API call is (the rest are writes: put,
+# multipart create/part/complete/abort).
+_OPS = {"head_object": "stat", "list_objects_v2": "list", "delete_objects": "delete", "get_object": "read",
+        "head_bucket": "stat"}  # fmt: skip
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TRANSIENT_CODES = {
     "SlowDown",
@@ -79,6 +83,7 @@ class S3Driver(FsspecDriver):
         retry_attempts: int = 5,
         connect_timeout: float = 10,
         read_timeout: float = 60,
+        list_page_size: int = 1000,
     ) -> None:
         if not isinstance(bucket, str) or not _BUCKET_NAME.match(bucket):
             raise ConfigError(
@@ -111,6 +116,7 @@ class S3Driver(FsspecDriver):
         self.bucket = bucket
         self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
+        self.list_page_size = list_page_size
         super().__init__(fs, f"{bucket}/{self.prefix}".rstrip("/"), retry=RetryPolicy(attempts=retry_attempts))
 
     @classmethod
@@ -129,7 +135,8 @@ class S3Driver(FsspecDriver):
         return f"s3://{self.bucket}/{self.prefix}{key}"
 
     def _s3(self, key: str, operation: str, **kwargs: Any) -> Any:
-        return self._call(key, lambda: self.fs.call_s3(operation, Bucket=self.bucket, **kwargs))
+        return self._call(key, lambda: self.fs.call_s3(operation, Bucket=self.bucket, **kwargs),
+                          op=_OPS.get(operation, "write"))  # fmt: skip
 
     def _translate(self, exc: Exception, key: str) -> Exception:
         if isinstance(exc, OffloadError):
@@ -170,7 +177,7 @@ class S3Driver(FsspecDriver):
         if end is not None and end == start:
             return self._empty_read(key, start, end)  # S3 cannot express an empty byte range
         path = self._path(key)
-        data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
+        data: bytes = self._call(key, lambda: self.fs.cat_file(path, start=start, end=end), op="read")
         return data
 
     def _stat(self, key: str) -> ObjectInfo:
@@ -180,19 +187,19 @@ class S3Driver(FsspecDriver):
                           etag=str(head.get("ETag", "")).strip('"') or None)  # fmt: skip
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        found: list[ObjectInfo] = []
+        # One page at a time, as S3 returns them: already in key order (S3
+        # sorts by UTF-8 bytes, which is code-point order), so a bucket of
+        # millions of objects lists in one page's memory.
         token: str | None = None
         while True:
-            page = self._s3(prefix, "list_objects_v2", Prefix=self.prefix + prefix,
+            page = self._s3(prefix, "list_objects_v2", Prefix=self.prefix + prefix, MaxKeys=self.list_page_size,
                             **({"ContinuationToken": token} if token else {}))  # fmt: skip
             for item in page.get("Contents", []):
                 key = item["Key"][len(self.prefix) :]
-                found.append(ObjectInfo(key=key, size=int(item["Size"]), etag=str(item.get("ETag", "")).strip('"')))
+                yield ObjectInfo(key=key, size=int(item["Size"]), etag=str(item.get("ETag", "")).strip('"'))
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
-                break
-        found.sort(key=lambda info: info.key)
-        return iter(found)
+                return
 
     def _delete(self, keys: Sequence[str]) -> None:
         for first in range(0, len(keys), _DELETE_BATCH):
