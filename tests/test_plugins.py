@@ -15,6 +15,7 @@ from offload_core import (
     Event,
     PluginLoadError,
     PluginManager,
+    default_plugin_manager,
     hookimpl,
     open_driver,
 )
@@ -240,3 +241,92 @@ def test_events_offloaders_and_transforms_reach_plugins() -> None:
         manager.transform("zstd")
     with pytest.raises(ConfigError, match="no ledger offloader named 'x'.*blobby"):
         manager.offloader("x")
+
+
+def test_one_plugin_manager_per_process_until_the_environment_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_ALLOW, raising=False)
+    monkeypatch.delenv(ENV_DISABLE_AUTOLOAD, raising=False)
+    first = default_plugin_manager()
+    assert default_plugin_manager() is first
+    open_driver("memory://")
+    assert default_plugin_manager() is first
+    monkeypatch.setenv(ENV_DISABLE_AUTOLOAD, "1")
+    restricted = default_plugin_manager()
+    assert restricted is not first
+    assert [spec.name for spec in restricted.drivers()] == ["memory"]
+    monkeypatch.delenv(ENV_DISABLE_AUTOLOAD)
+    assert default_plugin_manager() is first
+
+
+def test_registration_hooks_go_through_pluggy_and_are_attributed() -> None:
+    class Sqlish(MemoryDriver):
+        pass
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(Sqlish, name="sqlish", schemes=("sqlish",))
+
+    class Other:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(MemoryDriver, name="other-memory")
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    manager.register(Other())
+    traced: list[str] = []
+    undo = manager._pm.add_hookcall_monitoring(lambda name, impls, kwargs: traced.append(name),
+                                               lambda outcome, name, impls, kwargs: None)  # fmt: skip
+    try:
+        spec = manager.driver("sqlish")
+    finally:
+        undo()
+    assert "offload_core_register_drivers" in traced
+    assert spec.plugin.name == "Plugin"
+    assert manager.driver("other-memory").plugin.name == "Other"
+    assert manager.driver("memory").plugin.name == "offload_core.memory"
+
+
+def test_a_type_error_inside_a_driver_is_its_bug_not_a_config_error() -> None:
+    class Buggy(MemoryDriver):
+        def __init__(self, depth: int = 1) -> None:
+            super().__init__()
+            len(depth)  # type: ignore[arg-type]
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(Buggy, name="buggy")
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    with pytest.raises(TypeError, match="has no len"):
+        manager.open_driver("buggy")
+    with pytest.raises(ConfigError, match="does not take the option 'dept'; did you mean 'depth'"):
+        manager.open_driver("buggy", dept=2)
+
+
+def test_option_typos_through_a_url_name_the_valid_options() -> None:
+    with pytest.raises(ConfigError, match="does not take the option 'endpoint_url'; did you mean 'endpoint'"):
+        open_driver("s3://some-bucket", endpoint_url="http://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="needs the option"):
+        PluginManager().open_driver("filesystem")
+
+
+def test_the_broker_finds_offloaders_by_the_driver_they_serve() -> None:
+    def packed(driver: object) -> str:
+        return "packed"
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_offloaders(self, register):  # type: ignore[no-untyped-def]
+            register(packed, name="packed", drivers=("memory",))
+
+    manager = PluginManager(load_entry_points=False)
+    assert manager.offloader_for_driver("memory").name == "blobstore"
+    manager.register(Plugin())
+    assert manager.offloader_for_driver("memory").name == "packed"
+    assert manager.offloader_for_driver("memory://").name == "packed"
+    with pytest.raises(DriverNotInstalledError):
+        manager.offloader_for_driver("nonesuch")
