@@ -21,6 +21,7 @@ __all__ = [
     "InvalidKeyError",
     "InvalidMetadataError",
     "InvalidRangeError",
+    "LostEntriesError",
     "NotFoundError",
     "OffloadError",
     "PluginLoadError",
@@ -41,6 +42,18 @@ class FormatError(OffloadError, ValueError):
     Raised by the pure ``formats`` modules for arbitrary, truncated or
     corrupted input; never any other exception type.
     """
+
+
+class LostEntriesError(FormatError):
+    """Entries ``first..last`` of ledger ``ledger_id`` cannot be read back
+    intact (a damaged, cut-short or zeroed part of the data object). The
+    entries before ``first`` stay readable; so may later blocks."""
+
+    def __init__(self, message: str, *, ledger_id: int, first: int, last: int) -> None:
+        super().__init__(message)
+        self.ledger_id = ledger_id
+        self.first = first
+        self.last = last
 
 
 class _StoreOSError(OffloadError, OSError):

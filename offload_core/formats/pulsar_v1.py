@@ -416,6 +416,13 @@ class Index:
         position = block.part_id  # part ids are 1-based and consecutive
         return self.entries[position].offset if position < len(self.entries) else self.data_object_length
 
+    def block_entries(self, block: IndexEntry) -> tuple[int, int]:
+        """The ids of the first and last entry ``block`` should hold (the
+        last is the first minus one for a block that should hold none)."""
+        position = block.part_id
+        following = self.entries[position].first_entry_id if position < len(self.entries) else self.last_entry_id + 1
+        return block.first_entry_id, following - 1
+
 
 def encode_index(index: Index) -> bytes:
     """Serialize ``index``. Raises :class:`FormatError` for an index that
@@ -532,10 +539,9 @@ def _check_index(index: Index) -> None:
                 f"block {number - 1} (offset {previous.offset}, entry {previous.first_entry_id})"
             )
         previous = entry
-    if previous is not None and index.data_object_length < previous.offset + BLOCK_HEADER_LENGTH:
-        raise FormatError(
-            f"index data object length {index.data_object_length} ends inside its last block at {previous.offset}"
-        )
+    # A data object length that ends inside the last block is what Pulsar
+    # writes when an entry is larger than a block (that block is padding
+    # only): the index is kept, and readers serve the blocks before it.
     if metadata.lastEntryId < index.entries[-1].first_entry_id:
         raise FormatError(
             f"ledger metadata last entry {metadata.lastEntryId} is before the last block's first entry "

@@ -6,6 +6,7 @@ and an index object; see :mod:`offload_core.formats.pulsar_v1`.
 
 from __future__ import annotations
 
+import logging
 import uuid as uuid_module
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ __all__ = [
     "LedgerOffloader",
     "OffloadResult",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BLOCK_SIZE = 64 * 2**20
 DEFAULT_READ_BUFFER_SIZE = 2**20
@@ -221,7 +224,10 @@ class BlobStoreLedgerOffloader:
         Loads the index (retrying transient errors a bounded number of
         times) and checks the format version on both objects. Raises
         :class:`NotFoundError` naming the ledger when an object is missing,
-        :class:`FormatError` for an unknown version or a corrupt index.
+        :class:`FormatError` for an unknown version or a corrupt index. A
+        data object whose size differs from its index's is opened anyway:
+        the handle serves every entry that is intact and raises
+        :class:`LostEntriesError` for the ones that are not.
         ``driver_metadata`` (as returned by :meth:`offload`) chooses the key
         prefix the ledger was written under.
         """
@@ -238,11 +244,15 @@ class BlobStoreLedgerOffloader:
         except FormatError as exc:
             raise FormatError(f"offloaded ledger {ledger_id}, index {index_key!r}: {exc}") from None
         if data_info.size != index.data_object_length:
-            raise FormatError(
-                f"offloaded ledger {ledger_id}: data object {data_key!r} is {data_info.size} bytes, its index "
-                f"says {index.data_object_length}"
-            )
-        return OffloadedReadHandle(ledger_id, index, self.driver, data_key, read_buffer_size=self.read_buffer_size)
+            # Cut short (a lost tail) or longer (Pulsar's index after an entry
+            # too large for a block): the entries both agree on stay readable;
+            # reading the others raises LostEntriesError naming them.
+            log.warning(
+                "offloaded ledger %s: data object %r is %s bytes, its index says %s; entries past the shorter of "
+                "the two cannot be read", ledger_id, data_key, data_info.size, index.data_object_length,
+            )  # fmt: skip
+        return OffloadedReadHandle(ledger_id, index, self.driver, data_key, read_buffer_size=self.read_buffer_size,
+                                   object_size=data_info.size)  # fmt: skip
 
     def _retrying(self, action: Callable[[], T], ledger_id: int, key: str) -> T:
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections import OrderedDict
 
-from ..errors import FormatError, StateError
+from ..errors import FormatError, LostEntriesError, StateError
 from ..formats import pulsar_v1 as v1
 from ..model import Entry
 from ..storage import StorageDriver
@@ -52,6 +52,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         data_key: str,
         *,
         read_buffer_size: int,
+        object_size: int | None = None,
     ) -> None:
         self._ledger_id = ledger_id
         self._index = index
@@ -64,6 +65,11 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._offsets: OrderedDict[int, int] = OrderedDict()
         self._checked_blocks: set[int] = set()
         self._block_starts = frozenset(entry.first_entry_id for entry in index.entries)
+        # A data object cut short (or longer than its index says) is read
+        # as far as both agree; entries past that are lost, not the ledger.
+        self._object_end = (
+            index.data_object_length if object_size is None else min(object_size, index.data_object_length)
+        )
         self._closed = False
 
     @property
@@ -77,16 +83,22 @@ class OffloadedReadHandle(LedgerMetadataView):
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
         entries = []
         for entry_id in range(first, last + 1):
-            block, offset, length = self._locate(entry_id)
-            start = offset + v1.ENTRY_HEADER_LENGTH
-            after = start + length
-            block_end = self._index.block_end(block)
-            # The next header comes in the same request as the payload, so
-            # checking what follows the entry costs no extra round trip.
-            buffer, at = self._window(start, length + min(v1.ENTRY_HEADER_LENGTH, block_end - after))
-            entries.append(Entry(self._ledger_id, entry_id, buffer[at : at + length]))
-            if entry_id == last:
-                self._check_what_follows(entry_id, after, block_end, buffer, at + length)
+            block = self._index.lookup(entry_id)
+            try:
+                offset, length = self._locate(entry_id, block)
+                start = offset + v1.ENTRY_HEADER_LENGTH
+                after = start + length
+                block_end = self._index.block_end(block)
+                # The next header comes in the same request as the payload, so
+                # checking what follows the entry costs no extra round trip.
+                buffer, at = self._window(start, length + min(v1.ENTRY_HEADER_LENGTH, block_end - after))
+                entries.append(Entry(self._ledger_id, entry_id, buffer[at : at + length]))
+                if entry_id == last:
+                    self._check_what_follows(entry_id, after, block_end, buffer, at + length)
+            except LostEntriesError:
+                raise
+            except FormatError as exc:
+                raise self._lost(str(exc), entry_id, block) from None
             self._remember(entry_id + 1, after)
         return entries
 
@@ -98,10 +110,9 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- locating entries ----------------------------------------------------
 
-    def _locate(self, entry_id: int) -> tuple[v1.IndexEntry, int, int]:
-        """The block holding ``entry_id``, the byte offset of its entry
-        header, and its payload length."""
-        block = self._index.lookup(entry_id)
+    def _locate(self, entry_id: int, block: v1.IndexEntry) -> tuple[int, int]:
+        """The byte offset of ``entry_id``'s entry header in ``block``, and
+        its payload length."""
         self._check_block_header(block)
         start, end = block.data_offset, self._index.block_end(block)
         position, at_id = start, block.first_entry_id
@@ -115,12 +126,12 @@ class OffloadedReadHandle(LedgerMetadataView):
             try:
                 length = v1.read_entry_header(buffer, at, end=at + end - position, expected_id=at_id)
             except FormatError as exc:
-                raise self._corrupt(position, str(exc)) from None
+                raise self._lost(self._at(position, str(exc)), at_id, block) from None
             if length is None:  # padding: the entry should have been in this block and is not
-                raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
+                raise self._lost(self._at(position, f"entry {at_id} is not in block {block.part_id}"), at_id, block)
             self._remember(at_id, position)
             if at_id == entry_id:
-                return block, position, length
+                return position, length
             position += v1.ENTRY_HEADER_LENGTH + length
             at_id += 1
 
@@ -130,9 +141,20 @@ class OffloadedReadHandle(LedgerMetadataView):
         length and first entry id."""
         if block.part_id in self._checked_blocks:
             return
+        try:
+            self._check_block_header_once(block)
+        except FormatError as exc:
+            raise self._lost(str(exc), block.first_entry_id, block) from None
+        self._checked_blocks.add(block.part_id)
+
+    def _check_block_header_once(self, block: v1.IndexEntry) -> None:
         expected_length = self._index.block_end(block) - block.offset
         if expected_length < v1.BLOCK_HEADER_LENGTH:
-            raise self._corrupt(block.offset, f"block {block.part_id} is shorter than a block header")
+            raise self._corrupt(
+                block.offset,
+                f"block {block.part_id} is cut short: the index's data object length ({self._index.data_object_length})"
+                " leaves it no room for a header (Pulsar writes this when an entry is larger than a block)",
+            )
         buffer, at = self._window(block.offset, v1.BLOCK_HEADER_LENGTH)
         try:
             header = v1.decode_block_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH])
@@ -149,7 +171,6 @@ class OffloadedReadHandle(LedgerMetadataView):
                 f"block {block.part_id} header starts at entry {header.first_entry_id}, its index row at "
                 f"{block.first_entry_id}",
             )
-        self._checked_blocks.add(block.part_id)
 
     def _check_what_follows(self, entry_id: int, position: int, block_end: int, buffer: bytes, at: int) -> None:
         """After ``entry_id`` (ending at ``position``) comes the block's end,
@@ -202,9 +223,9 @@ class OffloadedReadHandle(LedgerMetadataView):
         buffered_from = position - self._buffer_start
         if buffered_from >= 0 and buffered_from + count <= len(self._buffer):
             return self._buffer, buffered_from
-        end = min(position + max(count, self._buffer_size), self._index.data_object_length)
+        end = min(position + max(count, self._buffer_size), self._object_end)
         if position + count > end:
-            raise self._corrupt(position, f"needs {count} bytes past the end of the data object")
+            raise self._corrupt(position, f"needs {count} bytes past the end of the data object ({self._object_end})")
         pieces = []
         for start in range(position, end, _MAX_REQUEST):
             stop = min(start + _MAX_REQUEST, end)
@@ -215,6 +236,21 @@ class OffloadedReadHandle(LedgerMetadataView):
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         self._buffer_start, self._buffer = position, data
         return data, 0
+
+    def _at(self, position: int, problem: str) -> str:
+        return f"offloaded ledger {self._ledger_id}, object {self._data_key!r}, byte offset {position}: {problem}"
+
+    def _lost(self, message: str, first_lost: int, block: v1.IndexEntry) -> LostEntriesError:
+        """The error for entries ``first_lost`` to the end of ``block``: the
+        ones before stay readable, and so may later blocks."""
+        last_lost = max(self._index.block_entries(block)[1], first_lost)
+        return LostEntriesError(
+            f"{message}; entries {first_lost}..{last_lost} (block {block.part_id}) are lost, the ones before them "
+            "stay readable",
+            ledger_id=self._ledger_id,
+            first=first_lost,
+            last=last_lost,
+        )
 
     def _corrupt(self, position: int, problem: str) -> FormatError:
         return FormatError(

@@ -90,30 +90,59 @@ class LedgerPlan:
 
 
 def check_block(task: BlockTask, data: bytes) -> BlockOutcome:
-    """Decode one block's bytes and check them against its index entry."""
+    """Decode one block's bytes and check them against its index entry. A
+    damaged block still reports the entries before the damage (its
+    ``last_entry_id``), so a summary can say which entries are recoverable."""
 
     def failed(problem: str) -> BlockOutcome:
-        return BlockOutcome(task, -1, 0, 0, problem)
+        intact, size = _intact_prefix(task, data)
+        return BlockOutcome(task, task.first_entry_id + intact - 1, intact, size, problem)
 
+    if len(data) < v1.BLOCK_HEADER_LENGTH:
+        return BlockOutcome(task, task.first_entry_id - 1, 0, 0,
+                            f"block {task.part_id} is cut short: {len(data)} bytes, less than its header")  # fmt: skip
     try:
         decoded = v1.decode_block(data)
     except FormatError as exc:
         return failed(str(exc))
     if decoded.header.first_entry_id != task.first_entry_id:
-        return failed(
-            f"block {task.part_id} starts with entry {decoded.header.first_entry_id}, its index says "
-            f"{task.first_entry_id}"
-        )
+        return BlockOutcome(task, task.first_entry_id - 1, 0, 0,
+                            f"block {task.part_id} starts with entry {decoded.header.first_entry_id}, its index says "
+                            f"{task.first_entry_id}")  # fmt: skip
     if not decoded.entries:
         return failed(f"block {task.part_id} holds no entries")
     size = sum(len(payload) for _, payload in decoded.entries)
     return BlockOutcome(task, decoded.last_entry_id, len(decoded.entries), size, None)
 
 
+def _intact_prefix(task: BlockTask, data: bytes) -> tuple[int, int]:
+    """How many entries (and payload bytes) at the start of a damaged block
+    are framed whole, after a valid header."""
+    try:
+        header = v1.decode_block_header(data)
+    except FormatError:
+        return 0, 0
+    if header.first_entry_id != task.first_entry_id:
+        return 0, 0
+    position, count, size = v1.BLOCK_HEADER_LENGTH, 0, 0
+    while True:
+        try:
+            length = v1.read_entry_header(data, position, end=len(data), expected_id=task.first_entry_id + count)
+        except FormatError:
+            return count, size
+        if length is None:
+            return count, size
+        position += v1.ENTRY_HEADER_LENGTH + length
+        count, size = count + 1, size + length
+
+
 def read_and_check_block(driver: StorageDriver, task: BlockTask) -> BlockOutcome:
     """Read one block from the store and check it; a block that cannot be
     read (the object vanished, the range is past its end, the store keeps
     failing) is a problem too, reported rather than raised."""
+    if task.end <= task.offset:
+        problem = f"block {task.part_id} at offset {task.offset} lies past the end of the data object"
+        return BlockOutcome(task, task.first_entry_id - 1, 0, 0, problem)
     try:
         data = driver.read(task.data_key, task.offset, task.end)
     except OffloadError as exc:
@@ -164,11 +193,14 @@ def plan_ledger(
         return failed(exc.key or ledger.index_key, "object vanished while verifying")
     except OffloadError as exc:
         return failed(ledger.index_key, f"could not be read: {type(exc).__name__}: {exc}")
-    if data_size != index.data_object_length:
-        return failed(ledger.data_key, f"data object is {data_size} bytes, its index says {index.data_object_length}")
+    # A data object shorter than its index (a lost tail) or an index that
+    # ends inside its last block (Pulsar's, after an entry larger than a
+    # block) still has blocks worth checking: each is read as far as the
+    # object goes, and the summary says which entries are recoverable.
+    end = min(data_size, index.data_object_length)
     blocks = tuple(
         BlockTask(ledger.ledger_id, ledger.uuid, ledger.data_key, block.part_id, block.offset,
-                  index.block_end(block), block.first_entry_id)
+                  max(block.offset, min(index.block_end(block), end)), block.first_entry_id)
         for block in index.entries
     )  # fmt: skip
     return LedgerPlan(ledger, metadata.lastEntryId, metadata.length, blocks)
@@ -187,6 +219,9 @@ def summarize_ledger(plan: LedgerPlan, outcomes: Iterable[BlockOutcome]) -> Ledg
     defects = [found(o.task.offset, o.problem) for o in ordered if o.problem is not None]
     if len(ordered) != len(plan.blocks):
         defects.append(found(None, f"{len(ordered)} of the index's {len(plan.blocks)} blocks were checked"))
+    if defects:
+        recoverable = _recoverable_through(ordered)
+        defects.append(found(None, _recovery_summary(recoverable, plan.last_entry_id)))
     entries = sum(outcome.entries for outcome in ordered)
     entry_bytes = sum(outcome.entry_bytes for outcome in ordered)
     if not defects:
@@ -205,6 +240,24 @@ def summarize_ledger(plan: LedgerPlan, outcomes: Iterable[BlockOutcome]) -> Ledg
             elif entry_bytes != plan.length:
                 defects.append(found(None, f"entries hold {entry_bytes} bytes, the ledger metadata says {plan.length}"))
     return LedgerReport(ledger, len(ordered), entries, entry_bytes, tuple(defects))
+
+
+def _recoverable_through(ordered: list[BlockOutcome]) -> int:
+    """The last entry of the unbroken run of intact entries from entry 0."""
+    next_entry = 0
+    for outcome in ordered:
+        if outcome.task.first_entry_id != next_entry or outcome.entries == 0:
+            break
+        next_entry = outcome.last_entry_id + 1
+        if outcome.problem is not None:
+            break
+    return next_entry - 1
+
+
+def _recovery_summary(recoverable: int, last_entry_id: int) -> str:
+    kept = f"recoverable entries 0..{recoverable}" if recoverable >= 0 else "no entry is recoverable"
+    lost = f"lost {recoverable + 1}..{last_entry_id}" if last_entry_id > recoverable else "none lost from the end"
+    return f"{kept}, {lost}"
 
 
 def verify_ledger(

@@ -19,6 +19,7 @@ from offload_core import (
     InMemoryReadHandle,
     InvalidMetadataError,
     InvalidRangeError,
+    LostEntriesError,
     NotFoundError,
     OffloadError,
     PluginManager,
@@ -348,12 +349,18 @@ def test_wrong_format_version_is_refused(offloaded) -> None:  # type: ignore[no-
         offloader.read_offloaded(11, UUID)
 
 
-def test_truncated_data_object_is_refused(offloaded) -> None:  # type: ignore[no-untyped-def]
-    offloader, store, _ = offloaded
+def test_a_truncated_data_object_serves_the_entries_before_the_cut(offloaded) -> None:  # type: ignore[no-untyped-def]
+    offloader, store, entries = offloaded
     key = v1.data_key(str(UUID), 11)
-    store.write(key, store.read(key)[:-10], metadata={v1.FORMAT_VERSION_KEY: "1"})
-    with pytest.raises(FormatError, match="index says"):
-        offloader.read_offloaded(11, UUID)
+    index = v1.decode_index(store.read(v1.index_key(str(UUID), 11)))
+    last_block = index.entries[-1]
+    store.write(key, store.read(key)[: last_block.offset + 200], metadata={v1.FORMAT_VERSION_KEY: "1"})
+    handle = offloader.read_offloaded(11, UUID)
+    intact = handle.read(0, last_block.first_entry_id - 1)
+    assert [e.data for e in intact] == entries[: last_block.first_entry_id]
+    with pytest.raises(LostEntriesError, match=rf"entries {last_block.first_entry_id}\.\.299 .* are lost") as lost:
+        handle.read(last_block.first_entry_id, 299)
+    assert (lost.value.first, lost.value.last) == (last_block.first_entry_id, 299)
 
 
 def test_corrupt_entry_header_is_reported_with_its_offset(offloaded) -> None:  # type: ignore[no-untyped-def]

@@ -37,8 +37,9 @@ def test_outcomes_in_any_order_give_the_same_report() -> None:
 def test_a_block_not_checked_is_a_defect() -> None:
     driver, plan = planned()
     outcomes = [read_and_check_block(driver, task) for task in plan.blocks[1:]]
-    (defect,) = summarize_ledger(plan, outcomes).defects
+    defect, summary = summarize_ledger(plan, outcomes).defects
     assert defect.problem == f"{len(plan.blocks) - 1} of the index's {len(plan.blocks)} blocks were checked"
+    assert summary.problem == "no entry is recoverable, lost 0..79"
 
 
 def test_every_unreadable_block_is_reported_at_its_offset() -> None:
@@ -48,7 +49,12 @@ def test_every_unreadable_block_is_reported_at_its_offset() -> None:
         data[task.offset] ^= 0xFF
     driver.write(plan.ledger.data_key, bytes(data), metadata=dict(driver.stat(plan.ledger.data_key).metadata))
     report = summarize_ledger(plan, [read_and_check_block(driver, task) for task in plan.blocks])
-    assert [defect.offset for defect in report.defects] == [task.offset for task in plan.blocks[1::2]]
+    *blocks, summary = report.defects
+    assert [defect.offset for defect in blocks] == [task.offset for task in plan.blocks[1::2]]
+    assert (
+        summary.problem == f"recoverable entries 0..{plan.blocks[1].first_entry_id - 1}, lost "
+        f"{plan.blocks[1].first_entry_id}..79"
+    )
 
 
 def test_a_block_past_the_object_end_is_a_defect_not_a_crash() -> None:
@@ -57,3 +63,19 @@ def test_a_block_past_the_object_end_is_a_defect_not_a_crash() -> None:
                  metadata=dict(driver.stat(plan.ledger.data_key).metadata))  # fmt: skip
     outcome = read_and_check_block(driver, plan.blocks[-1])
     assert outcome.problem is not None and outcome.entries == 0
+
+
+def test_a_damaged_entry_keeps_the_entries_before_it_recoverable() -> None:
+    driver, plan = planned()
+    second = plan.blocks[1]
+    data = bytearray(driver.read(plan.ledger.data_key))
+    # Entry second.first + 2's length field: the two entries before it stay intact.
+    position = second.offset + 128
+    for _ in range(2):
+        position += 12 + int.from_bytes(data[position : position + 4], "big")
+    data[position : position + 4] = (10**6).to_bytes(4, "big")
+    driver.write(plan.ledger.data_key, bytes(data), metadata=dict(driver.stat(plan.ledger.data_key).metadata))
+    report = summarize_ledger(plan, [read_and_check_block(driver, task) for task in plan.blocks])
+    assert report.defects[-1].problem == (
+        f"recoverable entries 0..{second.first_entry_id + 1}, lost {second.first_entry_id + 2}..79"
+    )
