@@ -50,7 +50,15 @@ def test_a_corrupted_block_is_reported_with_its_ledger_and_offset(spark: Any, st
     driver.write(ledger.data_key, bytes(data), metadata=dict(driver.stat(ledger.data_key).metadata))
     result = verify_store(spark, store)
     defects = result.defects.collect()
-    assert [(row.ledger_id, row.key, row.offset) for row in defects] == [(3, ledger.data_key, victim.offset)]
+    assert [(row.ledger_id, row.key, row.offset) for row in defects] == [
+        (3, ledger.data_key, victim.offset),
+        (3, ledger.data_key, None),
+    ]
+    last = index.metadata().lastEntryId
+    assert (
+        defects[1].problem
+        == f"recoverable entries 0..{victim.first_entry_id - 1}, lost {victim.first_entry_id}..{last}"
+    )
     assert not result.ok
 
 
