@@ -7,18 +7,21 @@ import base64
 import json
 import random
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import click
 
-from ..errors import mask_secrets
+from ..errors import ConfigError, FormatError, mask_secrets
+from ..formats.pulsar_message import PulsarMessage, decode_entry
 from ..hooks import Event, hookimpl
 from ..managed_ledger import Broker, ReadPriority, load_config
 from ..managed_ledger.policies import TopicName, parse_namespace
-from ..model import Position
+from ..model import Entry, Position
+from .message_input import FORMATS, message_entry, parse_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,24 +76,73 @@ def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
 
 @topics.command()
 @click.argument("topic")
-@click.option("--count", type=click.IntRange(min=1), default=1000, show_default=True, help="Messages to append.")
+@click.option("--count", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Random messages to append (without --input).")  # fmt: skip
 @click.option(
     "--size", type=click.IntRange(min=0, max=64 << 20), default=256, show_default=True,
-    help="Bytes per message (at most 64 MiB).",
+    help="Bytes per random message (at most 64 MiB).",
 )  # fmt: skip
 @click.option("--seed", type=int, default=0, help="Seed for the random message bodies.")
+@click.option("--input", "source", type=click.File("rb"), default=None,
+              help="Read messages from FILE ('-': standard input), one per line, instead of random bytes.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="lines",
+    show_default=True,
+    help="lines: a line's text is a value; jsonl: key, value or value_b64, properties, event_time.",
+)
+@click.option("--producer-name", default="offload-cli", show_default=True, help="Producer name in each message.")
 @broker_options
-def produce(topic: str, count: int, size: int, seed: int, data_dir: str, config_path: str | None) -> None:
-    """Append COUNT messages of SIZE random bytes to TOPIC."""
-    rng = random.Random(seed)
+def produce(
+    topic: str,
+    count: int,
+    size: int,
+    seed: int,
+    source: BinaryIO | None,
+    fmt: str,
+    producer_name: str,
+    data_dir: str,
+    config_path: str | None,
+) -> None:
+    """Append messages to TOPIC: COUNT random entries of SIZE bytes, or,
+    with --input, real Pulsar messages read from a file or standard input.
+
+    A malformed input line stops the run with an error naming the line:
+    every message before it is appended, none after it."""
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
+        if source is not None:
+            _produce_input(ledger, source, fmt, producer_name)
+            return
+        rng = random.Random(seed)
         first = last = None
         with click.progressbar(range(count), label=f"producing to {topic}", file=sys.stderr) as numbers:
             for _ in numbers:
                 last = ledger.append(rng.randbytes(size))
                 first = first or last
         click.echo(f"appended {count} messages: {first} .. {last}")
+
+
+def _produce_input(ledger: Any, source: BinaryIO, fmt: str, producer_name: str) -> None:
+    first = last = None
+    appended = 0
+    try:
+        for number, line in enumerate(source, start=1):
+            if not line.strip() and fmt == "jsonl":
+                continue  # blank lines between JSON objects are no messages
+            message = parse_line(line, fmt=fmt, number=number)
+            entry = message_entry(message, producer_name=producer_name, sequence_id=appended,
+                                  publish_time_ms=int(time.time() * 1000))  # fmt: skip
+            last = ledger.append(entry)
+            first = first or last
+            appended += 1
+    finally:
+        if appended:
+            click.echo(f"appended {appended} messages: {first} .. {last}")
+        else:
+            click.echo("appended no messages")
 
 
 @topics.command()
@@ -109,7 +161,12 @@ def consume(
     data_dir: str,
     config_path: str | None,
 ) -> None:
-    """Read COUNT entries of TOPIC from a position, showing the tier that served each."""
+    """Read COUNT entries of TOPIC from a position, showing the tier that
+    served each. With --json, one object per entry: ledger_id, entry_id,
+    tier, size, payload_b64, and for an entry that is a Pulsar message its
+    key, properties, publish_time, event_time, producer_name, sequence_id
+    and value_b64 (null for a null value); a batch gives them per message
+    under "messages"."""
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
         states = ledger.ledgers()
@@ -119,18 +176,41 @@ def consume(
         for tiered in ledger.read_tiered(position, count, priority=priority):
             entry = tiered.entry
             if as_json:
-                click.echo(
-                    json.dumps(
-                        {
-                            "ledger_id": entry.ledger_id,
-                            "entry_id": entry.entry_id,
-                            "tier": tiered.tier,
-                            "payload_b64": base64.b64encode(entry.data).decode("ascii"),
-                        }
-                    )
-                )
+                click.echo(json.dumps(_entry_record(entry, tiered.tier)))
             else:
                 click.echo(f"{entry.ledger_id}:{entry.entry_id}\t{tiered.tier}\t{len(entry.data)} bytes")
+
+
+def _entry_record(entry: Entry, tier: str) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "ledger_id": entry.ledger_id,
+        "entry_id": entry.entry_id,
+        "tier": tier,
+        "size": len(entry.data),
+        "payload_b64": base64.b64encode(entry.data).decode("ascii"),
+    }
+    try:
+        messages = decode_entry(entry.data)
+    except (FormatError, ConfigError):
+        return record  # not a Pulsar message (or a codec not installed): the raw payload says it all
+    fields = [_message_fields(message) for message in messages]
+    if len(messages) == 1 and messages[0].batch_index is None:
+        record.update(fields[0])
+    elif messages:
+        record["messages"] = [{"batch_index": m.batch_index, **f} for m, f in zip(messages, fields, strict=True)]
+    return record
+
+
+def _message_fields(message: PulsarMessage) -> dict[str, Any]:
+    return {
+        "key": message.key,
+        "properties": dict(message.properties),
+        "publish_time": message.publish_time,
+        "event_time": message.event_time,
+        "producer_name": message.producer_name,
+        "sequence_id": message.sequence_id,
+        "value_b64": None if message.payload is None else base64.b64encode(message.payload).decode("ascii"),
+    }
 
 
 class _OffloadProgress:
