@@ -156,3 +156,28 @@ def test_verify_help_says_exactly_what_is_checked() -> None:
     for checked in ("format version 1", "block length equal to the span", "first entry id", "FE DC DE AD"):
         assert checked in text
     assert "Not checked: payload bytes" in text
+
+
+def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path) -> None:
+    from offload_core.managed_ledger import Broker, parse_config
+
+    data = tmp_path / "data"
+    with Broker(data, parse_config({"managedLedgerMaxEntriesPerLedger": 50})) as broker:
+        topic = broker.topic("a/b/c")
+        for n in range(120):
+            topic.append(b"%d" % n)
+        assert topic.offload_prefix().status == "success"
+    bucket = f"file://{data / 'bucket'}"
+    BlobStoreLedgerOffloader(open_driver(bucket), max_block_size=4096).offload(
+        InMemoryReadHandle(99, entries_of(99)), uuid.UUID(U1)
+    )
+    listed = offload("ledgers", "orphans", bucket, "--data-dir", str(data), "--json")
+    assert listed.returncode == 0, listed.stderr
+    (orphan,) = map(json.loads, listed.stdout.splitlines())
+    assert (orphan["ledger_id"], orphan["uuid"], orphan["action"]) == (99, U1, "keep")
+    assert "dry run" in listed.stderr
+    deleted = offload("ledgers", "orphans", bucket, "--data-dir", str(data), "--delete")
+    assert deleted.returncode == 0 and "1 orphan ledger(s) deleted" in deleted.stderr
+    remaining = {info.key for info in open_driver(bucket).list("")}
+    assert not any(U1 in key for key in remaining) and len(remaining) == 4  # two referenced ledgers, two objects each
+    assert offload("ledgers", "orphans", bucket, "--data-dir", str(tmp_path / "nowhere")).returncode != 0

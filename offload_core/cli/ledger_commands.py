@@ -6,16 +6,21 @@ import base64
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import FormatError, OffloadError
 from ..formats import pulsar_v1 as v1
+from ..managed_ledger.metadata_store import SqliteMetadataStore
+from ..managed_ledger.references import offload_references
 from ..model import Entry
 from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.read_handle import ReadHandle
+from ..offload.retention import decide, delete_ledger_objects, ledger_ctime_ms
 from ..offload.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
 from ..plugins import open_driver
 from ..storage import STALE_UPLOAD_AGE, StorageDriver
@@ -65,6 +70,54 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
             f"{_cell(row['blocks']):>6}  {row['state']}"
         )
     click.echo(f"{len(rows)} ledger(s)", err=True)
+
+
+@ledgers.command()
+@click.argument("url")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="The broker's data directory: its metadata says which ledgers are referenced.")  # fmt: skip
+@prefix_option
+@click.option("--delete", is_flag=True, help="Delete the orphans (default: a dry run that only lists them).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per orphan, one per line.")
+@driver_options
+def orphans(url: str, data_dir: str, prefix: str, delete: bool, as_json: bool, options: tuple[str, ...]) -> None:
+    """List offloaded ledgers under URL that no managed ledger in DATA_DIR's
+    metadata refers to (objects left by crashes, or by topics deleted
+    elsewhere), and with --delete delete them, data object before index.
+    The same decisions as `offload spark retention --delete-orphans`,
+    without Spark; ledgers a topic refers to are never touched."""
+    database = Path(data_dir) / "metadata.db"
+    if not database.is_file():
+        raise click.ClickException(f"no metadata store at {database}: without it orphans cannot be told apart")
+    driver = _open(url, options)
+    store = SqliteMetadataStore(database)
+    try:
+        references = offload_references(store)
+    finally:
+        store.close()
+    found = find_offloaded_ledgers(driver, prefix)
+    count = failed = 0
+    for ledger in found:
+        if (ledger.ledger_id, ledger.uuid) in references:
+            continue
+        decision = decide(ledger, ledger_ctime_ms(driver, ledger), references, None, delete, dry_run=not delete)
+        if decision.action == "deleted":
+            error = delete_ledger_objects(driver, ledger)
+            if error is not None:
+                decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
+                failed += 1
+        count += 1
+        created = decision.created_ms
+        if as_json:
+            click.echo(json.dumps({"ledger_id": ledger.ledger_id, "uuid": ledger.uuid, "keys": decision.keys,
+                                   "bytes": decision.size, "created_ms": created, "action": decision.action,
+                                   "reason": decision.reason}))  # fmt: skip
+        else:
+            click.echo(f"{ledger.ledger_id:>12}  {ledger.uuid}  {decision.size:>12} bytes  {decision.action}")
+    verb = "deleted" if delete else "found (dry run; --delete deletes them)"
+    click.echo(f"{count} orphan ledger(s) {verb}" + (f", {failed} failed" if failed else ""), err=True)
+    if failed:
+        raise SystemExit(1)
 
 
 def _report_stale_uploads(driver: StorageDriver, url: str) -> None:
