@@ -8,6 +8,7 @@ import click
 
 from .. import __version__
 from ..errors import OffloadError
+from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
 from .driver_commands import drivers
 from .ledger_commands import ledgers
 from .plugin_commands import plugins

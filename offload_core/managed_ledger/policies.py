@@ -242,6 +242,26 @@ class PolicyStore:
             self._store.set(path, updated.to_json(), record.version)
         return updated
 
+    def sources(self, level: str, name: str) -> dict[str, tuple[Any, str]]:
+        """Every field's effective value for the topic or namespace ``name``
+        and the level it comes from (``topic``, ``namespace`` or
+        ``broker``)."""
+        levels: list[tuple[str, OffloadPolicies]] = []
+        if level == "topic":
+            topic = TopicName.parse(name)
+            levels += [("topic", self.get("topic", str(topic))), ("namespace", self.get("namespace", topic.namespace))]
+        else:
+            levels.append(("namespace", self.get("namespace", parse_namespace(name))))
+        levels.append(("broker", self.broker_defaults))
+        found: dict[str, tuple[Any, str]] = {}
+        for field in dataclasses.fields(OffloadPolicies):
+            found[field.name] = next(
+                ((getattr(policies, field.name), where) for where, policies in levels
+                 if getattr(policies, field.name) is not None),
+                (None, "broker"),
+            )  # fmt: skip
+        return found
+
     def effective(self, topic: TopicName) -> OffloadPolicies:
         """Topic over namespace over broker defaults."""
         return self.get("topic", str(topic)).over(self.get("namespace", topic.namespace)).over(self.broker_defaults)

@@ -1,0 +1,93 @@
+"""pulsar-admin's offload-policy verbs for namespaces and topics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offload_core.cli.units import parse_duration_ms, parse_size
+from offload_core.errors import ConfigError
+
+
+def offload(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "broker.toml").touch()
+    return subprocess.run(
+        [sys.executable, "-m", "offload_core.cli", *args, "--data-dir", str(tmp_path / "data"),
+         "--config", str(tmp_path / "broker.toml")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+
+
+def policies(tmp_path: Path, level: str, name: str) -> dict[str, dict[str, object]]:
+    result = offload(tmp_path, level, "get-offload-policies", name, "--json")
+    assert result.returncode == 0, result.stderr
+    document: dict[str, dict[str, dict[str, object]]] = json.loads(result.stdout)
+    return document["policies"]
+
+
+def test_set_get_remove_with_levels(tmp_path: Path) -> None:
+    ok = offload(tmp_path, "namespaces", "set-offload-policies", "acme/prod", "-d", "aws-s3", "-b", "cold",
+                 "--offload-after-threshold", "10M", "--offload-deletion-lag", "4h", "--max-block-size", "64M",
+                 "--offloaded-read-priority", "bookkeeper-first")  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert offload(tmp_path, "topics", "set-offload-threshold", "acme/prod/orders", "--size", "1G", "--time", "2h")\
+        .returncode == 0  # fmt: skip
+    topic = policies(tmp_path, "topics", "acme/prod/orders")
+    assert topic["offload_threshold_bytes"] == {"value": 1 << 30, "from": "topic"}
+    assert topic["offload_threshold_seconds"] == {"value": 7200, "from": "topic"}
+    assert topic["driver"] == {"value": "aws-s3", "from": "namespace"}
+    assert topic["deletion_lag_ms"] == {"value": 4 * 3600 * 1000, "from": "namespace"}
+    assert topic["read_priority"] == {"value": "BOOKKEEPER_FIRST", "from": "namespace"}
+    assert topic["read_buffer_size"] == {"value": 1 << 20, "from": "broker"}
+    lag = json.loads(offload(tmp_path, "topics", "get-offload-deletion-lag", "acme/prod/orders", "--json").stdout)
+    assert lag["policies"]["deletion_lag_ms"]["from"] == "namespace"
+    assert offload(tmp_path, "topics", "remove-offload-threshold", "acme/prod/orders").returncode == 0
+    assert policies(tmp_path, "topics", "acme/prod/orders")["offload_threshold_bytes"]["from"] == "namespace"
+    assert offload(tmp_path, "namespaces", "set-offload-deletion-lag", "acme/prod", "--lag", "10m").returncode == 0
+    assert policies(tmp_path, "namespaces", "acme/prod")["deletion_lag_ms"]["value"] == 600_000
+    assert offload(tmp_path, "namespaces", "remove-offload-deletion-lag", "acme/prod").returncode == 0
+    assert offload(tmp_path, "namespaces", "remove-offload-policies", "acme/prod").returncode == 0
+    after = policies(tmp_path, "topics", "acme/prod/orders")
+    assert {row["from"] for row in after.values()} == {"broker"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["set-offload-policies", "acme/prod", "-d", "nosuchdriver"], "no storage driver named 'nosuchdriver'"),
+        (["set-offload-threshold", "acme/prod", "--size", "10Q"], "is not a size"),
+        (["set-offload-deletion-lag", "acme/prod", "--lag", "soon"], "is not a duration"),
+        (["set-offload-deletion-lag", "acme/prod", "--lag", "-1"], "is not a duration"),
+        (["set-offload-policies", "acme/prod"], "give at least one policy option"),
+        (["set-offload-policies", "acme/prod", "--offloaded-read-priority", "sometimes"], "read priority"),
+    ],
+)
+def test_invalid_settings_are_refused_with_the_reason(tmp_path: Path, args: list[str], message: str) -> None:
+    result = offload(tmp_path, "namespaces", *args)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert message in result.stderr
+
+
+def test_a_threshold_above_retention_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "broker.toml").write_text("defaultRetentionSizeInMB = 100\n")
+    result = offload(tmp_path, "topics", "set-offload-threshold", "acme/prod/orders", "--size", "1G")
+    assert result.returncode != 0 and "must be below the retention size" in result.stderr
+
+
+def test_units() -> None:
+    assert [parse_size(t, what="x") for t in ("0", "512", "10k", "10M", "1g", "2T")] == [
+        0, 512, 10 << 10, 10 << 20, 1 << 30, 2 << 40,
+    ]  # fmt: skip
+    assert parse_size("-1", what="x", allow_off=True) == -1
+    assert [parse_duration_ms(t, what="x") for t in ("0", "30", "30s", "5m", "4h", "2d", "1w")] == [
+        0, 30_000, 30_000, 300_000, 14_400_000, 172_800_000, 604_800_000,
+    ]  # fmt: skip
+    for bad in ("-1", "1.5M", "M", "", "10 M", "-2", "-1k"):
+        with pytest.raises(ConfigError):
+            parse_size(bad, what="x")
+    with pytest.raises(ConfigError, match="too large"):
+        parse_size("99999999999t", what="x")
