@@ -10,7 +10,7 @@ DISTRIBUTIONS := -e ".[dev,spark]" -e drivers/filesystem -e "drivers/s3[test]" -
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
-.PHONY: setup demo test test-fast proto bench lint clean
+.PHONY: setup demo test test-fast proto bench lint clean reliability
 
 setup: $(STAMP) $(AZURITE)
 
@@ -34,6 +34,13 @@ test: $(STAMP) $(AZURITE) lint
 # The quick loop: no emulators, no Spark, no slow crash tests.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not emulator and not spark"
+
+# The long reliability campaign (about half an hour on 2 cores): the tests in
+# tests/reliability with the campaign's numbers; writes RELIABILITY.md.
+reliability: $(STAMP)
+	rm -f .reliability.jsonl
+	OFFLOAD_RELIABILITY=campaign OFFLOAD_RELIABILITY_LOG=.reliability.jsonl $(BIN)/python -m pytest tests/reliability -q
+	$(BIN)/python -m tests.reliability.report .reliability.jsonl > RELIABILITY.md
 
 proto: $(STAMP)
 	cd offload_core/proto && ../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. *.proto

@@ -541,7 +541,12 @@ def _check_index(index: Index) -> None:
         previous = entry
     # A data object length that ends inside the last block is what Pulsar
     # writes when an entry is larger than a block (that block is padding
-    # only): the index is kept, and readers serve the blocks before it.
+    # only): the index is kept, and readers serve the blocks before it. It
+    # never ends before that block starts.
+    if previous is not None and index.data_object_length < previous.offset:
+        raise FormatError(
+            f"index data object length {index.data_object_length} ends before its last block at {previous.offset}"
+        )
     if metadata.lastEntryId < index.entries[-1].first_entry_id:
         raise FormatError(
             f"ledger metadata last entry {metadata.lastEntryId} is before the last block's first entry "
