@@ -10,7 +10,8 @@ import sys
 
 
 def main(log: str) -> str:
-    rows = [json.loads(line) for line in open(log, encoding="utf-8") if line.strip()]
+    with open(log, encoding="utf-8") as lines_in:
+        rows = [json.loads(line) for line in lines_in if line.strip()]
     cpus = os.cpu_count()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     lines = [

@@ -174,10 +174,14 @@ def test_concurrent_offloaders_and_readers_of_one_topic(tmp_path: Path) -> None:
     config = {**CONFIG, "managedLedgerMaxEntriesPerLedger": 40}
     Broker(data_dir, parse_config(config)).close()
     stop = tmp_path / "stop"
-    readers = [subprocess.Popen([sys.executable, "-c", READER, str(data_dir / "bucket"), str(stop)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir), str(rounds), repr(config)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+
+    def spawn(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    readers = [spawn(READER, str(data_dir / "bucket"), str(stop)) for _ in range(2)]
+    writers = [spawn(WRITER, str(data_dir), str(rounds), repr(config)) for _ in range(2)]
     for writer in writers:
         out, err = writer.communicate(timeout=600)
         assert writer.returncode == 0, err

@@ -146,4 +146,5 @@ def test_drivers_behave_like_a_dict(name: str, tmp_path: Path) -> None:
                           suppress_health_check=list(HealthCheck)),
     )  # fmt: skip
     record(f"{name} driver model (write, read, stat, list, delete, failing part iterators) against a dict",
-           runs=examples, checked=examples, losses=0, unit="runs of up to 20 operations, each result compared")  # fmt: skip
+           runs=examples, checked=examples, losses=0,
+           unit="runs of up to 20 operations, each result compared")  # fmt: skip
