@@ -21,7 +21,7 @@ def test_only_format_errors_come_out_of_mutated_input() -> None:
     for name, row in report.items():
         assert row["unexpected"] == [], (name, row["unexpected"])
         assert sum(row["outcomes"].values()) == row["inputs"]
+        outcomes = ", ".join(f"{kind} {n}" for kind, n in sorted(row["outcomes"].items()))
         record(f"mutated input (bit flips, truncations, extensions, length fields 0/-1/2^31-1/2^63-1) to "
                f"{name}, address space capped at 1.5 GiB", runs=row["inputs"], checked=row["inputs"],
-               losses=row["outcomes"].get("unexpected", 0),
-               unit="inputs; outcomes " + ", ".join(f"{k} {v}" for k, v in sorted(row["outcomes"].items())))  # fmt: skip
+               losses=row["outcomes"].get("unexpected", 0), unit=f"inputs; outcomes {outcomes}")  # fmt: skip
