@@ -1,12 +1,20 @@
 """PySpark integration (``pip install offload-core[spark]``): the
 ``pulsar-offload`` data source and the backfill, verify and retention jobs."""
 
+from pyspark import cloudpickle
+
+from . import source
 from .backfill_job import BackfillResult, backfill
 from .progress import Progress
-from .pulsar_offload import BlockRangePartition, PulsarOffloadDataSource, plan_partitions
+from .pulsar_offload import BlockRangePartition, plan_partitions
 from .retention_job import RetentionResult, retention
 from .session import get_session
+from .source import PulsarOffloadDataSource, WorkerEnvironmentError
 from .verify_job import VerifyResult, verify_store
+
+# The data source travels to Spark's Python workers by value: a worker on
+# the wrong interpreter then fails with WorkerEnvironmentError, naming it.
+cloudpickle.register_pickle_by_value(source)  # type: ignore[no-untyped-call]
 
 __all__ = [
     "BackfillResult",
@@ -15,6 +23,7 @@ __all__ = [
     "PulsarOffloadDataSource",
     "RetentionResult",
     "VerifyResult",
+    "WorkerEnvironmentError",
     "backfill",
     "get_session",
     "plan_partitions",

@@ -1,9 +1,9 @@
 """``spark.read.format("pulsar-offload")``: offloaded ledgers as a DataFrame,
 straight from object storage, with no broker.
 
-Planning happens on the Spark driver: the store is listed, every complete
-offloaded ledger's index is read, and the blocks holding wanted entries are
-grouped into partitions (``blocksPerPartition``, default 4). A partition is
+Planning happens in a Python worker on the Spark driver's machine: the
+store is listed, every complete offloaded ledger's index is read, and the
+blocks holding wanted entries are grouped into partitions (``blocksPerPartition``, default 4). A partition is
 small and picklable (URL, driver options, key, byte ranges, entry ranges).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
 strictly.
@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import (
-    DataSource,
     DataSourceReader,
     EqualTo,
     Filter,
@@ -50,16 +49,6 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
@@ -69,25 +58,11 @@ from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
 from .read_options import Decode, ReadOptions, parse_read_options
+from .source import SCHEMA
 
-__all__ = ["SCHEMA", "BlockRangePartition", "PulsarOffloadDataSource", "plan_partitions"]
+__all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
 
 _PLANNING_THREADS = 8
-
-SCHEMA = StructType(
-    [
-        StructField("ledger_id", LongType(), nullable=False),
-        StructField("entry_id", LongType(), nullable=False),
-        StructField("batch_index", IntegerType()),
-        StructField("payload", BinaryType()),
-        StructField("publish_time", TimestampType()),
-        StructField("event_time", TimestampType()),
-        StructField("key", StringType()),
-        StructField("properties", MapType(StringType(), StringType())),
-        StructField("producer_name", StringType()),
-        StructField("sequence_id", LongType()),
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -269,17 +244,8 @@ def _narrowed(bounds: ColumnBounds, pushed: Filter) -> ColumnBounds:
     return bounds
 
 
-class PulsarOffloadDataSource(DataSource):
-    """Registered as ``pulsar-offload``: ``spark.dataSource.register(PulsarOffloadDataSource)``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "pulsar-offload"
-
-    def schema(self) -> StructType:
-        return SCHEMA
-
-    def reader(self, schema: Any) -> PulsarOffloadReader:
-        if parse_read_options(self.options).filter_pushdown:
-            return FilterPushdownReader(self.options)
-        return PulsarOffloadReader(self.options)
+def make_reader(options: Mapping[str, str]) -> PulsarOffloadReader:
+    """The reader for a ``pulsar-offload`` read with ``options``."""
+    if parse_read_options(options).filter_pushdown:
+        return FilterPushdownReader(options)
+    return PulsarOffloadReader(options)

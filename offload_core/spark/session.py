@@ -20,7 +20,7 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    from .pulsar_offload import PulsarOffloadDataSource
+    from .source import PulsarOffloadDataSource
 
     active = SparkSession.getActiveSession()
     if active is None:

@@ -1,0 +1,82 @@
+"""The ``pulsar-offload`` data source class, as Spark ships it to its Python
+workers.
+
+Spark 4 unpickles a Python data source inside worker processes (to create
+it, plan it and read it), started with ``PYSPARK_PYTHON`` /
+``spark.pyspark.python``, else ``python3`` from ``PATH``. This module is
+registered with PySpark's cloudpickle to travel *by value*, and imports
+nothing but PySpark at module level, so a worker running the wrong
+interpreter reaches :meth:`PulsarOffloadDataSource.schema` and fails there
+with an error that names that interpreter and the fix, instead of a bare
+``ModuleNotFoundError`` deep in Spark's unpickler.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+__all__ = ["SCHEMA", "PulsarOffloadDataSource", "WorkerEnvironmentError"]
+
+SCHEMA = StructType(
+    [
+        StructField("ledger_id", LongType(), nullable=False),
+        StructField("entry_id", LongType(), nullable=False),
+        StructField("batch_index", IntegerType()),
+        StructField("payload", BinaryType()),
+        StructField("publish_time", TimestampType()),
+        StructField("event_time", TimestampType()),
+        StructField("key", StringType()),
+        StructField("properties", MapType(StringType(), StringType())),
+        StructField("producer_name", StringType()),
+        StructField("sequence_id", LongType()),
+    ]
+)
+
+
+class WorkerEnvironmentError(RuntimeError):
+    """A Spark Python worker runs an interpreter that cannot import
+    offload-core (or what it needs)."""
+
+
+def _reader_module() -> Any:
+    """offload-core's reading side, imported in the worker; raises
+    :class:`WorkerEnvironmentError` naming the interpreter when it cannot be."""
+    try:
+        from offload_core.spark import pulsar_offload
+    except ImportError as exc:
+        raise WorkerEnvironmentError(
+            f"this Spark worker runs {sys.executable} (Python {sys.version.split()[0]}), which cannot import "
+            f"offload-core: {exc}. Spark starts Python workers with PYSPARK_PYTHON or spark.pyspark.python, "
+            "else python3 from PATH: set either to the interpreter offload-core is installed in (for example "
+            "PYSPARK_PYTHON=/path/to/project/.venv/bin/python), or build the session with "
+            "offload_core.spark.get_session(), which does"
+        ) from None
+    return pulsar_offload
+
+
+class PulsarOffloadDataSource(DataSource):
+    """Registered as ``pulsar-offload``: ``spark.dataSource.register(PulsarOffloadDataSource)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar-offload"
+
+    def schema(self) -> StructType:
+        _reader_module()  # the first call Spark makes in a worker: fail early, and clearly
+        return SCHEMA
+
+    def reader(self, schema: Any) -> Any:
+        return _reader_module().make_reader(self.options)

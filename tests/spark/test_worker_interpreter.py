@@ -1,0 +1,45 @@
+"""A Spark worker started with the wrong Python says so, naming the
+interpreter and the fix (PYSPARK_PYTHON / spark.pyspark.python)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+WRONG_WORKER = textwrap.dedent(
+    """
+    import sys, uuid
+    from pyspark.sql import SparkSession
+    from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, open_driver
+    from offload_core.spark import PulsarOffloadDataSource
+    root = sys.argv[1]
+    BlobStoreLedgerOffloader(open_driver("file://" + root)).offload(InMemoryReadHandle(1, [b"a"]), uuid.uuid4())
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.pyspark.python", sys.argv[2]).getOrCreate())
+    spark.dataSource.register(PulsarOffloadDataSource)
+    try:
+        spark.read.format("pulsar-offload").load("file://" + root).count()
+    except Exception as exc:
+        print(str(exc))
+    """
+)
+
+
+def test_a_worker_without_offload_core_names_its_interpreter_and_the_fix(tmp_path: Path) -> None:
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    probe = subprocess.run([str(bare), "-c", "import offload_core"], capture_output=True, cwd=tmp_path)
+    assert probe.returncode != 0, f"{bare} can import offload-core; this test needs an interpreter that cannot"
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    result = subprocess.run([sys.executable, "-c", WRONG_WORKER, str(tmp_path / "bucket"), str(bare)],
+                            capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
+    assert "WorkerEnvironmentError" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"this Spark worker runs {bare}" in result.stdout
+    assert "PYSPARK_PYTHON" in result.stdout and "spark.pyspark.python" in result.stdout
