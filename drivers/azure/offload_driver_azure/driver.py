@@ -34,7 +34,7 @@ from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike, StorageDriver, key_prefix, split_bucket_url
-from offload_core.urls import check_endpoint, redact_url_text
+from offload_core.urls import check_endpoint, endpoint_problem, redact_url, redact_url_text
 
 from .names import decode_name, encode_name
 
@@ -122,6 +122,7 @@ class AzureBlobDriver(StorageDriver):
         self.container = container
         self.prefix = key_prefix(prefix)
         self.account = self._service.account_name
+        self._endpoint = str(self._service.url)
         self.retry = RetryPolicy(attempts=retry_attempts)
         self.list_page_size = list_page_size
         self._container = self._service.get_container_client(container)
@@ -163,8 +164,17 @@ class AzureBlobDriver(StorageDriver):
                 "account_key / sas_token / connection_string and the container's access for "
                 f"managedLedgerOffloadBucket={self.container!r}"
             )
+        if status == 400 and not code:
+            return ConfigError(
+                f"Azure request for {where} answered 400 Bad Request with no error code: "
+                f"{redact_url(self._endpoint)} is not a blob endpoint with an account in it (Azurite: "
+                "http://host:port/<account>, e.g. http://127.0.0.1:10000/devstoreaccount1)"
+            )
         if status == 416 or "InvalidRange" in code:
             return InvalidRangeError(f"read of {where}: the start is at or past the end of the object")
+        problem = endpoint_problem(exc, self._endpoint, setting="the endpoint (BlobEndpoint= or -o endpoint=)")
+        if problem is not None:
+            return ConfigError(f"Azure request for {where}: {problem}")
         if isinstance(cause, (ServiceRequestError, ServiceResponseError)) or (
             status is not None and (status == 429 or status >= 500)
         ):
@@ -208,7 +218,10 @@ class AzureBlobDriver(StorageDriver):
                 ]
                 return blobs, pages.continuation_token  # type: ignore[attr-defined]
 
-            found, token = self._call(prefix, page, op="list")
+            try:
+                found, token = self._call(prefix, page, op="list")
+            except NotFoundError:
+                raise self._where_missing() from None
             yield from found
             if not token:
                 return
@@ -232,19 +245,31 @@ class AzureBlobDriver(StorageDriver):
         attempt = uuid.uuid4().hex[:16]
         blocks: list[str] = []
         size = 0
-        for part in parts:
-            if not len(part):
-                continue
-            block_id = base64.b64encode(f"{attempt}-{len(blocks):08d}".encode()).decode()
-            self._stage(key, blob, block_id, bytes(part))
-            blocks.append(block_id)
-            size += len(part)
-        condition = {"if_none_match": "*"} if if_absent else {}
-        self._call(key, lambda: blob.commit_block_list(blocks, metadata=stored, **condition), op="write")
+        try:
+            for part in parts:
+                if not len(part):
+                    continue
+                block_id = base64.b64encode(f"{attempt}-{len(blocks):08d}".encode()).decode()
+                self._stage(key, blob, block_id, bytes(part))
+                blocks.append(block_id)
+                size += len(part)
+            condition = {"if_none_match": "*"} if if_absent else {}
+            self._call(key, lambda: blob.commit_block_list(blocks, metadata=stored, **condition), op="write")
+        except NotFoundError:
+            raise self._where_missing() from None
         return ObjectInfo(key=key, size=size, metadata=metadata)
 
     def _stage(self, key: str, blob: Any, block_id: str, data: bytes) -> None:
         self._call(key, lambda: blob.stage_block(block_id, data), op="write")
+
+    def _where_missing(self) -> ConfigError:
+        """A write or a listing answered 404, which names no object: the
+        container or the account is not where the endpoint points."""
+        return ConfigError(
+            f"container {self.container!r} or account {self.account!r} not found at {redact_url(self._endpoint)}: "
+            "the endpoint must include the account for emulators (Azurite: http://host:port/<account>, e.g. "
+            "http://127.0.0.1:10000/devstoreaccount1); check the endpoint and managedLedgerOffloadBucket"
+        )
 
     def close(self) -> None:
         self._service.close()

@@ -24,7 +24,7 @@ from offload_core.errors import (
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
-from offload_core.urls import check_endpoint, redact_url
+from offload_core.urls import check_endpoint, endpoint_problem, redact_url
 
 __all__ = ["GCSDriver"]
 
@@ -136,6 +136,9 @@ class GCSDriver(FsspecDriver):
                 f"GCS refused access to {where}{self._at()} ({status or exc}): check the credentials given as "
                 f"'token' and the bucket's IAM for managedLedgerOffloadBucket={self.bucket!r}"
             )
+        problem = endpoint_problem(exc, self.endpoint, setting="managedLedgerOffloadServiceEndpoint (-o endpoint=)")
+        if problem is not None:
+            return ConfigError(f"GCS request for {where}: {problem}")
         if (status is not None and (status == 429 or status >= 500)) or _is_connection_error(exc):
             return TransientStorageError(f"GCS request for {where}{self._at()} failed transiently: {exc}")
         return exc

@@ -22,7 +22,7 @@ from offload_core.metadata_codec import decode_header_value, encode_header_value
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy, call_with_retries
 from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
-from offload_core.urls import check_endpoint, redact_url
+from offload_core.urls import check_endpoint, endpoint_problem, redact_url
 
 __all__ = ["S3Driver"]
 
@@ -164,6 +164,9 @@ class S3Driver(FsspecDriver):
                 "(or the AWS default credential chain) and the bucket policy for managedLedgerOffloadBucket="
                 f"{self.bucket!r}"
             )
+        problem = endpoint_problem(exc, self.endpoint, setting="managedLedgerOffloadServiceEndpoint (-o endpoint=)")
+        if problem is not None:
+            return ConfigError(f"S3 request for {where}: {problem}")
         if code in _TRANSIENT_CODES or (status is not None and status >= 500) or _is_connection_error(exc):
             return TransientStorageError(f"S3 request for {where}{self._at()} failed transiently: {code or exc}")
         return exc
@@ -192,8 +195,16 @@ class S3Driver(FsspecDriver):
         # millions of objects lists in one page's memory.
         token: str | None = None
         while True:
-            page = self._s3(prefix, "list_objects_v2", Prefix=self.prefix + prefix, MaxKeys=self.list_page_size,
-                            **({"ContinuationToken": token} if token else {}))  # fmt: skip
+            try:
+                page = self._s3(prefix, "list_objects_v2", Prefix=self.prefix + prefix, MaxKeys=self.list_page_size,
+                                **({"ContinuationToken": token} if token else {}))  # fmt: skip
+            except NotFoundError:
+                # A listing names no object: a 404 means the bucket, or the endpoint, is wrong.
+                raise ConfigError(
+                    f"listing s3://{self.bucket}/{self.prefix}{prefix}{self._at()} answered 404: the bucket does not "
+                    "exist or the endpoint is not an S3 endpoint; check managedLedgerOffloadBucket and "
+                    "managedLedgerOffloadServiceEndpoint"
+                ) from None
             for item in page.get("Contents", []):
                 key = item["Key"][len(self.prefix) :]
                 yield ObjectInfo(key=key, size=int(item["Size"]), etag=str(item.get("ETag", "")).strip('"'))
