@@ -88,3 +88,26 @@ def test_a_root_that_is_a_file_is_a_config_error(tmp_path: Path) -> None:
     result = offload("drivers", "check", f"file://{tmp_path}/file")
     assert result.returncode == 1
     assert "ConfigError" in result.stderr and "not a directory" in result.stderr
+
+
+def test_drivers_check_json_lines_and_the_probe_as_a_url(tmp_path: Path) -> None:
+    result = offload("drivers", "check", f"file://{tmp_path}", "--json")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["step"] for r in records[:-1]] == ["write", "stat", "read", "list", "conditional create", "delete"]
+    assert all(r["ok"] for r in records) and records[-1]["warnings"] == []
+    assert records[-1]["probe"].startswith(f"file://{tmp_path}/offload-probe/")
+
+
+class Unreachable(MemoryDriver):
+    def _stat(self, key):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a third-party SDK blew up\nwith a long traceback-ish message")
+
+
+def test_drivers_check_reports_a_failing_step_once_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_drivers, "open_driver", lambda url, **options: Unreachable())
+    result = CliRunner().invoke(main, ["drivers", "check", "memory://"])
+    assert result.exit_code == 1
+    assert result.output.count("FAIL") == 1 and "FAIL stat: RuntimeError: a third-party SDK blew up" in result.output
+    assert "Traceback" not in result.output and "could not delete" not in result.output
+    assert "memory://offload-probe/" in result.output

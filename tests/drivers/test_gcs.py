@@ -106,3 +106,21 @@ def test_bad_configuration() -> None:
         GCSDriver("X")
     with pytest.raises(ConfigError, match="multiple of 256 KiB"):
         GCSDriver("fine-bucket", chunk_size=1000, token="anon")
+
+
+def test_drivers_check_passes_on_the_emulator(gcs: GcsEmulator) -> None:
+    import json
+    import subprocess
+    import sys
+
+    endpoint = gcs.client_options()["endpoint"]
+    result = subprocess.run(
+        [sys.executable, "-m", "offload_core.cli", "drivers", "check", "gs://offload-test/probes", "-o",
+         f"endpoint={endpoint}", "-o", "token=anon", "-o", "keep_alive=false", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["ok"] and summary["probe"].startswith("gs://offload-test/probes/offload-probe/")
+    # The emulator ignores ifGenerationMatch=0 (see EMULATOR_GAP): a warning, not a failure.
+    assert summary["warnings"] == ["conditional create replaced an existing object (this server does not enforce it)"]
