@@ -332,20 +332,34 @@ def decode_block(data: bytes | memoryview) -> Block:
     if header.block_length != len(view):
         raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
     entries: list[tuple[int, bytes]] = []
-    position = BLOCK_HEADER_LENGTH
+    position = previous = BLOCK_HEADER_LENGTH
     next_id = header.first_entry_id
     while position < len(view):
         try:
             length = read_entry_header(view, position, end=len(view), expected_id=next_id)
         except FormatError as exc:
+            if next_id > header.first_entry_id and str(exc).startswith("found entry id"):
+                # The header where entry next_id should start is garbage: the
+                # framing broke at the previous entry, whose length led here.
+                (broken_length,) = _LENGTH.unpack_from(view, previous)
+                raise FormatError(
+                    f"block offset {previous}: entry {next_id - 1}'s length ({broken_length}) does not frame it: "
+                    f"at block offset {position}, where entry {next_id} should start, {exc}"
+                ) from None
             raise FormatError(f"block offset {position}: {exc}") from None
         if length is None:
             break
         start = position + ENTRY_HEADER_LENGTH
         entries.append((next_id, bytes(view[start : start + length])))
-        position = start + length
+        previous, position = position, start + length
         next_id += 1
     if view[position:] != padding(len(view) - position):
+        if entries:
+            (broken_length,) = _LENGTH.unpack_from(view, previous)
+            raise FormatError(
+                f"block offset {previous}: entry {next_id - 1}'s length ({broken_length}) does not frame it: what "
+                f"follows at block offset {position} is neither an entry header nor the FE DC DE AD padding"
+            )
         raise FormatError(f"padding from block offset {position} is not the FE DC DE AD pattern")
     return Block(header=header, entries=tuple(entries), padding_start=position)
 

@@ -124,16 +124,22 @@ def _intact_prefix(task: BlockTask, data: bytes) -> tuple[int, int]:
         return 0, 0
     if header.first_entry_id != task.first_entry_id:
         return 0, 0
-    position, count, size = v1.BLOCK_HEADER_LENGTH, 0, 0
+    position, count, size, last_length = v1.BLOCK_HEADER_LENGTH, 0, 0, 0
     while True:
         try:
             length = v1.read_entry_header(data, position, end=len(data), expected_id=task.first_entry_id + count)
-        except FormatError:
-            return count, size
+        except FormatError as exc:
+            if count and str(exc).startswith("found entry id"):
+                return count - 1, size - last_length  # the previous entry's length led to garbage
+            return count, size  # the entry here is the broken one
         if length is None:
+            if count and data[position:] != v1.padding(len(data) - position):
+                # What follows the last entry is neither an entry nor padding:
+                # that entry's own length is what broke the framing.
+                return count - 1, size - last_length
             return count, size
         position += v1.ENTRY_HEADER_LENGTH + length
-        count, size = count + 1, size + length
+        count, size, last_length = count + 1, size + length, length
 
 
 def read_and_check_block(driver: StorageDriver, task: BlockTask) -> BlockOutcome:

@@ -79,3 +79,18 @@ def test_a_damaged_entry_keeps_the_entries_before_it_recoverable() -> None:
     assert report.defects[-1].problem == (
         f"recoverable entries 0..{second.first_entry_id + 1}, lost {second.first_entry_id + 2}..79"
     )
+
+
+def test_a_damaged_length_field_is_blamed_on_its_own_entry() -> None:
+    driver, plan = planned()
+    first = plan.blocks[0]
+    data = bytearray(driver.read(plan.ledger.data_key))
+    entry_one = first.offset + 128 + 12 + int.from_bytes(data[first.offset + 128 : first.offset + 132], "big")
+    data[entry_one : entry_one + 4] = (7).to_bytes(4, "big")  # entry 1's length, made shorter
+    driver.write(plan.ledger.data_key, bytes(data), metadata=dict(driver.stat(plan.ledger.data_key).metadata))
+    outcome = read_and_check_block(driver, first)
+    assert outcome.problem is not None
+    assert outcome.problem.startswith(
+        f"block offset {entry_one - first.offset}: entry 1's length (7) does not frame it"
+    )
+    assert outcome.last_entry_id == 0  # entry 0 stays recoverable
