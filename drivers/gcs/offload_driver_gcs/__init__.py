@@ -1,5 +1,20 @@
 """offload-core storage driver for Google Cloud Storage."""
 
-from .driver import GCSDriver
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .driver import GCSDriver
 
 __all__ = ["GCSDriver"]
+
+
+def __getattr__(name: str) -> Any:
+    # The SDK loads when the driver is first used, not when offload-core
+    # discovers the plugin: commands that never open a store start fast.
+    if name == "GCSDriver":
+        from .driver import GCSDriver
+
+        return GCSDriver
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,12 @@
 """Registers the GCS driver with offload-core."""
 
-from offload_core.hooks import DriverRegistrar, hookimpl
+from __future__ import annotations
 
-from .driver import GCSDriver
+from offload_core.hooks import DriverRegistrar, hookimpl
 
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
+    from .driver import GCSDriver  # the SDK loads when a registry is built, not at discovery
+
     register(GCSDriver, name="gcs", aliases=("google-cloud-storage",), schemes=("gs", "gcs"))

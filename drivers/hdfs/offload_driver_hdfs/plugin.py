@@ -1,10 +1,12 @@
 """Registers the HDFS driver with offload-core."""
 
-from offload_core.hooks import DriverRegistrar, hookimpl
+from __future__ import annotations
 
-from .driver import HdfsDriver
+from offload_core.hooks import DriverRegistrar, hookimpl
 
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
+    from .driver import HdfsDriver  # the SDK loads when a registry is built, not at discovery
+
     register(HdfsDriver, name="hdfs", aliases=("webhdfs",), schemes=("hdfs", "webhdfs"))
