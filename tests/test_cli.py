@@ -41,7 +41,7 @@ def test_help_everywhere() -> None:
 def test_plugins_json_names_distributions_and_versions() -> None:
     result = offload("plugins", "--json")
     assert result.returncode == 0, result.stderr
-    rows = {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
+    rows = {row["name"]: row for row in map(json.loads, result.stdout.splitlines())}
     assert rows["filesystem"]["distribution"] == "offload-driver-filesystem"
     assert rows["filesystem"]["version"] == "0.1.0"
     assert rows["filesystem"]["drivers"] == [{"name": "filesystem", "aliases": ["file", "local"], "schemes": ["file"]}]

@@ -59,6 +59,7 @@ def test_cat_json_gives_every_entry(bucket: str) -> None:
     assert records[7] == {
         "ledger_id": 2**35,
         "entry_id": 7,
+        "tier": "offloaded",
         "size": len(entries_of(2**35)[7]),
         "payload_b64": base64.b64encode(entries_of(2**35)[7]).decode(),
     }

@@ -67,18 +67,22 @@ def test_list_names_every_topic(produced: Path) -> None:
     assert run(produced, "topics", "produce", "acme/dev/clicks", "--count", "1").returncode == 0
     listed = run(produced, "topics", "list")
     assert listed.stdout.splitlines() == ["acme/dev/clicks", "acme/prod/orders"]
-    assert json.loads(run(produced, "topics", "list", "--json").stdout) == ["acme/dev/clicks", "acme/prod/orders"]
+    listed_json = [json.loads(line) for line in run(produced, "topics", "list", "--json").stdout.splitlines()]
+    assert listed_json == [{"topic": "acme/dev/clicks"}, {"topic": "acme/prod/orders"}]
 
 
 def test_stats_and_offload_status(produced: Path) -> None:
     assert json.loads(run(produced, "topics", "offload-status", "acme/prod/orders", "--json").stdout)["status"] == (
         "not-run"
     )
-    run(produced, "topics", "offload", "acme/prod/orders")
-    stats = json.loads(run(produced, "topics", "stats", "acme/prod/orders", "--json").stdout)
-    assert [(lg["entries"], lg["tier"]) for lg in stats["ledgers"]] == [(200, "hot+offloaded")] * 3 + [
-        (100, "hot+offloaded")
-    ]
+    offloaded = run(produced, "topics", "offload", "acme/prod/orders", "--json")
+    lines = [json.loads(line) for line in offloaded.stdout.splitlines()]
+    assert [line["ledger_id"] for line in lines[:-1]] == [1, 2, 3, 4] and lines[-1]["status"] == "success"
+    assert all(line["offloaded"] for line in lines[:-1]) and lines[0]["entries"] == 200
+    stats = [json.loads(line) for line in run(produced, "topics", "stats", "acme/prod/orders", "--json").stdout
+             .splitlines()]  # fmt: skip
+    assert [(lg["entries"], lg["tier"]) for lg in stats] == [(200, "hot+offloaded")] * 3 + [(100, "hot+offloaded")]
+    assert {lg["topic"] for lg in stats} == {"acme/prod/orders"}
     status = json.loads(run(produced, "topics", "offload-status", "acme/prod/orders", "--json").stdout)
     assert status == {"status": "success", "first_unoffloaded": None, "offloaded_ledgers": 4, "error": None,
                       "unfinished": []}  # fmt: skip
@@ -147,8 +151,8 @@ def test_run_maintenance_offloads_by_threshold(tmp_path: Path) -> None:
     result = run(tmp_path, "topics", "run-maintenance", "a/b/c")
     assert result.returncode == 0, result.stderr
     assert "offloaded by threshold: 1 ledger(s)" in result.stdout  # the ledger sealed on reopen
-    stats = json.loads(run(tmp_path, "topics", "stats", "a/b/c", "--json").stdout)
-    assert [lg["tier"] for lg in stats["ledgers"]] == ["offloaded"] * 3
+    stats = [json.loads(line) for line in run(tmp_path, "topics", "stats", "a/b/c", "--json").stdout.splitlines()]
+    assert [lg["tier"] for lg in stats] == ["offloaded"] * 3
 
 
 @pytest.mark.parametrize("name", ["pub/def/" + "x" * 5000, "pub/def/\uff43"])
@@ -205,3 +209,27 @@ def test_a_failed_offload_never_locks_the_topic(tmp_path: Path, endpoint: str) -
     offloaded = run(tmp_path, "topics", "offload", "a/b/c")
     assert offloaded.returncode == 0, offloaded.stderr
     assert "status: success" in offloaded.stdout
+
+
+def test_produce_reports_each_sealed_ledger_and_json_everywhere(tmp_path: Path) -> None:
+    (tmp_path / "broker.toml").write_text("managedLedgerMaxEntriesPerLedger = 100\n")
+    result = run(tmp_path, "topics", "produce", "a/b/c", "--count", "250", "--json")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[:2] == [{"ledger_id": 1, "entries": 100, "sealed": True}, {"ledger_id": 2, "entries": 100,
+                                                                             "sealed": True}]  # fmt: skip
+    assert lines[-1] == {"appended": 250, "first": "1:0", "last": "3:49"}
+    text = run(tmp_path, "topics", "produce", "a/b/c", "--count", "10")
+    assert "sealed ledger 3 (50 entries)" in text.stderr  # the reopen seals the ledger left current
+    consumed = json.loads(run(tmp_path, "topics", "consume", "a/b/c", "--count", "1", "--json").stdout)
+    bucket = tmp_path / "data" / "bucket"
+    assert run(tmp_path, "topics", "offload", "a/b/c").returncode == 0
+    cat = subprocess.run([sys.executable, "-m", "offload_core.cli", "ledgers", "cat", f"file://{bucket}", "1",
+                          "--to", "0", "--json"], capture_output=True, text=True)  # fmt: skip
+    from_cat = json.loads(cat.stdout)
+    assert set(consumed) >= {"ledger_id", "entry_id", "tier", "size", "payload_b64"}
+    assert set(from_cat) == {"ledger_id", "entry_id", "tier", "size", "payload_b64"}
+    assert from_cat["tier"] == "offloaded"
+    rm = subprocess.run([sys.executable, "-m", "offload_core.cli", "ledgers", "rm", f"file://{bucket}", "1",
+                         "--yes", "--json"], capture_output=True, text=True)  # fmt: skip
+    assert json.loads(rm.stdout)["ledger_id"] == 1 and len(json.loads(rm.stdout)["deleted"]) == 2

@@ -223,6 +223,7 @@ def cat(
                 record = {
                     "ledger_id": entry.ledger_id,
                     "entry_id": entry.entry_id,
+                    "tier": "offloaded",
                     "size": len(entry.data),
                     "payload_b64": base64.b64encode(entry.data).decode("ascii"),
                 }
@@ -322,13 +323,19 @@ def verify(
 @uuid_option
 @prefix_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object saying what was deleted.")
 @driver_options
-def remove(url: str, ledger: int, uuid: str | None, prefix: str, yes: bool, options: tuple[str, ...]) -> None:
+def remove(
+    url: str, ledger: int, uuid: str | None, prefix: str, yes: bool, as_json: bool, options: tuple[str, ...]
+) -> None:
     """Delete both objects of offloaded LEDGER (idempotent)."""
     driver = _open(url, options)
     chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
     keys = [chosen.data_key, chosen.index_key]
     if not yes:
-        click.confirm(f"delete {keys[0]!r} and {keys[1]!r}?", abort=True)
+        click.confirm(f"delete {keys[0]!r} and {keys[1]!r}?", abort=True, err=True)
     driver.delete(keys)
-    click.echo(f"deleted ledger {chosen.ledger_id} ({chosen.uuid})")
+    if as_json:
+        click.echo(json.dumps({"ledger_id": chosen.ledger_id, "uuid": chosen.uuid, "deleted": keys}))
+    else:
+        click.echo(f"deleted ledger {chosen.ledger_id} ({chosen.uuid})")

@@ -11,7 +11,7 @@ from ..plugins import PluginManager
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per plugin, one per line.")
 def plugins(as_json: bool) -> None:
     """List installed plugins, their distributions, and the drivers and
     ledger offloaders they add (with the drivers each offloader serves)."""
@@ -38,7 +38,8 @@ def plugins(as_json: bool) -> None:
             }
             for info in manager.plugins()
         ]
-        click.echo(json.dumps({"plugins": rows}, indent=2))
+        for plugin_row in rows:
+            click.echo(json.dumps(plugin_row))
         return
     for info in manager.plugins():
         click.echo(f"{info.name:<24} {info.distribution} {info.version}  [{info.group}]")

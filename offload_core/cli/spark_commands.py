@@ -94,7 +94,10 @@ def verify(
         else:
             click.echo(f"DEFECT  {defect.location()}: {defect.problem}")
     blocks = sum(report.blocks for report in result.reports)
-    click.echo(f"verified {len(result.reports)} ledger(s), {blocks} block(s): {len(defects)} defect(s)", err=True)
+    if as_json:
+        click.echo(json.dumps({"ledgers": len(result.reports), "blocks": blocks, "defects": len(defects)}))
+    else:
+        click.echo(f"verified {len(result.reports)} ledger(s), {blocks} block(s): {len(defects)} defect(s)")
     if defects:
         raise SystemExit(1)
 

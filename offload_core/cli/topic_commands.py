@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import random
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,16 +61,14 @@ def topics() -> None:
 
 
 @topics.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON list of names.")
+@click.option("--json", "as_json", is_flag=True, help='One {"topic": NAME} object per line.')
 @broker_options
 def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
     """Every topic in the data directory."""
     with opened(data_dir, config_path) as broker:
         names = [str(name) for name in sorted(broker.topics())]
-    if as_json:
-        click.echo(json.dumps(names))
-    elif names:
-        click.echo("\n".join(names))
+    for name in names:
+        click.echo(json.dumps({"topic": name}) if as_json else name)
 
 
 @topics.command()
@@ -94,6 +91,7 @@ def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
     help="lines: a line's text is a value; jsonl: key, value or value_b64, properties, event_time.",
 )
 @click.option("--producer-name", default="offload-cli", show_default=True, help="Producer name in each message.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per ledger sealed, then a summary.")
 @broker_options
 def produce(
     topic: str,
@@ -103,6 +101,7 @@ def produce(
     source: BinaryIO | None,
     fmt: str,
     producer_name: str,
+    as_json: bool,
     data_dir: str,
     config_path: str | None,
 ) -> None:
@@ -112,20 +111,47 @@ def produce(
     A malformed input line stops the run with an error naming the line:
     every message before it is appended, none after it."""
     with opened(data_dir, config_path) as broker:
+        broker.plugins.register(_SealProgress(as_json))
         ledger = broker.topic(topic)
         if source is not None:
-            _produce_input(ledger, source, fmt, producer_name)
+            _produce_input(ledger, source, fmt, producer_name, as_json)
             return
         rng = random.Random(seed)
         first = last = None
-        with click.progressbar(range(count), label=f"producing to {topic}", file=sys.stderr) as numbers:
-            for _ in numbers:
-                last = ledger.append(rng.randbytes(size))
-                first = first or last
-        click.echo(f"appended {count} messages: {first} .. {last}")
+        for _ in range(count):
+            last = ledger.append(rng.randbytes(size))
+            first = first or last
+        _report_appended(count, first, last, as_json)
 
 
-def _produce_input(ledger: Any, source: BinaryIO, fmt: str, producer_name: str) -> None:
+def _report_appended(appended: int, first: Position | None, last: Position | None, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"appended": appended, "first": str(first) if first else None,
+                               "last": str(last) if last else None}))  # fmt: skip
+    elif appended:
+        click.echo(f"appended {appended} messages: {first} .. {last}")
+    else:
+        click.echo("appended no messages")
+
+
+class _SealProgress:
+    """One line per ledger sealed while producing."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        if event.kind != "ledger.sealed":
+            return
+        ledger_id, entries = event.fields["ledger_id"], event.fields["entries"]
+        if self.as_json:
+            click.echo(json.dumps({"ledger_id": ledger_id, "entries": entries, "sealed": True}))
+        else:
+            click.echo(f"  sealed ledger {ledger_id} ({entries} entries)", err=True)
+
+
+def _produce_input(ledger: Any, source: BinaryIO, fmt: str, producer_name: str, as_json: bool) -> None:
     first = last = None
     appended = 0
     try:
@@ -139,10 +165,7 @@ def _produce_input(ledger: Any, source: BinaryIO, fmt: str, producer_name: str) 
             first = first or last
             appended += 1
     finally:
-        if appended:
-            click.echo(f"appended {appended} messages: {first} .. {last}")
-        else:
-            click.echo("appended no messages")
+        _report_appended(appended, first, last, as_json)
 
 
 @topics.command()
@@ -214,21 +237,38 @@ def _message_fields(message: PulsarMessage) -> dict[str, Any]:
 
 
 class _OffloadProgress:
-    def __init__(self, bar: Any) -> None:
-        self.bar = bar
+    """One line per ledger as its offload completes (JSON on stdout with
+    --json, text on stderr otherwise)."""
+
+    def __init__(self, due: dict[int, Any], as_json: bool) -> None:
+        self.due = due
+        self.as_json = as_json
+        self.done = 0
 
     @hookimpl
     def offload_core_on_event(self, event: Event) -> None:
-        if event.kind == "offload.lifecycle" and event.fields["step"] == "completed":
-            self.bar.update(1)
+        if event.kind != "offload.lifecycle" or event.fields["step"] != "completed":
+            return
+        self.done += 1
+        ledger_id = int(event.fields["ledger_id"])
+        state = self.due.get(ledger_id)
+        entries, size = (state.entries, state.size) if state is not None else (None, None)
+        if self.as_json:
+            click.echo(json.dumps({"ledger_id": ledger_id, "uuid": event.fields.get("uuid"), "entries": entries,
+                                   "size": size, "offloaded": True}))  # fmt: skip
+        else:
+            done = f"[{self.done}/{len(self.due)}]"
+            click.echo(f"  {done} offloaded ledger {ledger_id} ({entries} entries, {size} bytes)", err=True)
 
 
 @topics.command("offload")
 @click.argument("topic")
 @click.option("--position", default=None, help="Offload sealed ledgers before this L:E (default: all sealed).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per ledger offloaded, then the status.")
 @broker_options
-def offload_topic(topic: str, position: str | None, data_dir: str, config_path: str | None) -> None:
-    """Offload TOPIC's sealed ledgers before a position (the manual trigger)."""
+def offload_topic(topic: str, position: str | None, as_json: bool, data_dir: str, config_path: str | None) -> None:
+    """Offload TOPIC's sealed ledgers before a position (the manual
+    trigger), reporting each ledger as it completes."""
     until = parse_position(position)
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
@@ -237,10 +277,10 @@ def offload_topic(topic: str, position: str | None, data_dir: str, config_path: 
             for s in ledger.ledgers()
             if s.sealed and s.tier in ("hot", "offloading") and (until is None or s.ledger_id < until.ledger_id)
         ]
-        with click.progressbar(length=len(due), label=f"offloading {len(due)} ledger(s)", file=sys.stderr) as bar:
-            broker.plugins.register(_OffloadProgress(bar))
-            status = ledger.offload_prefix(until)
-        _print_status(status, as_json=False)
+        click.echo(f"offloading {len(due)} ledger(s) of {topic}", err=True)
+        broker.plugins.register(_OffloadProgress({s.ledger_id: s for s in due}, as_json))
+        status = ledger.offload_prefix(until)
+        _print_status(status, as_json=as_json)
         if status.status == "error":
             raise SystemExit(1)
 
@@ -322,12 +362,10 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
         states = ledger.ledgers()
         unclaimed = broker.unclaimed_hot_files()
         if as_json:
-            document = {
-                "topic": str(ledger.topic),
-                "ledgers": [asdict(s) for s in states],
-                "unclaimed_hot_files": unclaimed,
-            }
-            click.echo(json.dumps(document, indent=2))
+            for s in states:
+                click.echo(json.dumps({"topic": str(ledger.topic), **asdict(s)}))
+            if unclaimed:
+                click.echo(f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims", err=True)
             return
         click.echo(f"{'LEDGER':>8} {'ENTRIES':>8} {'BYTES':>12} {'SEALED':>6}  TIER")
         for s in states:

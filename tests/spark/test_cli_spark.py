@@ -50,8 +50,10 @@ def test_backfill_verify_and_retention_verbs(spark: Any, data: Path) -> None:
     driver.write(ledger.data_key, bytes(data_object), metadata={v1.FORMAT_VERSION_KEY: v1.FORMAT_VERSION})
     failed = run("spark", "verify", url, "--json")
     assert failed.exit_code == 1
-    (defect,) = [json.loads(line) for line in failed.stdout.splitlines()]
+    defect, summary, totals = [json.loads(line) for line in failed.stdout.splitlines()]
     assert (defect["ledger_id"], defect["key"], defect["offset"]) == (ledger.ledger_id, ledger.data_key, 0)
+    assert summary["problem"].startswith("no entry is recoverable")
+    assert totals == {"ledgers": 4, "blocks": totals["blocks"], "defects": 2}
 
     dry = run("spark", "retention", url, "--before", "2999-01-01", "--data-dir", data_dir)
     assert dry.exit_code == 0
