@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
 DISTRIBUTIONS := -e ".[dev,spark]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e drivers/azure -e drivers/hdfs \
                  -e examples/driver-plugin
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
@@ -14,17 +15,25 @@ PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pypro
 
 setup: $(STAMP) $(AZURITE)
 
-$(STAMP): $(PYPROJECTS)
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PYPROJECTS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(DISTRIBUTIONS)
+	touch $@ $(DEMO_STAMP)
+
+# The demo needs only the core and the filesystem driver (a local directory
+# is its object store): seconds to install, not the whole test stack.
+$(DEMO_STAMP): pyproject.toml drivers/filesystem/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e . -e drivers/filesystem
 	touch $@
 
 # Azure tests run against Azurite, from npm, kept in a project-local folder.
 $(AZURITE):
 	npm install --prefix .tools/azurite --no-audit --no-fund --loglevel=error azurite@3
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/main_job.py --data-dir offload-data
 
 # CI runs this. Hypothesis uses its bounded, derandomized profile unless told otherwise.

@@ -146,6 +146,12 @@ def retention(
     session = _session(master)
     from ..spark.retention_job import retention as run_retention
 
+    if data_dir is None:
+        click.echo(
+            "warning: without --data-dir no ledger is protected: ledgers a topic still refers to are deleted like "
+            "any other once they pass the cut-off (pass the broker's --data-dir to keep them)",
+            err=True,
+        )
     store = SqliteMetadataStore(f"{data_dir}/metadata.db") if data_dir is not None else None
     try:
         result = run_retention(
