@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..proto import ManagedLedgerInfo
-from .managed_ledger import _uuid_of
+from .ledger_records import uuid_of
 from .metadata_store import MetadataStore
 
 __all__ = ["offload_references"]
@@ -23,5 +23,5 @@ def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
         info = ManagedLedgerInfo.FromString(record.value)
         for ledger in info.ledgerInfo:
             if ledger.offloadContext.HasField("uidMsb"):
-                references[(int(ledger.ledgerId), str(_uuid_of(ledger.offloadContext)))] = path.removeprefix(_PREFIX)
+                references[(int(ledger.ledgerId), str(uuid_of(ledger.offloadContext)))] = path.removeprefix(_PREFIX)
     return references

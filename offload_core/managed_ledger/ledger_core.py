@@ -1,0 +1,214 @@
+"""The state every part of a managed ledger shares, and the helpers they
+all use: its metadata record (read and compare-and-set), the hot-tier
+files, the offloader a ledger was written with, and the maintenance lock."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import (
+    ConflictError,
+    FormatError,
+    InvalidRangeError,
+    NotFoundError,
+    OffloadError,
+    StateError,
+)
+from ..hooks import Event
+from ..model import Entry
+from ..offload.ledger import LedgerOffloader
+from ..offload.read_handle import ReadHandle
+from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
+from ..retry import RetryPolicy, call_with_retries
+from .config import BrokerConfig
+from .ledger_file import LedgerFile
+from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
+from .metadata_store import MetadataStore
+from .offloaders import OffloaderProvider
+from .policies import OffloadPolicies, PolicyStore, TopicName
+
+log = logging.getLogger(__name__)
+
+_HOT_FILES_OPEN = 16
+_METADATA_RETRY = RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.5)
+
+
+class LedgerCore:
+    """Shared state and helpers of :class:`~offload_core.managed_ledger.ManagedLedger`
+    (which sets every attribute below in its constructor)."""
+
+    topic: TopicName
+    name: str
+    _data_dir: Path
+    _ledger_dir: Path
+    _store: MetadataStore
+    _config: BrokerConfig
+    _policies: PolicyStore
+    _offloaders: OffloaderProvider
+    _emit: Callable[[Event], None]
+    _clock: Callable[[], float]
+    _lock: threading.RLock
+    _maintenance: threading.Lock
+    _current: LedgerFile | None
+    _current_created: float
+    _hot: OrderedDict[int, LedgerFile]
+    _offloaded: OrderedDict[int, ReadHandle]
+    _offload_running: bool
+    _cleanup_errors: dict[int, str]
+    _info: ManagedLedgerInfo
+    _owner_fd: int
+    read_stats: ReadStats
+
+    @property
+    def _path(self) -> str:
+        return f"managed-ledgers/{self.name}"
+
+    def _take_ownership(self) -> int:
+        lock_dir = self._data_dir / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_dir / (self.name.replace("/", "%2F") + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StateError(f"managed ledger {self.name} is open in another process; close it there first") from None
+        return fd
+
+    def _load_info(self) -> ManagedLedgerInfo:
+        record = self._store.get(self._path)
+        if record is None:
+            self._store.create(self._path, ManagedLedgerInfo().SerializeToString())
+            return ManagedLedgerInfo()
+        info = parse_info(record.value, self._path)
+        if not info.ledgerInfo:
+            self._refuse_if_data_is_unclaimed()
+        return info
+
+    def _refuse_if_data_is_unclaimed(self) -> None:
+        """An existing but empty record is what a new topic has, and also
+        what a damaged metadata store shows; hot-tier files with entries
+        that no managed ledger claims tell the second apart. Opening
+        would start a new log beside them, so refuse instead."""
+        unclaimed = unclaimed_hot_files(self._store, self._ledger_dir)
+        if unclaimed:
+            raise OffloadError(
+                f"managed ledger {self.name} has an empty metadata record, but hot-tier files of ledgers "
+                f"{unclaimed[:10]} in {self._ledger_dir} belong to no topic: the metadata store may be damaged. "
+                "Restore metadata.db from a backup, or move those files away if they are not this topic's"
+            )
+
+    def _update(self, mutate: Callable[[ManagedLedgerInfo], None]) -> None:
+        """Apply ``mutate`` to the stored info with compare-and-set. On a
+        conflict the record is re-read and ``mutate`` applied to the fresh
+        copy (it must decide again from what it sees); retried a bounded
+        number of times, then :class:`ConflictError` propagates."""
+
+        def attempt() -> None:
+            record = self._store.get(self._path)
+            if record is None:
+                raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
+            info = parse_info(record.value, self._path)
+            mutate(info)
+            self._store.set(self._path, info.SerializeToString(), record.version)
+            self._info = info
+
+        with self._lock:
+            call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
+
+    def _ledger_info(self, ledger_id: int) -> LedgerInfo:
+        for info in self._info.ledgerInfo:
+            if info.ledgerId == ledger_id:
+                return info  # type: ignore[no-any-return]
+        raise InvalidRangeError(f"managed ledger {self.name} has no ledger {ledger_id} (trimmed, or never existed)")
+
+    @staticmethod
+    def _find(info: ManagedLedgerInfo, ledger_id: int) -> LedgerInfo:
+        for ledger in info.ledgerInfo:
+            if ledger.ledgerId == ledger_id:
+                return ledger  # type: ignore[no-any-return]
+        raise NotFoundError(f"ledger {ledger_id} is no longer in the managed ledger's metadata")
+
+    def _next_ledger_id(self) -> int:
+        path = "ledger-id-counter"
+
+        def attempt() -> int:
+            record = self._store.get(path)
+            if record is None:
+                self._store.create(path, b"1")
+                return 1
+            value = int(record.value) + 1
+            self._store.set(path, str(value).encode(), record.version)
+            return value
+
+        return call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
+
+    def _lifecycle(self, step: str, ledger_id: int, **fields: object) -> None:
+        self._emit(
+            Event("offload.lifecycle", {"step": step, "managed_ledger": self.name, "ledger_id": ledger_id, **fields})
+        )
+
+    def policies(self) -> OffloadPolicies:
+        """The effective policies: topic over namespace over broker defaults."""
+        return self._policies.effective(self.topic)
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # -- recovery ------------------------------------------------------------------
+
+    def _file(self, ledger_id: int) -> Path:
+        return self._ledger_dir / f"{ledger_id}.log"
+
+    def _read_hot_locked(self, ledger_id: int, first: int, last: int) -> list[Entry]:
+        with self._lock:
+            return self._read_hot(ledger_id, first, last)
+
+    def _read_hot(self, ledger_id: int, first: int, last: int) -> list[Entry]:
+        ledger = self._hot.get(ledger_id)
+        if ledger is None:
+            ledger = LedgerFile.open(self._file(ledger_id), ledger_id, repair=False)
+            expected = int(self._ledger_info(ledger_id).entries)
+            if ledger.entry_count != expected:
+                ledger.close()
+                raise FormatError(
+                    f"hot-tier file of ledger {ledger_id} holds {ledger.entry_count} entries, its metadata {expected}"
+                )
+            self._hot[ledger_id] = ledger
+            if len(self._hot) > _HOT_FILES_OPEN:
+                self._hot.popitem(last=False)[1].close()
+        self._hot.move_to_end(ledger_id)
+        return ledger.read(first, last)
+
+    def _offloader_for_context(self, context: OffloadContext) -> LedgerOffloader:
+        policies = self.policies()
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        return self._offloaders.for_settings(
+            driver_metadata(context),
+            max_block_size=policies.max_block_size,
+            read_buffer_size=policies.read_buffer_size,
+        )
+
+    # -- offload -----------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self, what: str) -> Iterator[None]:
+        """One offload or trim at a time per managed ledger."""
+        if not self._maintenance.acquire(timeout=600):
+            raise StateError(f"{what} of {self.name} waited 10 minutes for another offload or trim to finish")
+        try:
+            yield
+        finally:
+            self._maintenance.release()
+
+    def _unlink_hot_file(self, ledger_id: int) -> None:
+        cached = self._hot.pop(ledger_id, None)
+        if cached is not None:
+            cached.close()
+        self._file(ledger_id).unlink(missing_ok=True)
