@@ -28,7 +28,7 @@ from ..offload.read_handle import ReadHandle
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
-from .ledger_file import LedgerFile
+from .ledger_file import LedgerFile, index_path
 from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
 from .metadata_store import MetadataStore
 from .offloaders import OffloaderProvider
@@ -212,3 +212,4 @@ class LedgerCore:
         if cached is not None:
             cached.close()
         self._file(ledger_id).unlink(missing_ok=True)
+        index_path(self._file(ledger_id)).unlink(missing_ok=True)

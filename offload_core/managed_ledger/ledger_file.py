@@ -20,8 +20,9 @@ from pathlib import Path
 from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError, StateError
 from ..fsutil import fsync_dir
 from ..model import Entry
+from .offsets_index import OffsetsIndex, decode_offsets_index, encode_offsets_index
 
-__all__ = ["FsyncPolicy", "LedgerFile"]
+__all__ = ["FsyncPolicy", "LedgerFile", "index_path"]
 
 _MAGIC = b"OLEDGER1"
 _FILE_HEADER = struct.Struct(">8sq")
@@ -108,7 +109,11 @@ class LedgerFile:
             header = os.pread(fd, _FILE_HEADER.size, 0)
             if len(header) != _FILE_HEADER.size or _FILE_HEADER.unpack(header) != (_MAGIC, ledger_id):
                 raise FormatError(f"{path} is not the hot-tier file of ledger {ledger_id}")
-            offsets, end, length, problem = _scan(fd, size)
+            known = None if repair else _load_offsets_index(path, ledger_id, size)
+            if known is not None:
+                offsets, end, length, problem = known.offsets, known.data_end, known.payload_bytes, None
+            else:
+                offsets, end, length, problem = _scan(fd, size)
             if problem is not None:
                 if not repair:
                     raise FormatError(
@@ -121,7 +126,27 @@ class LedgerFile:
             raise
         ledger = cls(path, ledger_id, fd, offsets, end, fsync, batch_size)
         ledger._length = length
+        if not repair and known is None:
+            ledger.write_offsets_index()  # scanned once: the next open needs no scan
         return ledger
+
+    def write_offsets_index(self) -> None:
+        """Record where every entry starts, beside the file (see
+        :mod:`~offload_core.managed_ledger.offsets_index`); call it when the
+        ledger is sealed. Written atomically; best effort (a ledger without
+        an index is scanned when opened, and the index rewritten then)."""
+        index = OffsetsIndex(self.ledger_id, self._offsets, self._end, self._length)
+        target = index_path(self.path)
+        partial = target.with_name(target.name + ".tmp")
+        try:
+            with open(partial, "wb") as out:
+                out.write(encode_offsets_index(index))
+                if self._fsync is not FsyncPolicy.NONE:
+                    out.flush()
+                    os.fsync(out.fileno())
+            os.replace(partial, target)
+        except OSError:
+            partial.unlink(missing_ok=True)
 
     # -- state ---------------------------------------------------------------
 
@@ -196,6 +221,23 @@ class LedgerFile:
                 self.sync()
             os.close(self._fd)
             self._fd = -1
+
+
+def index_path(ledger_path: Path) -> Path:
+    """Where the offsets index of the ledger file at ``ledger_path`` lives."""
+    return ledger_path.with_name(ledger_path.name + ".idx")
+
+
+def _load_offsets_index(path: Path, ledger_id: int, size: int) -> OffsetsIndex | None:
+    """The ledger's offsets index if it is there, intact and about this very
+    file (same ledger, same size); ``None`` means scan the file instead."""
+    try:
+        index = decode_offsets_index(index_path(path).read_bytes())
+    except (OSError, FormatError):
+        return None
+    if index.ledger_id != ledger_id or index.data_end != size:
+        return None
+    return index
 
 
 def _scan(fd: int, size: int) -> tuple[array[int], int, int, str | None]:

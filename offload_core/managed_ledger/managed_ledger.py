@@ -138,6 +138,8 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         if path.exists():
             recovered = LedgerFile.open(path, ledger_id, repair=True, fsync=self._config.fsync_policy)
             entries, size = recovered.entry_count, recovered.length
+            if entries:
+                recovered.write_offsets_index()  # sealed now: later opens skip the scan
             recovered.close()
         else:
             entries = size = 0
@@ -207,6 +209,7 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         current = self._current
         assert current is not None
         current.sync()
+        current.write_offsets_index()
         entries, size, now = current.entry_count, current.length, self._now_ms()
 
         def seal(info: ManagedLedgerInfo) -> None:
