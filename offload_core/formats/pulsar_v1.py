@@ -545,7 +545,7 @@ def _check_index(index: Index) -> None:
         if entry.part_id != number:
             raise FormatError(f"index block {number} has part id {entry.part_id}; part ids run 1, 2, 3 ...")
         if previous is None:
-            if entry.offset != 0 or entry.first_entry_id < 0:
+            if entry.offset != 0 or entry.first_entry_id != 0:
                 raise FormatError(f"first index block starts at offset {entry.offset}, entry {entry.first_entry_id}")
         elif entry.offset < previous.offset + BLOCK_HEADER_LENGTH or entry.first_entry_id < previous.first_entry_id:
             raise FormatError(

@@ -24,7 +24,6 @@ from ..errors import (
 from ..hooks import Event
 from ..model import Entry
 from ..offload.ledger import LedgerOffloader
-from ..offload.read_handle import ReadHandle
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
@@ -33,6 +32,7 @@ from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_ho
 from .metadata_store import MetadataStore
 from .offloaders import OffloaderProvider
 from .policies import OffloadPolicies, PolicyStore, TopicName
+from .shared_handles import SharedHandleCache
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,10 @@ class LedgerCore:
     _current: LedgerFile | None
     _current_created: float
     _hot: OrderedDict[int, LedgerFile]
-    _offloaded: OrderedDict[int, ReadHandle]
+    _offloaded: SharedHandleCache
+    _ledgers_by_id: dict[int, LedgerInfo]
+    _ledger_ids: list[int]
+    _trimming: set[int]
     _offload_running: bool
     _cleanup_errors: dict[int, str]
     _info: ManagedLedgerInfo
@@ -117,15 +120,22 @@ class LedgerCore:
             info = parse_info(record.value, self._path)
             mutate(info)
             self._store.set(self._path, info.SerializeToString(), record.version)
-            self._info = info
+            self._set_info(info)
 
         with self._lock:
             call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
 
+    def _set_info(self, info: ManagedLedgerInfo) -> None:
+        """Adopt ``info`` as the ledger's metadata, with the lookups reads
+        use (kept with it, so no read scans the ledger list)."""
+        self._info = info
+        self._ledgers_by_id = {int(ledger.ledgerId): ledger for ledger in info.ledgerInfo}
+        self._ledger_ids = [int(ledger.ledgerId) for ledger in info.ledgerInfo]
+
     def _ledger_info(self, ledger_id: int) -> LedgerInfo:
-        for info in self._info.ledgerInfo:
-            if info.ledgerId == ledger_id:
-                return info  # type: ignore[no-any-return]
+        found = self._ledgers_by_id.get(ledger_id)
+        if found is not None:
+            return found
         raise InvalidRangeError(f"managed ledger {self.name} has no ledger {ledger_id} (trimmed, or never existed)")
 
     @staticmethod
@@ -208,8 +218,9 @@ class LedgerCore:
             self._maintenance.release()
 
     def _unlink_hot_file(self, ledger_id: int) -> None:
-        cached = self._hot.pop(ledger_id, None)
-        if cached is not None:
-            cached.close()
+        with self._lock:  # hot reads use the cache under this lock
+            cached = self._hot.pop(ledger_id, None)
+            if cached is not None:
+                cached.close()
         self._file(ledger_id).unlink(missing_ok=True)
         index_path(self._file(ledger_id)).unlink(missing_ok=True)

@@ -52,8 +52,15 @@ class Retention(LedgerCore):
                         break
                     doomed.append(ledger)
                     total -= ledger.size
-            for ledger in doomed:
-                self._delete_ledger(ledger)
+                # Readers that fail on these ledgers from now on are told they
+                # were trimmed, not that their objects went missing.
+                self._trimming.update(int(ledger.ledgerId) for ledger in doomed)
+            try:
+                for ledger in doomed:
+                    self._delete_ledger(ledger)
+            finally:
+                with self._lock:
+                    self._trimming.difference_update(int(ledger.ledgerId) for ledger in doomed)
             return [ledger.ledgerId for ledger in doomed]
 
     def _delete_ledger(self, ledger: LedgerInfo) -> None:
@@ -61,9 +68,8 @@ class Retention(LedgerCore):
         context = ledger.offloadContext
         if context.HasField("uidMsb"):
             self._offloader_for_context(context).delete_offloaded(ledger_id, uuid_of(context), driver_metadata(context))
-            handle = self._offloaded.pop(ledger_id, None)
-            if handle is not None:
-                handle.close()
+            with self._lock:
+                self._offloaded.forget(ledger_id)
         self._unlink_hot_file(ledger_id)
         self._update(lambda info: remove_ledger(info, ledger_id))
         self._emit(Event("ledger.trimmed", {"managed_ledger": self.name, "ledger_id": ledger_id}))

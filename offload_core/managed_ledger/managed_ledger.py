@@ -33,7 +33,6 @@ from pathlib import Path
 
 from ..hooks import Event
 from ..model import Position
-from ..offload.read_handle import ReadHandle
 from ..proto import ManagedLedgerInfo
 from .config import BrokerConfig
 from .ledger_file import LedgerFile
@@ -52,6 +51,7 @@ from .metadata_store import MetadataStore
 from .offload_lifecycle import OffloadLifecycle
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
+from .shared_handles import SharedHandleCache
 from .tiered_reads import TieredReads
 
 __all__ = [
@@ -65,6 +65,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_OFFLOADED_HANDLES_OPEN = 16
 
 
 class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
@@ -101,14 +103,15 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         self._current: LedgerFile | None = None
         self._current_created = 0.0
         self._hot: OrderedDict[int, LedgerFile] = OrderedDict()
-        self._offloaded: OrderedDict[int, ReadHandle] = OrderedDict()
+        self._offloaded = SharedHandleCache(_OFFLOADED_HANDLES_OPEN)
+        self._trimming: set[int] = set()
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
         self._ledger_dir.mkdir(parents=True, exist_ok=True)
         self._owner_fd = self._take_ownership()
         try:
-            self._info = self._load_info()
+            self._set_info(self._load_info())
             self._recover()
         except BaseException:
             os.close(self._owner_fd)
@@ -290,9 +293,7 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
             for ledger in self._hot.values():
                 ledger.close()
             self._hot.clear()
-            for handle in self._offloaded.values():
-                handle.close()
-            self._offloaded.clear()
+            self._offloaded.close()  # a handle a read still uses is closed when that read ends
             if self._owner_fd >= 0:
                 os.close(self._owner_fd)
                 self._owner_fd = -1

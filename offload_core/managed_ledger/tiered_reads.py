@@ -4,6 +4,7 @@ priorities (Pulsar's), with the fallback rules of the ``*_FIRST`` ones."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..errors import (
     ConfigError,
@@ -14,16 +15,20 @@ from ..errors import (
 )
 from ..hooks import Event
 from ..model import Entry, Position
+from ..offload.read_handle import ReadHandle
+from ..proto import OffloadContext
 from .ledger_core import LedgerCore
+from .ledger_file import LedgerFile
 from .ledger_records import Tier, TieredEntry, driver_metadata, uuid_of
 from .policies import ReadPriority
 
 log = logging.getLogger(__name__)
 
-_OFFLOADED_HANDLES_OPEN = 16
 # Errors that say the request or the setup is wrong, not the tier: *_FIRST
 # falls back on storage and format failures only.
 _NO_FALLBACK = (ConfigError, InvalidRangeError, StateError, ConflictError)
+# A read whose ledger changes tiers underneath it is planned again, a few times at most.
+_REPLANS = 3
 
 
 class TieredReads(LedgerCore):
@@ -47,28 +52,66 @@ class TieredReads(LedgerCore):
             raise InvalidRangeError(f"count must not be negative, got {count}")
         results: list[TieredEntry] = []
         at = position
-        with self._lock:
-            ids = [ledger.ledgerId for ledger in self._info.ledgerInfo]
-            while len(results) < count:
-                if at.ledger_id not in ids:
-                    if not ids or at.ledger_id > ids[-1]:
-                        break
-                    raise InvalidRangeError(
-                        f"managed ledger {self.name} has no ledger {at.ledger_id} (trimmed, or never existed)"
-                    )
-                last = self._last_entry_id(at.ledger_id)
-                if at.entry_id > last:
-                    following = ids.index(at.ledger_id) + 1
-                    if following == len(ids):
-                        break
-                    at = Position(ids[following], 0)
-                    continue
-                end = min(last, at.entry_id + count - len(results) - 1)
-                entries, tier = self._read_ledger(at.ledger_id, at.entry_id, end, chosen)
-                self.read_stats.served[tier] += len(entries)
-                results.extend(TieredEntry(entry, tier) for entry in entries)
-                at = Position(at.ledger_id, end + 1)
+        replans = 0
+        while len(results) < count:
+            with self._lock:  # what to read is decided under the lock; the reading happens outside it
+                step = self._next_step(at, count - len(results))
+            if step is None:
+                break
+            if isinstance(step, Position):
+                at = step
+                continue
+            ledger_id, first, end, current, context = step
+            try:
+                entries, tier = self._read_ledger(ledger_id, first, end, chosen, current, context)
+            except (OffloadError, OSError) as exc:
+                replans += 1
+                if replans > _REPLANS or not self._changed_underneath(ledger_id, context, exc):
+                    raise
+                continue  # its tiers changed while it was read (hot copy deleted, say): plan it again
+            self.read_stats.served[tier] += len(entries)
+            results.extend(TieredEntry(entry, tier) for entry in entries)
+            at = Position(ledger_id, end + 1)
         return results
+
+    def _changed_underneath(self, ledger_id: int, context: OffloadContext | None, exc: BaseException) -> bool:
+        """After a failed read outside the lock: raise
+        :class:`InvalidRangeError` if the ledger was trimmed meanwhile; true
+        if its offload state changed meanwhile (worth planning again)."""
+        with self._lock:
+            ledger = self._ledgers_by_id.get(ledger_id)
+            if ledger is None or ledger_id in self._trimming:
+                raise InvalidRangeError(
+                    f"managed ledger {self.name}: ledger {ledger_id} was trimmed while it was being read"
+                ) from exc
+            if context is None:  # it was the current ledger: did it get sealed meanwhile?
+                return self._current is None or self._current.ledger_id != ledger_id
+            return bool(ledger.offloadContext != context)
+
+    def _next_step(
+        self, at: Position, wanted: int
+    ) -> None | Position | tuple[int, int, int, LedgerFile | None, OffloadContext | None]:
+        """Under the lock: where reading goes on from ``at`` (``None``: the
+        end; a :class:`Position`: the next ledger), or what to read: ledger,
+        first and last entry, and a snapshot of what routing it needs (the
+        current ledger's file, or the ledger's offload context)."""
+        ids = self._ledger_ids
+        if at.ledger_id not in self._ledgers_by_id:
+            if not ids or at.ledger_id > ids[-1]:
+                return None
+            raise InvalidRangeError(
+                f"managed ledger {self.name} has no ledger {at.ledger_id} (trimmed, or never existed)"
+            )
+        last = self._last_entry_id(at.ledger_id)
+        if at.entry_id > last:
+            following = ids.index(at.ledger_id) + 1
+            return None if following == len(ids) else Position(ids[following], 0)
+        end = min(last, at.entry_id + wanted - 1)
+        if self._current is not None and self._current.ledger_id == at.ledger_id:
+            return at.ledger_id, at.entry_id, end, self._current, None
+        context = OffloadContext()
+        context.CopyFrom(self._ledgers_by_id[at.ledger_id].offloadContext)
+        return at.ledger_id, at.entry_id, end, None, context
 
     def first_available(self, position: Position) -> Position:
         """``position`` if its ledger still exists, else the start of the
@@ -83,26 +126,37 @@ class TieredReads(LedgerCore):
     def _last_entry_id(self, ledger_id: int) -> int:
         if self._current is not None and self._current.ledger_id == ledger_id:
             return self._current.last_entry_id
-        return int(self._ledger_info(ledger_id).entries) - 1
+        return int(self._ledgers_by_id[ledger_id].entries) - 1
 
-    def _read_ledger(self, ledger_id: int, first: int, last: int, priority: ReadPriority) -> tuple[list[Entry], Tier]:
-        if self._current is not None and self._current.ledger_id == ledger_id:
+    def _read_ledger(
+        self,
+        ledger_id: int,
+        first: int,
+        last: int,
+        priority: ReadPriority,
+        current: LedgerFile | None,
+        context: OffloadContext | None,
+    ) -> tuple[list[Entry], Tier]:
+        if current is not None or context is None:
             if priority is ReadPriority.OFFLOADED_ONLY:
                 raise StateError(f"ledger {ledger_id} of {self.name} is still being written; {_only(priority)}")
-            return self._current.read(first, last), "hot"
-        context = self._ledger_info(ledger_id).offloadContext
+            with self._lock:  # the current ledger's file is being appended to
+                assert current is not None
+                if self._current is current:
+                    return current.read(first, last), "hot"
+                return self._read_hot(ledger_id, first, last), "hot"  # sealed (and its file closed) meanwhile
         offloaded = context.complete
         hot = not context.bookkeeperDeleted
         if not offloaded:
             if priority is ReadPriority.OFFLOADED_ONLY:
                 raise StateError(f"ledger {ledger_id} of {self.name} is not offloaded (yet); {_only(priority)}")
-            return self._read_hot(ledger_id, first, last), "hot"
+            return self._read_hot_locked(ledger_id, first, last), "hot"
         if not hot:
             if priority is ReadPriority.BOOKKEEPER_ONLY:
                 raise StateError(
                     f"ledger {ledger_id} of {self.name} was deleted from the hot tier after offload; {_only(priority)}"
                 )
-            return self._read_offloaded(ledger_id, first, last), "offloaded"
+            return self._read_offloaded(ledger_id, first, last, context), "offloaded"
         order: dict[ReadPriority, list[Tier]] = {
             ReadPriority.OFFLOADED_FIRST: ["offloaded", "hot"],
             ReadPriority.BOOKKEEPER_FIRST: ["hot", "offloaded"],
@@ -110,7 +164,10 @@ class TieredReads(LedgerCore):
             ReadPriority.BOOKKEEPER_ONLY: ["hot"],
         }
         tiers = order[priority]
-        readers = {"hot": self._read_hot, "offloaded": self._read_offloaded}
+        readers: dict[Tier, Callable[[int, int, int], list[Entry]]] = {
+            "hot": self._read_hot_locked,
+            "offloaded": lambda ledger, start, stop: self._read_offloaded(ledger, start, stop, context),
+        }
         try:
             return readers[tiers[0]](ledger_id, first, last), tiers[0]
         except (OffloadError, OSError) as exc:
@@ -143,21 +200,29 @@ class TieredReads(LedgerCore):
             )
             return readers[tiers[1]](ledger_id, first, last), tiers[1]
 
-    def _read_offloaded(self, ledger_id: int, first: int, last: int) -> list[Entry]:
-        handle = self._offloaded.get(ledger_id)
-        if handle is None:
-            context = self._ledger_info(ledger_id).offloadContext
-            offloader = self._offloader_for_context(context)
-            handle = offloader.read_offloaded(ledger_id, uuid_of(context), driver_metadata(context))
-            self._offloaded[ledger_id] = handle
-            if len(self._offloaded) > _OFFLOADED_HANDLES_OPEN:
-                self._offloaded.popitem(last=False)[1].close()
-        self._offloaded.move_to_end(ledger_id)
+    def _read_offloaded(self, ledger_id: int, first: int, last: int, context: OffloadContext) -> list[Entry]:
+        """Read an offloaded ledger outside the ledger's lock: the handle is
+        taken from the shared cache (opened if needed) and given back."""
+        with self._lock:
+            shared = self._offloaded.take(ledger_id)
+        if shared is None:
+            handle = self._open_offloaded(ledger_id, context)  # remote requests: outside the lock too
+            with self._lock:
+                shared = self._offloaded.add(ledger_id, handle)
+        broken = False
         try:
-            return handle.read(first, last)
+            with shared.read_lock:
+                return shared.handle.read(first, last)
         except OffloadError:
-            self._offloaded.pop(ledger_id, None)
+            broken = True
             raise
+        finally:
+            with self._lock:
+                self._offloaded.give_back(shared, broken=broken)
+
+    def _open_offloaded(self, ledger_id: int, context: OffloadContext) -> ReadHandle:
+        offloader = self._offloader_for_context(context)
+        return offloader.read_offloaded(ledger_id, uuid_of(context), driver_metadata(context))
 
 
 def _only(priority: ReadPriority) -> str:

@@ -1,0 +1,131 @@
+"""Reads do their I/O outside the ledger's lock, and the handles they share
+are never closed under them."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+from offload_core import hookimpl
+from offload_core.managed_ledger import ReadPriority
+from offload_core.memory import MemoryDriver
+from offload_core.model import Position
+from tests.managed_ledger.conftest import Clock
+
+TOPIC = "acme/prod/orders"
+
+
+class GatedStore:
+    """Registers driver ``gated``: a memory store whose data-object reads
+    wait at a gate while it is closed."""
+
+    def __init__(self) -> None:
+        self.store = MemoryDriver()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()
+
+    @hookimpl
+    def offload_core_register_drivers(self, register: Any) -> None:
+        plugin = self
+
+        class Gated(MemoryDriver):
+            def __init__(self, bucket: str = "default") -> None:
+                super().__init__()
+                self._objects = plugin.store._objects
+                self._lock = plugin.store._lock
+
+            def _read(self, key: str, start: int, end: int | None) -> bytes:
+                if not key.endswith("-index") and not plugin.gate.is_set():
+                    plugin.waiting.set()
+                    plugin.gate.wait(30)
+                return super()._read(key, start, end)
+
+        register(Gated, name="gated")
+
+
+def test_a_slow_offloaded_read_stops_neither_appends_nor_hot_reads(make_broker: Any) -> None:
+    gated = GatedStore()
+    broker = make_broker(managedLedgerOffloadDriver="gated", managedLedgerOffloadDeletionLagMs=3_600_000)
+    broker.plugins.register(gated)
+    topic = broker.topic(TOPIC)
+    for n in range(250):
+        topic.append(b"entry %d" % n)
+    assert topic.offload_prefix().status == "success"
+    gated.gate.clear()
+    cold: list[Any] = []
+    reader = threading.Thread(
+        target=lambda: cold.extend(topic.read(Position(1, 0), 10, priority=ReadPriority.OFFLOADED_ONLY))
+    )
+    reader.start()
+    try:
+        assert gated.waiting.wait(10), "the offloaded read never reached the store"
+        # While it waits on the store: appends, hot reads of the same topic and its state all go on.
+        position = topic.append(b"written while a cold read waits")
+        assert topic.read(position, 1)[0].data == b"written while a cold read waits"
+        assert [e.data for e in topic.read(Position(2, 0), 3, priority="bookkeeper-first")] == [
+            b"entry 100", b"entry 101", b"entry 102"
+        ]  # fmt: skip
+        assert topic.ledgers()[0].tier == "hot+offloaded"
+        assert reader.is_alive() and not cold
+    finally:
+        gated.gate.set()
+        reader.join(10)
+    assert [e.data for e in cold] == [b"entry %d" % n for n in range(10)]
+
+
+def test_readers_appends_trims_and_hot_deletions_at_once(make_broker: Any, clock: Clock) -> None:
+    broker = make_broker(managedLedgerOffloadThresholdInBytes=0, managedLedgerOffloadDeletionLagMs=0,
+                         defaultRetentionTimeInMinutes=1, managedLedgerMaxEntriesPerLedger=20)  # fmt: skip
+    topic = broker.topic(TOPIC)
+    written: dict[Position, bytes] = {}
+    for n in range(100):
+        payload = b"seed %d" % n
+        written[topic.append(payload)] = payload
+    stop = threading.Event()
+    problems: list[str] = []
+    lock = threading.Lock()
+
+    def appender() -> None:
+        n = 0
+        while not stop.is_set():
+            payload = b"live %d" % n
+            position = topic.append(payload)
+            with lock:
+                written[position] = payload
+            n += 1
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        while not stop.is_set():
+            priority = rng.choice(["tiered-storage-first", "bookkeeper-first"])
+            states = topic.ledgers()
+            if not states:
+                continue
+            start = Position(rng.choice(states).ledger_id, 0)
+            try:
+                for entry in topic.read(start, 40, priority=priority):
+                    with lock:
+                        expected = written.get(Position(entry.ledger_id, entry.entry_id))
+                    if expected is not None and entry.data != expected:
+                        problems.append(f"wrong entry at {entry.ledger_id}:{entry.entry_id}")
+            except Exception as exc:  # noqa: BLE001 - a trimmed ledger is fine, a closed handle is not
+                if "trimmed" not in str(exc) and "no ledger" not in str(exc):
+                    problems.append(f"{type(exc).__name__}: {exc}")
+
+    def maintainer() -> None:
+        while not stop.is_set():
+            clock.advance(30)
+            topic.run_maintenance()
+
+    threads = [threading.Thread(target=appender), threading.Thread(target=maintainer)]
+    threads += [threading.Thread(target=reader, args=(seed,)) for seed in range(3)]
+    for thread in threads:
+        thread.start()
+    threading.Event().wait(3)
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    assert problems == []
+    assert topic.read(topic.last_position, 1)[0].data == written[topic.last_position]  # type: ignore[index]
