@@ -68,8 +68,10 @@ def test_backfill_then_verify_22_ledgers(spark: Any, data: Path) -> None:
     driver.write(ledger.data_key, bytes(corrupted), metadata=dict(driver.stat(ledger.data_key).metadata))
     rows = verify_store(spark, bucket_url(data)).defects.collect()
     assert [(row.ledger_id, row.key, row.offset) for row in rows] == [
-        (ledger.ledger_id, ledger.data_key, victim.offset)
+        (ledger.ledger_id, ledger.data_key, victim.offset),
+        (ledger.ledger_id, ledger.data_key, None),  # the summary: which entries are recoverable
     ]
+    assert rows[1].problem.startswith("recoverable entries 0..")
 
 
 def test_a_ledger_that_fails_is_left_as_it_was_and_the_others_complete(spark: Any, data: Path) -> None:
