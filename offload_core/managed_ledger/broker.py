@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..plugins import PluginManager
+from .background import BackgroundWork
 from .config import BrokerConfig
 from .managed_ledger import ManagedLedger, unclaimed_hot_files
 from .metadata_store import MetadataStore, SqliteMetadataStore
@@ -23,7 +24,9 @@ class Broker:
     Layout: ``metadata.db`` (SQLite metadata store), ``ledgers/`` (hot-tier
     files), ``bucket/`` (the default offload target, a local directory),
     ``locks/``. ``store`` replaces the SQLite store (a ZooKeeper or etcd
-    one, say); ``clock`` is for tests.
+    one, say); ``clock`` is for tests. Threshold offloads run on the
+    broker's :attr:`background` threads, never on a producer's:
+    :meth:`drain` waits for them, :meth:`close` finishes them first.
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class Broker:
         self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit)
         self._clock = clock
         self._open: dict[TopicName, ManagedLedger] = {}
+        self.background = BackgroundWork(self.plugins.emit)
 
     def topic(self, name: str | TopicName) -> ManagedLedger:
         """Open (or return the already open) managed ledger of topic ``name``."""
@@ -64,6 +68,7 @@ class Broker:
                 offloaders=self.offloaders,
                 emit=self.plugins.emit,
                 clock=self._clock,
+                schedule=self.background.submit,
             )
             self._open[topic] = ledger
         return ledger
@@ -81,7 +86,14 @@ class Broker:
         metadata names (left by a damaged metadata store, or copied in)."""
         return unclaimed_hot_files(self.store, self.data_dir / "ledgers")
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait for the background work (threshold offloads) started so far;
+        false if ``timeout`` ran out first."""
+        return self.background.drain(timeout)
+
     def close(self) -> None:
+        """Finish the background work, then close every topic and the store."""
+        self.background.close()
         for ledger in self._open.values():
             ledger.close()
         self._open.clear()

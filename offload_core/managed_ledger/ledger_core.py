@@ -63,6 +63,8 @@ class LedgerCore:
     _ledgers_by_id: dict[int, LedgerInfo]
     _ledger_ids: list[int]
     _trimming: set[int]
+    _offload_requested: bool
+    _schedule: Callable[[str, Callable[[], object]], None]
     _offload_running: bool
     _cleanup_errors: dict[int, str]
     _info: ManagedLedgerInfo
@@ -216,6 +218,11 @@ class LedgerCore:
             yield
         finally:
             self._maintenance.release()
+            self._maintenance_released()
+
+    def _maintenance_released(self) -> None:
+        """Called after an offload or trim lets go of the maintenance lock,
+        to pick up work requested meanwhile (see ``OffloadLifecycle``)."""
 
     def _unlink_hot_file(self, ledger_id: int) -> None:
         with self._lock:  # hot reads use the cache under this lock

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import StateError
 from ..hooks import Event
 from ..model import Position
 from ..proto import ManagedLedgerInfo
@@ -87,6 +88,7 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         offloaders: OffloaderProvider,
         emit: Callable[[Event], None],
         clock: Callable[[], float] = time.time,
+        schedule: Callable[[str, Callable[[], object]], None] | None = None,
     ) -> None:
         self.topic = topic
         self.name = topic.managed_ledger_name
@@ -105,6 +107,8 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         self._hot: OrderedDict[int, LedgerFile] = OrderedDict()
         self._offloaded = SharedHandleCache(_OFFLOADED_HANDLES_OPEN)
         self._trimming: set[int] = set()
+        self._offload_requested = False
+        self._schedule = schedule if schedule is not None else _run_now
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
@@ -169,7 +173,8 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
     def append(self, data: bytes) -> Position:
         """Append one entry; returns its position. The current ledger rolls
         over (is sealed) when it reaches the maximum entries, size or age;
-        sealing may trigger an automatic offload by policy."""
+        sealing schedules the threshold offload in the background (the
+        append never waits on object storage)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"entries are bytes, got {type(data).__name__}")
         with self._lock:
@@ -225,7 +230,10 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         self._emit(
             Event("ledger.sealed", {"managed_ledger": self.name, "ledger_id": current.ledger_id, "entries": entries})
         )
-        self.maybe_offload()
+        # Offloading by threshold reads hot files and writes to the store:
+        # the broker's background threads do it, so the append that sealed
+        # the ledger returns at once.
+        self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -285,7 +293,18 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
 
     def close(self) -> None:
         """Flush and release the ledger; the current ledger is sealed when it
-        is next opened (as Pulsar recovers a ledger on reopen)."""
+        is next opened (as Pulsar recovers a ledger on reopen). An offload or
+        trim in progress (a background one, say) finishes first."""
+        # Not _exclusive: a closing ledger schedules no more work when it lets go.
+        if not self._maintenance.acquire(timeout=600):
+            raise StateError(f"closing {self.name} waited 10 minutes for an offload or trim to finish")
+        try:
+            self._close_locked()
+        finally:
+            self._offload_requested = False
+            self._maintenance.release()
+
+    def _close_locked(self) -> None:
         with self._lock:
             if self._current is not None:
                 self._current.close()
@@ -303,3 +322,8 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _run_now(what: str, job: Callable[[], object]) -> None:
+    """The schedule of a managed ledger built without a broker: run inline."""
+    job()

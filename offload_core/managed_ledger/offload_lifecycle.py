@@ -145,7 +145,25 @@ class OffloadLifecycle(LedgerCore):
         yet offloaded goes once the sum passes
         ``managedLedgerOffloadThresholdInBytes``, or once it has been sealed
         longer than ``managedLedgerOffloadThresholdInSeconds``. ``None`` if
-        nothing was due."""
+        nothing was due (or another offload or trim is running: it runs
+        this one's check again when it finishes, so no trigger is lost)."""
+        self._offload_requested = True
+        outcome: OffloadStatus | None = None
+        while self._offload_requested:
+            if not self._maintenance.acquire(blocking=False):
+                return outcome  # the holder sees the request when it lets go
+            try:
+                self._offload_requested = False
+                outcome = self._offload_due() or outcome
+            finally:
+                self._maintenance.release()
+        return outcome
+
+    def _maintenance_released(self) -> None:
+        if self._offload_requested:  # a threshold trigger came while a trim or manual offload ran
+            self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+
+    def _offload_due(self) -> OffloadStatus | None:
         policies = self.policies()
         by_size, by_time = policies.offload_threshold_bytes, policies.offload_threshold_seconds
         assert by_size is not None and by_time is not None
@@ -163,14 +181,7 @@ class OffloadLifecycle(LedgerCore):
                     continue
                 if (by_size >= 0 and summed > by_size) or (by_time >= 0 and now - ledger.timestamp > by_time * 1000):
                     due.append(ledger.ledgerId)
-        if not due:
-            return None
-        if not self._maintenance.acquire(blocking=False):
-            return None  # an offload or trim is running; the next trigger catches up
-        try:
-            return self._offload_ledgers(sorted(due))
-        finally:
-            self._maintenance.release()
+        return self._offload_ledgers(sorted(due)) if due else None
 
     def _offload_ledgers(self, targets: list[int]) -> OffloadStatus:
         self._store_status(OffloadStatus("running"))

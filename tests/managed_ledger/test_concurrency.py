@@ -129,3 +129,45 @@ def test_readers_appends_trims_and_hot_deletions_at_once(make_broker: Any, clock
         thread.join(30)
     assert problems == []
     assert topic.read(topic.last_position, 1)[0].data == written[topic.last_position]  # type: ignore[index]
+
+
+class BlockingWrites(GatedStore):
+    """Registers driver ``blocking``: data-object writes wait at the gate."""
+
+    @hookimpl
+    def offload_core_register_drivers(self, register: Any) -> None:
+        plugin = self
+
+        class Blocking(MemoryDriver):
+            def __init__(self, bucket: str = "default") -> None:
+                super().__init__()
+                self._objects = plugin.store._objects
+                self._lock = plugin.store._lock
+
+            def _write(self, key, parts, metadata, if_absent):  # type: ignore[no-untyped-def]
+                if not key.endswith("-index") and not plugin.gate.is_set():
+                    plugin.waiting.set()
+                    plugin.gate.wait(30)
+                return super()._write(key, parts, metadata, if_absent)
+
+        register(Blocking, name="blocking")
+
+
+def test_an_append_that_seals_returns_while_the_threshold_offload_is_blocked(make_broker: Any) -> None:
+    blocking = BlockingWrites()
+    broker = make_broker(managedLedgerOffloadDriver="blocking", managedLedgerOffloadThresholdInBytes=0)
+    broker.plugins.register(blocking)
+    topic = broker.topic(TOPIC)
+    blocking.gate.clear()
+    try:
+        for n in range(100):  # the 100th append seals ledger 1: its offload starts in the background
+            topic.append(b"entry %d" % n)
+        assert blocking.waiting.wait(10), "the background offload never reached the store"
+        for n in range(100, 250):  # and appends, seals included, go on while it is stuck in the store
+            topic.append(b"entry %d" % n)
+        assert topic.ledgers()[0].tier in ("hot", "offloading")
+    finally:
+        blocking.gate.set()
+    assert broker.drain(30)
+    assert [s.tier for s in topic.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
+    assert [e.data for e in topic.read(Position(1, 0), 300)] == [b"entry %d" % n for n in range(250)]

@@ -26,7 +26,9 @@ def payload(n: int) -> bytes:
 
 def produce(broker: Broker, count: int, start: int = 0) -> list[Position]:
     ledger = broker.topic(TOPIC)
-    return [ledger.append(payload(n)) for n in range(start, start + count)]
+    positions = [ledger.append(payload(n)) for n in range(start, start + count)]
+    assert broker.drain(30)  # threshold offloads started by the appends run in the background
+    return positions
 
 
 def read_all(broker: Broker, priority: ReadPriority | None = None) -> list[Any]:
