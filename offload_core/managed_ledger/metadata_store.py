@@ -75,9 +75,19 @@ class SqliteMetadataStore:
                 "restore it from a backup (or move it away to start with empty metadata)"
             ) from None
         self._lock = threading.Lock()
+        self._local_changes = 0
 
     def __repr__(self) -> str:
         return f"SqliteMetadataStore({self.path!r})"
+
+    def change_marker(self) -> tuple[int, int]:
+        """A value that differs whenever any record may have changed since it
+        was taken: SQLite's ``data_version`` (bumped by other connections'
+        commits, other processes included) and this connection's own
+        updates. Lets callers cache what they derive from records."""
+        with self._lock:
+            (version,) = self._db.execute("PRAGMA data_version").fetchone()
+            return int(version), self._local_changes
 
     def get(self, path: str) -> Versioned | None:
         with self._lock:
@@ -86,6 +96,7 @@ class SqliteMetadataStore:
 
     def create(self, path: str, value: bytes) -> Versioned:
         with self._lock:
+            self._local_changes += 1
             try:
                 self._db.execute("INSERT INTO records VALUES (?, ?, 0)", (path, value))
             except sqlite3.IntegrityError:
@@ -94,6 +105,7 @@ class SqliteMetadataStore:
 
     def set(self, path: str, value: bytes, expected_version: int) -> Versioned:
         with self._lock:
+            self._local_changes += 1
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute("SELECT version FROM records WHERE path = ?", (path,)).fetchone()
@@ -115,6 +127,7 @@ class SqliteMetadataStore:
 
     def delete(self, path: str, expected_version: int | None = None) -> None:
         with self._lock:
+            self._local_changes += 1
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute("SELECT version FROM records WHERE path = ?", (path,)).fetchone()

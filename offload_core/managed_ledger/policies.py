@@ -211,6 +211,9 @@ class PolicyStore:
     def __init__(self, store: MetadataStore, broker_defaults: OffloadPolicies) -> None:
         self._store = store
         self.broker_defaults = broker_defaults
+        # Effective policies by topic, valid while the store's change marker
+        # is unchanged (a store without one is read every time).
+        self._effective: dict[TopicName, tuple[object, OffloadPolicies]] = {}
 
     @staticmethod
     def _path(level: str, name: str) -> str:
@@ -263,5 +266,15 @@ class PolicyStore:
         return found
 
     def effective(self, topic: TopicName) -> OffloadPolicies:
-        """Topic over namespace over broker defaults."""
-        return self.get("topic", str(topic)).over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
+        """Topic over namespace over broker defaults. Cached until any record
+        of the store changes (in this process or another one), so a read
+        does not query the store each time."""
+        marker_of = getattr(self._store, "change_marker", None)
+        marker = marker_of() if marker_of is not None else None
+        cached = self._effective.get(topic)
+        if marker is not None and cached is not None and cached[0] == marker:
+            return cached[1]
+        policies = self.get("topic", str(topic)).over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
+        if marker is not None:
+            self._effective[topic] = (marker, policies)
+        return policies

@@ -202,3 +202,26 @@ def test_legacy_s3_keys() -> None:
         "us-west-2",
         "http://127.0.0.1:9000",
     )
+
+
+def test_effective_policies_are_cached_until_any_writer_changes_them(tmp_path: Path) -> None:
+    first = SqliteMetadataStore(tmp_path / "metadata.db")
+    policies = PolicyStore(first, DEFAULT_POLICIES)
+    topic = TopicName.parse("a/b/c")
+    reads: list[str] = []
+    real_get = first.get
+
+    def counting_get(path: str):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return real_get(path)
+
+    first.get = counting_get  # type: ignore[method-assign]
+    assert policies.effective(topic).deletion_lag_ms == DEFAULT_POLICIES.deletion_lag_ms
+    before = len(reads)
+    policies.effective(topic)
+    assert len(reads) == before  # served from the cache: no record read
+    other = PolicyStore(SqliteMetadataStore(tmp_path / "metadata.db"), DEFAULT_POLICIES)
+    other.update("namespace", "a/b", deletion_lag_ms=5)  # another connection, as another process would
+    assert policies.effective(topic).deletion_lag_ms == 5
+    policies.update("topic", "a/b/c", deletion_lag_ms=7)  # this one
+    assert policies.effective(topic).deletion_lag_ms == 7

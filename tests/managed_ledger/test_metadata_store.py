@@ -80,3 +80,17 @@ def test_delete_with_version_and_children(tmp_path: Path) -> None:
     store.delete("x/1", expected_version=0)
     store.delete("x/1")
     assert store.get("x/1") is None
+
+
+def test_the_change_marker_moves_with_every_update_from_any_connection(tmp_path: Path) -> None:
+    first = SqliteMetadataStore(tmp_path / "metadata.db")
+    second = SqliteMetadataStore(tmp_path / "metadata.db")
+    marker = first.change_marker()
+    assert first.change_marker() == marker  # reading moves nothing
+    first.get("a")
+    assert first.change_marker() == marker
+    first.create("a", b"1")
+    assert first.change_marker() != marker
+    marker = first.change_marker()
+    second.set("a", b"2", 0)  # another connection (another process, in life)
+    assert first.change_marker() != marker
