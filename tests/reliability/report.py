@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import sys
 
 
 def main(log: str) -> str:
     with open(log, encoding="utf-8") as lines_in:
         rows = [json.loads(line) for line in lines_in if line.strip()]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     cpus = os.cpu_count()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     lines = [
@@ -24,7 +26,7 @@ def main(log: str) -> str:
         "",
         f"Machine: {platform.machine()}, {cpus} cores, {memory:.0f} GiB, {platform.system()} {platform.release()},"
         f" Python {platform.python_version()}. Run finished {rows[-1]['at'] if rows else '-'} (scale: "
-        f"{rows[-1]['scale'] if rows else '-'}).",
+        f"{rows[-1]['scale'] if rows else '-'}) on commit {commit or 'unknown'}.",
         "",
         "| what was tried | runs | checked | losses or alterations |",
         "|---|---:|---|---:|",
