@@ -24,6 +24,7 @@ from .errors import (
     StateError,
     TransientStorageError,
 )
+from .fsspec_driver import FsspecDriver
 from .hooks import Event, hookimpl
 from .model import Entry, ObjectInfo
 from .offload import (
@@ -35,7 +36,7 @@ from .offload import (
     open_offloader,
 )
 from .plugins import PluginManager, default_plugin_manager, open_driver
-from .storage import FsspecDriver, StorageDriver
+from .storage import StorageDriver
 
 try:
     __version__ = _metadata.version("offload-core")

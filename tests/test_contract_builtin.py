@@ -9,8 +9,9 @@ import fsspec
 import pytest
 from offload_driver_filesystem import FilesystemDriver
 
+from offload_core.fsspec_driver import FsspecDriver
 from offload_core.memory import MemoryDriver
-from offload_core.storage import FsspecDriver, StorageDriver
+from offload_core.storage import StorageDriver
 from offload_core.testing import DriverContract
 
 

@@ -12,10 +12,10 @@ from typing import BinaryIO
 from fsspec.implementations.local import LocalFileSystem
 
 from offload_core.errors import ConfigError, InvalidKeyError
+from offload_core.fsspec_driver import FsspecDriver
 from offload_core.fsutil import fsync_dir
 from offload_core.keys import RESERVED_SEGMENT_PREFIX
 from offload_core.model import ObjectInfo
-from offload_core.storage import FsspecDriver
 from offload_core.urls import redact_url
 
 __all__ = ["FilesystemDriver"]

@@ -21,9 +21,10 @@ from offload_core.errors import (
     OffloadError,
     TransientStorageError,
 )
+from offload_core.fsspec_driver import FsspecDriver
 from offload_core.model import ObjectInfo
 from offload_core.retry import RetryPolicy
-from offload_core.storage import BytesLike, FsspecDriver, key_prefix, split_bucket_url
+from offload_core.storage import BytesLike, key_prefix, split_bucket_url
 from offload_core.urls import check_endpoint, endpoint_problem, redact_url
 
 __all__ = ["GCSDriver"]

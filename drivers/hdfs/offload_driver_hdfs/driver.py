@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 from fsspec.implementations.webhdfs import WebHDFS
 
 from offload_core.errors import ConfigError
+from offload_core.fsspec_driver import FsspecDriver
 from offload_core.retry import RetryPolicy
-from offload_core.storage import FsspecDriver
 from offload_core.urls import redact_url
 
 __all__ = ["HdfsDriver"]
