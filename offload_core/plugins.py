@@ -341,7 +341,8 @@ def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None
 def _construct(
     spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]
 ) -> StorageDriver:
-    accepted = _accepted_options(factory, spec.driver, skip_first=url is not None)
+    parameters = _keyword_parameters(factory, skip_first=url is not None)
+    accepted = _accepted_options(parameters, factory, spec.driver)
     if accepted is not None:
         for option in options:
             if option not in accepted:
@@ -351,8 +352,7 @@ def _construct(
                     f"storage driver {spec.name!r} does not take the option {option!r}{hint} "
                     f"(it takes: {', '.join(accepted) or 'no options'})"
                 )
-        missing = [name for name in _required_options(factory, spec.driver, skip_first=url is not None)
-                   if name not in options]  # fmt: skip
+        missing = [name for name in _required_options(parameters or []) if name not in options]
         if missing:
             raise ConfigError(f"storage driver {spec.name!r} needs the option(s) {', '.join(missing)}")
     # A TypeError raised inside the constructor is the driver's bug and
@@ -375,12 +375,11 @@ def _keyword_parameters(function: Callable[..., Any], *, skip_first: bool) -> li
 
 
 def _accepted_options(
-    factory: Callable[..., Any], driver: type[StorageDriver], *, skip_first: bool
+    parameters: list[inspect.Parameter] | None, factory: Callable[..., Any], driver: type[StorageDriver]
 ) -> list[str] | None:
-    """The options ``factory`` takes; a ``from_url(url, **options)`` that
-    passes them on takes what the driver class's ``__init__`` does.
-    ``None`` when that cannot be told."""
-    parameters = _keyword_parameters(factory, skip_first=skip_first)
+    """The options ``factory`` (whose keyword ``parameters`` are given)
+    takes; a ``from_url(url, **options)`` that passes them on takes what the
+    driver class's ``__init__`` does. ``None`` when that cannot be told."""
     if parameters is None:
         return None
     names = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
@@ -394,8 +393,7 @@ def _accepted_options(
     return names
 
 
-def _required_options(factory: Callable[..., Any], driver: type[StorageDriver], *, skip_first: bool) -> list[str]:
-    parameters = _keyword_parameters(factory, skip_first=skip_first) or []
+def _required_options(parameters: list[inspect.Parameter]) -> list[str]:
     return [
         p.name
         for p in parameters

@@ -12,7 +12,6 @@ holds the test kit that proves a backend keeps it.
 from __future__ import annotations
 
 import abc
-import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -43,7 +42,6 @@ BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
 STALE_UPLOAD_AGE = 3600.0
 """Seconds after which a temporary upload nobody holds counts as abandoned."""
-_log = logging.getLogger(__name__)
 
 _METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
