@@ -3,7 +3,8 @@
 ``set-offload-policies`` / ``get-offload-policies`` /
 ``remove-offload-policies`` and the single-setting shortcuts
 (``set-offload-threshold``, ``set-offload-deletion-lag`` and their ``get-``
-and ``remove-``), with Pulsar's size and duration syntax (``10M``, ``4h``).
+and ``remove-``), with Pulsar's size and duration syntax (``10M``, ``4h``),
+and ``set-`` / ``get-`` / ``remove-tiered-read-priority``.
 ``get`` shows each effective value and the level it comes from.
 """
 
@@ -200,5 +201,48 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
             click.echo(f"{level} {name}: offload deletion lag removed")
 
 
+def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
+    """``set-``, ``get-`` and ``remove-tiered-read-priority`` for one policy level."""
+    label = level.upper()
+
+    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}.")
+    @click.argument("name", metavar=label)
+    @click.argument("priority", metavar="PRIORITY")
+    @broker_options
+    def set_priority(name: str, priority: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            chosen = ReadPriority.parse(priority)
+            broker.policies.update(level, parse_name(name), read_priority=chosen)
+            click.echo(f"{level} {name}: tiered read priority {chosen.name}")
+
+    @group.command("get-tiered-read-priority", help=f"Show the tiered read priority set on {label}.")
+    @click.argument("name", metavar=label)
+    @click.option("--json", "as_json", is_flag=True)
+    @broker_options
+    def get_priority(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            key = parse_name(name)
+            own = broker.policies.get(level, key).read_priority
+            if level == "topic":
+                effective = broker.policies.effective(TopicName.parse(key)).read_priority
+            else:
+                effective = own or broker.config.policies.read_priority
+            assert effective is not None
+            if as_json:
+                click.echo(json.dumps({level: key, "set": own.name if own else None, "effective": effective.name}))
+            else:
+                click.echo(f"set on {level}: {own.name if own else '(not set)'}; effective: {effective.name}")
+
+    @group.command("remove-tiered-read-priority", help=f"Remove the tiered read priority set on {label}.")
+    @click.argument("name", metavar=label)
+    @broker_options
+    def remove_priority(name: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            broker.policies.update(level, parse_name(name), read_priority=None)
+            click.echo(f"{level} {name}: tiered read priority removed")
+
+
 _policy_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _policy_commands(namespaces, "namespace", parse_namespace)
+_priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
+_priority_commands(namespaces, "namespace", parse_namespace)

@@ -17,8 +17,7 @@ import click
 from ..errors import ConfigError, FormatError, mask_secrets
 from ..formats.pulsar_message import PulsarMessage, decode_entry
 from ..hooks import Event, hookimpl
-from ..managed_ledger import Broker, ReadPriority, load_config
-from ..managed_ledger.policies import TopicName, parse_namespace
+from ..managed_ledger import Broker, load_config
 from ..model import Entry, Position
 from .message_input import FORMATS, message_entry, parse_line
 
@@ -392,51 +391,6 @@ def run_maintenance(topic: str, data_dir: str, config_path: str | None) -> None:
         click.echo(f"trimmed by retention: {done['trimmed'] or 'none'}")
 
 
-def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
-    """``set-``, ``get-`` and ``remove-tiered-read-priority`` for one policy level."""
-    label = level.upper()
-
-    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}.")
-    @click.argument("name", metavar=label)
-    @click.argument("priority", metavar="PRIORITY")
-    @broker_options
-    def set_priority(name: str, priority: str, data_dir: str, config_path: str | None) -> None:
-        with opened(data_dir, config_path) as broker:
-            chosen = ReadPriority.parse(priority)
-            broker.policies.update(level, parse_name(name), read_priority=chosen)
-            click.echo(f"{level} {name}: tiered read priority {chosen.name}")
-
-    @group.command("get-tiered-read-priority", help=f"Show the tiered read priority set on {label}.")
-    @click.argument("name", metavar=label)
-    @click.option("--json", "as_json", is_flag=True)
-    @broker_options
-    def get_priority(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
-        with opened(data_dir, config_path) as broker:
-            key = parse_name(name)
-            own = broker.policies.get(level, key).read_priority
-            if level == "topic":
-                effective = broker.policies.effective(TopicName.parse(key)).read_priority
-            else:
-                effective = own or broker.config.policies.read_priority
-            assert effective is not None
-            if as_json:
-                click.echo(json.dumps({level: key, "set": own.name if own else None, "effective": effective.name}))
-            else:
-                click.echo(f"set on {level}: {own.name if own else '(not set)'}; effective: {effective.name}")
-
-    @group.command("remove-tiered-read-priority", help=f"Remove the tiered read priority set on {label}.")
-    @click.argument("name", metavar=label)
-    @broker_options
-    def remove_priority(name: str, data_dir: str, config_path: str | None) -> None:
-        with opened(data_dir, config_path) as broker:
-            broker.policies.update(level, parse_name(name), read_priority=None)
-            click.echo(f"{level} {name}: tiered read priority removed")
-
-
 @click.group()
 def namespaces() -> None:
     """Namespace policies of the embedded broker."""
-
-
-_priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
-_priority_commands(namespaces, "namespace", parse_namespace)
