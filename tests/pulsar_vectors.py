@@ -1,4 +1,4 @@
-"""Loading the Pulsar-written v1 fixtures in tests/vectors/pulsar."""
+"""Loading the Pulsar-written v1 and v2 fixtures in tests/vectors/pulsar."""
 
 from __future__ import annotations
 
@@ -44,4 +44,51 @@ def load_vectors() -> list[Vector]:
         )
         for spec in manifest["vectors"]
         if spec["kind"] == "v1"
+    ]
+
+
+def splitmix64(x: int) -> int:
+    """The fixtures' size generator (see the manifest's conventions)."""
+    mask = 2**64 - 1
+    z = (x + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+@dataclass(frozen=True)
+class SegmentVector:
+    """A v2 (streaming) segment fixture."""
+
+    name: str
+    spec: dict[str, Any]
+    data: bytes
+    index: bytes
+
+    @property
+    def entries(self) -> list[tuple[int, int, bytes]]:
+        """``(ledger id, entry id, payload)`` in the order they were offered."""
+        out = []
+        for ledger in self.spec["ledgers"]:
+            ledger_id = ledger["ledger_id"]
+            rule = ledger["size_rule"]
+            assert rule["kind"] == "splitmix64_ledger"
+            first, last = ledger["entries_in_segment"]
+            for entry_id in range(first, last + 1):
+                size = splitmix64((ledger_id * 1000003 + entry_id) % 2**64) % rule["modulus"]
+                out.append((ledger_id, entry_id, payload(ledger_id, entry_id, size)))
+        return out
+
+
+def load_segment_vectors() -> list[SegmentVector]:
+    manifest = json.loads((VECTORS / "manifest.json").read_text())
+    return [
+        SegmentVector(
+            name=spec["name"],
+            spec=spec,
+            data=(VECTORS / spec["files"]["data"]["file"]).read_bytes(),
+            index=(VECTORS / spec["files"]["index"]["file"]).read_bytes(),
+        )
+        for spec in manifest["vectors"]
+        if spec["kind"] == "v2"
     ]

@@ -35,6 +35,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import FormatError, InvalidRangeError
 from ..proto import LedgerMetadataFormat
+from .magics import V1_BLOCK_MAGIC, V1_INDEX_MAGIC, wrong_magic
 
 __all__ = [
     "BLOCK_HEADER_LENGTH",
@@ -56,6 +57,7 @@ __all__ = [
     "closed_ledger_metadata",
     "data_key",
     "decode_block",
+    "decode_block_body",
     "decode_block_header",
     "decode_index",
     "encode_block",
@@ -70,10 +72,10 @@ __all__ = [
     "parse_key",
 ]
 
-BLOCK_MAGIC = 0xFBDBABCB
+BLOCK_MAGIC = V1_BLOCK_MAGIC
 BLOCK_HEADER_LENGTH = 128
 ENTRY_HEADER_LENGTH = 12
-INDEX_MAGIC = 0xDE47DE47
+INDEX_MAGIC = V1_INDEX_MAGIC
 PADDING = bytes.fromhex("FEDCDEAD")
 FORMAT_VERSION_KEY = "s3managedledgeroffloaderformatversion"
 FORMAT_VERSION = "1"
@@ -157,7 +159,7 @@ def decode_block_header(data: bytes | memoryview) -> BlockHeader:
         raise FormatError(f"block header needs {BLOCK_HEADER_LENGTH} bytes, got {len(data)}")
     magic, header_length, block_length, first_entry_id = _BLOCK_HEADER.unpack_from(data)
     if magic != BLOCK_MAGIC:
-        raise FormatError(f"block header magic is {magic:#010x}, expected {BLOCK_MAGIC:#010x}")
+        raise FormatError(wrong_magic("block header", magic, BLOCK_MAGIC))
     if header_length != BLOCK_HEADER_LENGTH:
         raise FormatError(f"block header length is {header_length}, expected {BLOCK_HEADER_LENGTH}")
     if block_length < BLOCK_HEADER_LENGTH:
@@ -331,14 +333,23 @@ def decode_block(data: bytes | memoryview) -> Block:
     header = decode_block_header(view)
     if header.block_length != len(view):
         raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
+    entries, padding_start = decode_block_body(view, header.first_entry_id)
+    return Block(header=header, entries=entries, padding_start=padding_start)
+
+
+def decode_block_body(view: memoryview, first_entry_id: int) -> tuple[tuple[tuple[int, bytes], ...], int]:
+    """The entries framed after a block's 128-byte header (``view`` is the
+    whole block), and where the padding starts. Shared by the v1 and the
+    streaming (v2) block, which frame entries alike. Raises
+    :class:`FormatError` naming the block offset where framing breaks."""
     entries: list[tuple[int, bytes]] = []
     position = previous = BLOCK_HEADER_LENGTH
-    next_id = header.first_entry_id
+    next_id = first_entry_id
     while position < len(view):
         try:
             length = read_entry_header(view, position, end=len(view), expected_id=next_id)
         except FormatError as exc:
-            if next_id > header.first_entry_id and str(exc).startswith("found entry id"):
+            if next_id > first_entry_id and str(exc).startswith("found entry id"):
                 # The header where entry next_id should start is garbage: the
                 # framing broke at the previous entry, whose length led here.
                 (broken_length,) = _LENGTH.unpack_from(view, previous)
@@ -361,7 +372,7 @@ def decode_block(data: bytes | memoryview) -> Block:
                 f"follows at block offset {position} is neither an entry header nor the FE DC DE AD padding"
             )
         raise FormatError(f"padding from block offset {position} is not the FE DC DE AD pattern")
-    return Block(header=header, entries=tuple(entries), padding_start=position)
+    return tuple(entries), position
 
 
 def format_version_problem(metadata: Mapping[str, str]) -> str | None:
@@ -471,7 +482,7 @@ def decode_index(data: bytes | memoryview) -> Index:
         raise FormatError(f"index needs at least {_INDEX_HEADER.size} bytes, got {len(view)}")
     magic, total, data_length, header_length, count, metadata_length = _INDEX_HEADER.unpack_from(view)
     if magic != INDEX_MAGIC:
-        raise FormatError(f"index magic is {magic:#010x}, expected {INDEX_MAGIC:#010x}")
+        raise FormatError(wrong_magic("index", magic, INDEX_MAGIC))
     if total != len(view):
         raise FormatError(f"index says it is {total} bytes, the object has {len(view)}")
     if count < 0 or metadata_length < 0:

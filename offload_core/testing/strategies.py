@@ -7,9 +7,10 @@ import os
 from hypothesis import strategies as st
 
 from ..formats import pulsar_v1 as v1
+from ..formats import pulsar_v2 as v2
 from ..proto import LedgerMetadataFormat
 
-__all__ = ["ledger_metadata", "ledger_payloads", "v1_blocks", "v1_indexes"]
+__all__ = ["ledger_metadata", "ledger_payloads", "segment_entries", "v1_blocks", "v1_indexes", "v2_indexes"]
 
 entry_ids = st.integers(min_value=0, max_value=2**63 - 1 - 1000)
 
@@ -81,3 +82,49 @@ def v1_indexes(draw: st.DrawFn, *, max_blocks: int = 6) -> v1.Index:
     )
     metadata = draw(ledger_metadata(last_entry_id=firsts[-1] + draw(st.integers(0, 1000))))
     return v1.Index(data_object_length=sum(sizes), ledger_metadata=metadata.SerializeToString(), entries=entries)
+
+
+@st.composite
+def segment_entries(draw: st.DrawFn, *, max_ledgers: int = 4) -> list[tuple[int, int, bytes]]:
+    """What a segment is offered: ``(ledger id, entry id, payload)`` for
+    consecutive runs of consecutive entries of rising ledgers, the first
+    run starting anywhere in its ledger."""
+    ledgers = sorted(draw(st.sets(st.integers(0, 2**40), min_size=1, max_size=max_ledgers)))
+    out: list[tuple[int, int, bytes]] = []
+    for number, ledger_id in enumerate(ledgers):
+        first = draw(st.integers(0, 2**40)) if number == 0 else 0
+        payloads = draw(st.lists(st.binary(max_size=300), min_size=1, max_size=20))
+        out.extend((ledger_id, first + n, payload) for n, payload in enumerate(payloads))
+    return out
+
+
+@st.composite
+def v2_indexes(draw: st.DrawFn, *, max_ledgers: int = 4) -> v2.SegmentIndex:
+    """Well-formed segment indexes: ledgers in any order, each with
+    consecutive blocks of rising first entries, open or closed LedgerInfo."""
+    ledgers = draw(st.lists(st.integers(0, 2**62), min_size=1, max_size=max_ledgers, unique=True))
+    rows: list[tuple[int, v2.SegmentRow]] = []
+    infos: dict[int, bytes] = {}
+    offset, part = 0, 1
+    for ledger_id in ledgers:
+        first = draw(st.integers(0, 2**40))
+        for _ in range(draw(st.integers(1, 4))):
+            rows.append((ledger_id, v2.SegmentRow(first, part, offset)))
+            offset += draw(st.integers(v2.BLOCK_HEADER_LENGTH, 2**26))
+            first += draw(st.integers(1, 1000))
+            part += 1
+        closed = draw(st.booleans())
+        infos[ledger_id] = v2.ledger_info_bytes(
+            ledger_id,
+            last_entry_id=first - 1,
+            closed=closed,
+            entries=first + draw(st.integers(0, 1000)),
+            size=draw(st.integers(0, 2**40)),
+            timestamp_ms=draw(st.integers(0, 2**42)),
+        )
+    order = draw(st.permutations(ledgers))
+    by_ledger = {ledger_id: tuple(row for lid, row in rows if lid == ledger_id) for ledger_id in ledgers}
+    return v2.SegmentIndex(
+        data_object_length=offset,
+        ledgers=tuple(v2.LedgerSection(ledger_id, infos[ledger_id], by_ledger[ledger_id]) for ledger_id in order),
+    )

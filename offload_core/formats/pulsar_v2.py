@@ -1,0 +1,318 @@
+"""Pulsar's PIP-76 streaming-offload object format (version 2). Pure: no I/O.
+
+A *segment* holds entries of one or more consecutive ledgers (a ledger may
+also span several segments) as two objects:
+
+* the **data object** ``{uuid}``: a sequence of blocks, one multipart part
+  each, one ledger per block. A block is a 128-byte header (``int32 magic
+  0x26A66D32 | int64 header length 128 | int64 block length | int64 first
+  entry id | int64 ledger id | zeros``), then whole entries framed as in v1
+  (``int32 length | int64 entry id | payload``), then the v1 padding
+  ``FE DC DE AD`` up to the block length. Grouping follows Pulsar's
+  consistent (OpenDAL) loop: an entry joins the current block while the
+  payload bytes already in it are below the streaming block size and it is
+  of the same ledger; so the entry that reaches or crosses the size is its
+  block's last, and a block is ``max(streaming block size, 128 + 12 n +
+  payload bytes)`` long (an over-full block is not padded).
+* the **index object** ``{uuid}-index``: ``int32 magic 0x3D1FB0BC | int32
+  index length | int64 data object length | int64 data header length (128)``
+  then, per ledger, ``int64 ledger id | int32 row count | int32 metadata
+  length | Pulsar LedgerInfo protobuf | row count x (int64 first entry id,
+  int32 part id, int64 block offset)``, offsets counted across the whole
+  data object and part ids running 1, 2, 3 ... in offset order. Its codec
+  lives in :mod:`offload_core.formats.segment_index`, re-exported here.
+
+Pulsar writes the ledgers of the index in Java ``HashMap<Long, ...>``
+iteration order (:func:`java_hash_map_order`); decoders accept any order and
+keep it, so ``encode_index(decode_index(b)) == b``. All integers are
+big-endian. Decoders raise only :class:`FormatError`.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..errors import FormatError
+from . import pulsar_v1 as v1
+from .magics import V2_BLOCK_MAGIC, wrong_magic
+from .segment_index import (
+    INDEX_MAGIC,
+    LedgerSection,
+    SegmentIndex,
+    SegmentRow,
+    decode_index,
+    encode_index,
+    index_for_blocks,
+    java_hash_map_order,
+    ledger_info_bytes,
+)
+
+__all__ = [
+    "BLOCK_HEADER_LENGTH",
+    "BLOCK_MAGIC",
+    "INDEX_MAGIC",
+    "BlockGrouper",
+    "EncodedSegmentBlock",
+    "LedgerSection",
+    "SegmentBlock",
+    "SegmentIndex",
+    "SegmentKey",
+    "SegmentRow",
+    "StreamingBlockHeader",
+    "decode_block",
+    "decode_block_header",
+    "decode_index",
+    "encode_block_header",
+    "encode_index",
+    "encode_segment_blocks",
+    "index_for_blocks",
+    "java_hash_map_order",
+    "ledger_info_bytes",
+    "parse_segment_key",
+    "segment_data_key",
+    "segment_index_key",
+    "streaming_block_length",
+]
+
+BLOCK_MAGIC = V2_BLOCK_MAGIC
+BLOCK_HEADER_LENGTH = v1.BLOCK_HEADER_LENGTH
+
+_BLOCK_HEADER = struct.Struct(">Iqqqq")
+_ENTRY_HEADER = struct.Struct(">iq")
+_INT64_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1
+
+
+# -- keys ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentKey:
+    """What a segment object's key says: the ``prefix`` before the segment
+    ``uuid`` and whether it is the index object."""
+
+    prefix: str
+    uuid: str
+    is_index: bool
+
+
+def segment_data_key(uuid: str) -> str:
+    """``{uuid}``, the segment's data object key."""
+    return uuid
+
+
+def segment_index_key(uuid: str) -> str:
+    """``{uuid}-index``, the segment's index object key."""
+    return f"{uuid}-index"
+
+
+_KEY = re.compile(
+    r"(?:^|(?<=[/_.:=-]))"
+    r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"(?P<index>-index)?$"
+)
+
+
+def parse_segment_key(key: str) -> SegmentKey | None:
+    """Parse a v2 key (any prefix before the uuid, ending in a separator);
+    ``None`` for anything else, v1 ledger keys included."""
+    match = _KEY.search(key)
+    if match is None:
+        return None
+    return SegmentKey(prefix=key[: match.start()], uuid=match["uuid"], is_index=match["index"] is not None)
+
+
+# -- data blocks ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamingBlockHeader:
+    """The 128-byte header at the start of every segment block."""
+
+    block_length: int
+    first_entry_id: int
+    ledger_id: int
+
+
+def encode_block_header(header: StreamingBlockHeader) -> bytes:
+    """The 128 header bytes. Raises :class:`FormatError` for impossible values."""
+    if not BLOCK_HEADER_LENGTH <= header.block_length <= _INT64_MAX:
+        raise FormatError(f"block length {header.block_length} is not in [{BLOCK_HEADER_LENGTH}, 2^63)")
+    if not 0 <= header.first_entry_id <= _INT64_MAX:
+        raise FormatError(f"first entry id {header.first_entry_id} is not in [0, 2^63)")
+    if not 0 <= header.ledger_id <= _INT64_MAX:
+        raise FormatError(f"ledger id {header.ledger_id} is not in [0, 2^63)")
+    packed = _BLOCK_HEADER.pack(
+        BLOCK_MAGIC, BLOCK_HEADER_LENGTH, header.block_length, header.first_entry_id, header.ledger_id
+    )
+    return packed + bytes(BLOCK_HEADER_LENGTH - len(packed))
+
+
+def decode_block_header(data: bytes | memoryview) -> StreamingBlockHeader:
+    """Parse the first 128 bytes of ``data`` as a segment block header."""
+    if len(data) < BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block header needs {BLOCK_HEADER_LENGTH} bytes, got {len(data)}")
+    magic, header_length, block_length, first_entry_id, ledger_id = _BLOCK_HEADER.unpack_from(data)
+    if magic != BLOCK_MAGIC:
+        raise FormatError(wrong_magic("segment block header", magic, BLOCK_MAGIC))
+    if header_length != BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block header length is {header_length}, expected {BLOCK_HEADER_LENGTH}")
+    if block_length < BLOCK_HEADER_LENGTH:
+        raise FormatError(f"block length {block_length} is shorter than its header")
+    if first_entry_id < 0 or ledger_id < 0:
+        raise FormatError(f"block first entry id {first_entry_id} / ledger id {ledger_id} is negative")
+    if any(bytes(data[_BLOCK_HEADER.size : BLOCK_HEADER_LENGTH])):
+        raise FormatError("block header fill is not all zero")
+    return StreamingBlockHeader(block_length=block_length, first_entry_id=first_entry_id, ledger_id=ledger_id)
+
+
+def streaming_block_length(streaming_block_size: int, entry_count: int, payload_bytes: int) -> int:
+    """A block's length: the streaming block size, or exactly its content
+    when that is longer."""
+    return max(streaming_block_size, BLOCK_HEADER_LENGTH + entry_count * v1.ENTRY_HEADER_LENGTH + payload_bytes)
+
+
+@dataclass(frozen=True)
+class EncodedSegmentBlock:
+    """One finished block of a segment: its ledger, its index row, its last
+    entry, its payload bytes, and ``data``, a buffer the caller owns."""
+
+    ledger_id: int
+    row: SegmentRow
+    last_entry_id: int
+    payload_bytes: int
+    data: bytearray
+
+
+class BlockGrouper:
+    """Cuts a stream of ``(ledger id, entry id, payload)`` into segment
+    blocks, holding at most one open block (a streaming block size plus one
+    entry) in memory.
+
+    Raises :class:`FormatError` for an entry that does not continue its
+    ledger (entry ids run consecutively within a ledger), for a ledger that
+    comes back after another ledger, and for an entry over 2^31-1 bytes.
+    """
+
+    def __init__(self, streaming_block_size: int) -> None:
+        if streaming_block_size < BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH:
+            raise FormatError(f"streaming block size {streaming_block_size} cannot hold a header and an entry")
+        self._size = streaming_block_size
+        self._block: bytearray | None = None
+        self._ledger_id = -1
+        self._first_entry_id = 0
+        self._next_entry_id = 0
+        self._payload = 0
+        self._offset = 0
+        self._part_id = 1
+        self._ledgers_done: set[int] = set()
+
+    @property
+    def offset(self) -> int:
+        """Bytes of finished blocks so far (where the next block starts)."""
+        return self._offset
+
+    @property
+    def has_open_block(self) -> bool:
+        return self._block is not None
+
+    def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> list[EncodedSegmentBlock]:
+        """Add one entry; return the blocks it finished (none, the open one
+        of a previous ledger, this entry's own, or both)."""
+        if len(payload) > _INT32_MAX:
+            raise FormatError(f"entry {ledger_id}:{entry_id} is {len(payload)} bytes; the format's limit is 2^31-1")
+        finished: list[EncodedSegmentBlock] = []
+        if ledger_id != self._ledger_id:
+            if ledger_id in self._ledgers_done or ledger_id < 0 or entry_id < 0:
+                raise FormatError(
+                    f"entry {ledger_id}:{entry_id} cannot start a block: a segment holds each ledger's entries in "
+                    "one consecutive run, and ids are never negative"
+                )
+            if self._block is not None:
+                finished.append(self._finish())
+            if self._ledger_id >= 0:
+                self._ledgers_done.add(self._ledger_id)
+            self._ledger_id, self._next_entry_id = ledger_id, entry_id
+        elif entry_id != self._next_entry_id:
+            raise FormatError(
+                f"entry {ledger_id}:{entry_id} does not follow entry {ledger_id}:{self._next_entry_id - 1}; entries "
+                "of a ledger are offered in order, without gaps"
+            )
+        if self._block is None:
+            self._block = bytearray(BLOCK_HEADER_LENGTH)
+            self._first_entry_id, self._payload = entry_id, 0
+        self._block += _ENTRY_HEADER.pack(len(payload), entry_id)
+        self._block += payload
+        self._payload += len(payload)
+        self._next_entry_id = entry_id + 1
+        if self._payload >= self._size:
+            finished.append(self._finish())
+        return finished
+
+    def finish(self) -> EncodedSegmentBlock | None:
+        """Close the open block, if any (the segment is closing)."""
+        return self._finish() if self._block is not None else None
+
+    def _finish(self) -> EncodedSegmentBlock:
+        block = self._block
+        assert block is not None
+        length = max(self._size, len(block))
+        block[:BLOCK_HEADER_LENGTH] = encode_block_header(
+            StreamingBlockHeader(length, self._first_entry_id, self._ledger_id)
+        )
+        block += v1.padding(length - len(block))
+        encoded = EncodedSegmentBlock(
+            ledger_id=self._ledger_id,
+            row=SegmentRow(self._first_entry_id, self._part_id, self._offset),
+            last_entry_id=self._next_entry_id - 1,
+            payload_bytes=self._payload,
+            data=block,
+        )
+        self._block = None
+        self._offset += length
+        self._part_id += 1
+        return encoded
+
+
+def encode_segment_blocks(
+    entries: Iterable[tuple[int, int, bytes | memoryview]], *, streaming_block_size: int
+) -> Iterator[EncodedSegmentBlock]:
+    """The blocks of a segment holding ``entries`` (``(ledger id, entry id,
+    payload)`` in order), lazily, one open block in memory."""
+    grouper = BlockGrouper(streaming_block_size)
+    for ledger_id, entry_id, payload in entries:
+        yield from grouper.add(ledger_id, entry_id, payload)
+    last = grouper.finish()
+    if last is not None:
+        yield last
+
+
+@dataclass(frozen=True)
+class SegmentBlock:
+    """A decoded segment block: its header, its entries, where padding starts."""
+
+    header: StreamingBlockHeader
+    entries: tuple[tuple[int, bytes], ...]
+    padding_start: int
+
+    @property
+    def last_entry_id(self) -> int:
+        """Id of the block's last entry; ``first_entry_id - 1`` if it has none."""
+        return self.header.first_entry_id + len(self.entries) - 1
+
+
+def decode_block(data: bytes | memoryview) -> SegmentBlock:
+    """Decode one whole segment block (exactly ``block_length`` bytes), with
+    the same framing and padding checks as :func:`pulsar_v1.decode_block`.
+    A streaming block always holds at least one entry."""
+    view = memoryview(data)
+    header = decode_block_header(view)
+    if header.block_length != len(view):
+        raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
+    entries, padding_start = v1.decode_block_body(view, header.first_entry_id)
+    if not entries:
+        raise FormatError(f"segment block of ledger {header.ledger_id} holds no entry")
+    return SegmentBlock(header=header, entries=entries, padding_start=padding_start)

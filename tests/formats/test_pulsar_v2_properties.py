@@ -1,0 +1,145 @@
+"""PIP-76 v2 format properties: round trip, canonical form, robustness."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from offload_core.errors import FormatError
+from offload_core.formats import pulsar_v2 as v2
+from offload_core.testing.strategies import segment_entries, v2_indexes
+
+
+def only_format_errors(decode: Callable[[bytes], Any], data: bytes) -> None:
+    with contextlib.suppress(FormatError):
+        decode(data)
+
+
+@given(st.integers(128, 2**63 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
+def test_header_round_trip(length: int, first: int, ledger: int) -> None:
+    header = v2.StreamingBlockHeader(length, first, ledger)
+    encoded = v2.encode_block_header(header)
+    assert len(encoded) == 128
+    assert v2.decode_block_header(encoded) == header
+
+
+@given(segment_entries(), st.integers(140, 2000))
+def test_segments_hold_every_entry_once_in_order(entries: list[tuple[int, int, bytes]], size: int) -> None:
+    blocks = list(v2.encode_segment_blocks(iter(entries), streaming_block_size=size))
+    decoded = []
+    offset = 0
+    for part, block in enumerate(blocks, start=1):
+        assert (block.row.part_id, block.row.offset) == (part, offset)
+        content = 128 + sum(12 + len(p) for lid, e, p in entries if lid == block.ledger_id and
+                            block.row.first_entry_id <= e <= block.last_entry_id)  # fmt: skip
+        assert len(block.data) == max(size, content)
+        parsed = v2.decode_block(block.data)
+        assert parsed.header.ledger_id == block.ledger_id
+        assert parsed.last_entry_id == block.last_entry_id
+        # Only the last entry of a block reaches the size; a block ends
+        # early only where its ledger ends.
+        payloads = [len(p) for _, p in parsed.entries]
+        assert sum(payloads[:-1]) < size
+        if sum(payloads) < size and part < len(blocks):
+            assert blocks[part].ledger_id != block.ledger_id
+        decoded.extend((block.ledger_id, entry_id, payload) for entry_id, payload in parsed.entries)
+        offset += len(block.data)
+    assert decoded == entries
+
+
+@given(segment_entries(), st.integers(140, 2000))
+def test_index_of_written_segment_round_trips(entries: list[tuple[int, int, bytes]], size: int) -> None:
+    blocks = list(v2.encode_segment_blocks(iter(entries), streaming_block_size=size))
+    infos = {
+        block.ledger_id: v2.ledger_info_bytes(block.ledger_id, last_entry_id=block.last_entry_id, closed=False)
+        for block in blocks
+    }
+    index = v2.index_for_blocks(
+        [(b.ledger_id, b.row) for b in blocks], data_object_length=sum(len(b.data) for b in blocks), ledger_infos=infos
+    )
+    encoded = v2.encode_index(index)
+    assert v2.decode_index(encoded) == index
+    for ledger_id, entry_id, _ in entries:
+        row = index.section(ledger_id).lookup(entry_id)
+        block = v2.decode_block(blocks[row.part_id - 1].data)
+        assert any(e == entry_id for e, _ in block.entries)
+
+
+@given(v2_indexes())
+def test_index_round_trip_and_canonical_form(index: v2.SegmentIndex) -> None:
+    encoded = v2.encode_index(index)
+    assert v2.decode_index(encoded) == index
+    assert v2.encode_index(v2.decode_index(encoded)) == encoded
+
+
+@given(st.lists(st.integers(0, 2**63 - 1), unique=True, max_size=40))
+def test_java_hash_map_order_is_a_permutation_grouped_by_bucket(ledgers: list[int]) -> None:
+    order = v2.java_hash_map_order(ledgers)
+    assert sorted(order) == sorted(ledgers)
+    # Sequential small ids in a table of 16 iterate in ascending bucket order.
+    assert v2.java_hash_map_order([15, 16]) == [16, 15]
+    assert v2.java_hash_map_order(list(range(5))) == list(range(5))
+
+
+def test_offering_out_of_order_or_returning_to_a_ledger_is_refused() -> None:
+    grouper = v2.BlockGrouper(1024)
+    grouper.add(3, 5, b"a")
+    for ledger_id, entry_id in ((3, 7), (3, 5), (-1, 0)):
+        with contextlib.suppress(FormatError):
+            grouper.add(ledger_id, entry_id, b"b")
+            raise AssertionError(f"{ledger_id}:{entry_id} was accepted")
+    grouper.add(4, 0, b"c")
+    try:
+        grouper.add(3, 6, b"d")
+    except FormatError as exc:
+        assert "one consecutive run" in str(exc)
+    else:
+        raise AssertionError("a ledger came back after another")
+
+
+@given(st.binary(max_size=400))
+@example(bytes.fromhex("26A66D3200000000000000807FFFFFFFFFFFFFFF0000000000000000") + bytes(100))
+@example(bytes.fromhex("3D1FB0BC0000002800000000000000000000000000000080" + "00" * 8 + "7FFFFFFF7FFFFFFF"))
+def test_arbitrary_bytes_raise_only_format_error(data: bytes) -> None:
+    only_format_errors(v2.decode_block_header, data)
+    only_format_errors(v2.decode_block, data)
+    only_format_errors(v2.decode_index, data)
+
+
+@given(v2_indexes(), st.data())
+def test_truncated_indexes_raise_format_error(index: v2.SegmentIndex, data: st.DataObject) -> None:
+    encoded = v2.encode_index(index)
+    cut = data.draw(st.integers(0, len(encoded) - 1))
+    try:
+        v2.decode_index(encoded[:cut])
+    except FormatError:
+        return
+    raise AssertionError("a truncated index decoded")
+
+
+@given(segment_entries(max_ledgers=1), st.data())
+def test_truncated_blocks_raise_format_error(entries: list[tuple[int, int, bytes]], data: st.DataObject) -> None:
+    block = next(v2.encode_segment_blocks(iter(entries), streaming_block_size=200)).data
+    cut = data.draw(st.integers(0, len(block) - 1))
+    try:
+        v2.decode_block(bytes(block[:cut]))
+    except FormatError:
+        return
+    raise AssertionError("a truncated block decoded")
+
+
+@given(segment_entries(max_ledgers=1), v2_indexes(), st.data())
+def test_bit_flips_raise_only_format_error(
+    entries: list[tuple[int, int, bytes]], index: v2.SegmentIndex, data: st.DataObject
+) -> None:
+    block = bytes(next(v2.encode_segment_blocks(iter(entries), streaming_block_size=200)).data)
+    for encoded, decode in ((block, v2.decode_block), (v2.encode_index(index), v2.decode_index)):
+        flipped = bytearray(encoded)
+        for _ in range(data.draw(st.integers(1, 3))):
+            bit = data.draw(st.integers(0, len(flipped) * 8 - 1))
+            flipped[bit // 8] ^= 1 << (bit % 8)
+        only_format_errors(decode, bytes(flipped))
