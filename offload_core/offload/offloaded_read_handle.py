@@ -1,6 +1,7 @@
-"""Reading an offloaded (PIP-17 v1) ledger back, entry by entry.
+"""Reading an offloaded ledger back, entry by entry: a PIP-17 (v1) ledger
+object, or one ledger's run of entries in a PIP-76 (v2) segment.
 
-Entries are found with the index (floor lookup gives the block), then by
+Entries are found with the block table (floor lookup gives the block), then by
 walking the block's entry headers; every position learned is kept in an
 offsets cache. Bytes come through a read buffer: each storage request
 fetches ``read_buffer_size`` bytes from where the reader needs, so a
@@ -23,7 +24,9 @@ from collections import OrderedDict
 from ..errors import FormatError, LostEntriesError, StateError
 from ..formats import pulsar_v1 as v1
 from ..model import Entry
+from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
+from .block_tables import BlockRow, BlockTable, V1BlockTable
 from .read_handle import LedgerMetadataView, check_read_range
 
 __all__ = ["OffloadedReadHandle"]
@@ -37,7 +40,9 @@ _MAX_REQUEST = 8 * 2**20
 
 class OffloadedReadHandle(LedgerMetadataView):
     """A :class:`~offload_core.offload.read_handle.ReadHandle` over a data
-    object and its decoded index.
+    object and its decoded index (a v1 :class:`v1.Index`, or any
+    :class:`BlockTable` with the ledger's ``metadata``; for a segment that
+    metadata says which entries of the ledger the segment holds).
 
     Raises :class:`InvalidRangeError` for entry ranges outside the ledger
     and :class:`FormatError` (naming the ledger and byte offset) when the
@@ -47,16 +52,22 @@ class OffloadedReadHandle(LedgerMetadataView):
     def __init__(
         self,
         ledger_id: int,
-        index: v1.Index,
+        index: v1.Index | BlockTable,
         driver: StorageDriver,
         data_key: str,
         *,
         read_buffer_size: int,
         object_size: int | None = None,
+        metadata: LedgerMetadataFormat | None = None,
     ) -> None:
         self._ledger_id = ledger_id
-        self._index = index
-        self._metadata = index.metadata()
+        if isinstance(index, v1.Index):
+            self._metadata = index.metadata() if metadata is None else metadata
+            self._index: BlockTable = V1BlockTable(index)
+        elif metadata is None:
+            raise TypeError("a block table other than a v1 index needs the ledger's metadata")
+        else:
+            self._metadata, self._index = metadata, index
         self._driver = driver
         self._data_key = data_key
         self._buffer_size = read_buffer_size
@@ -64,17 +75,12 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._buffer = b""
         self._offsets: OrderedDict[int, int] = OrderedDict()
         self._checked_blocks: set[int] = set()
-        self._block_starts = frozenset(entry.first_entry_id for entry in index.entries)
         # A data object cut short (or longer than its index says) is read
         # as far as both agree; entries past that are lost, not the ledger.
         self._object_end = (
             index.data_object_length if object_size is None else min(object_size, index.data_object_length)
         )
         self._closed = False
-
-    @property
-    def index(self) -> v1.Index:
-        return self._index
 
     def read(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` inclusive."""
@@ -110,7 +116,7 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- locating entries ----------------------------------------------------
 
-    def _locate(self, entry_id: int, block: v1.IndexEntry) -> tuple[int, int]:
+    def _locate(self, entry_id: int, block: BlockRow) -> tuple[int, int]:
         """The byte offset of ``entry_id``'s entry header in ``block``, and
         its payload length."""
         self._check_block_header(block)
@@ -135,7 +141,7 @@ class OffloadedReadHandle(LedgerMetadataView):
             position += v1.ENTRY_HEADER_LENGTH + length
             at_id += 1
 
-    def _check_block_header(self, block: v1.IndexEntry) -> None:
+    def _check_block_header(self, block: BlockRow) -> None:
         """Decode ``block``'s header the first time it is touched and check
         it against the index row: magic, header length, zero fill, block
         length and first entry id."""
@@ -147,7 +153,7 @@ class OffloadedReadHandle(LedgerMetadataView):
             raise self._lost(str(exc), block.first_entry_id, block) from None
         self._checked_blocks.add(block.part_id)
 
-    def _check_block_header_once(self, block: v1.IndexEntry) -> None:
+    def _check_block_header_once(self, block: BlockRow) -> None:
         expected_length = self._index.block_end(block) - block.offset
         if expected_length < v1.BLOCK_HEADER_LENGTH:
             raise self._corrupt(
@@ -157,20 +163,9 @@ class OffloadedReadHandle(LedgerMetadataView):
             )
         buffer, at = self._window(block.offset, v1.BLOCK_HEADER_LENGTH)
         try:
-            header = v1.decode_block_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH])
+            self._index.check_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH], block)
         except FormatError as exc:
-            raise self._corrupt(block.offset, f"block {block.part_id}: {exc}") from None
-        if header.block_length != expected_length:
-            raise self._corrupt(
-                block.offset,
-                f"block {block.part_id} header says {header.block_length} bytes, its index row {expected_length}",
-            )
-        if header.first_entry_id != block.first_entry_id:
-            raise self._corrupt(
-                block.offset,
-                f"block {block.part_id} header starts at entry {header.first_entry_id}, its index row at "
-                f"{block.first_entry_id}",
-            )
+            raise self._corrupt(block.offset, str(exc)) from None
 
     def _check_what_follows(self, entry_id: int, position: int, block_end: int, buffer: bytes, at: int) -> None:
         """After ``entry_id`` (ending at ``position``) comes the block's end,
@@ -213,7 +208,7 @@ class OffloadedReadHandle(LedgerMetadataView):
     # -- buffered bytes ------------------------------------------------------
 
     def _starts_a_block(self, entry_id: int) -> bool:
-        return entry_id in self._block_starts
+        return entry_id in self._index.block_starts
 
     def _window(self, position: int, count: int) -> tuple[bytes, int]:
         """A buffer holding bytes ``[position, position + count)`` of the
@@ -240,7 +235,7 @@ class OffloadedReadHandle(LedgerMetadataView):
     def _at(self, position: int, problem: str) -> str:
         return f"offloaded ledger {self._ledger_id}, object {self._data_key!r}, byte offset {position}: {problem}"
 
-    def _lost(self, message: str, first_lost: int, block: v1.IndexEntry) -> LostEntriesError:
+    def _lost(self, message: str, first_lost: int, block: BlockRow) -> LostEntriesError:
         """The error for entries ``first_lost`` to the end of ``block``: the
         ones before stay readable, and so may later blocks."""
         last_lost = max(self._index.block_entries(block)[1], first_lost)
