@@ -216,8 +216,9 @@ class BlockGrouper:
         return self._offset
 
     @property
-    def has_open_block(self) -> bool:
-        return self._block is not None
+    def open_block_bytes(self) -> int:
+        """Bytes of the block being filled (0 when none is open)."""
+        return 0 if self._block is None else len(self._block)
 
     def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> list[EncodedSegmentBlock]:
         """Add one entry; return the blocks it finished (none, the open one

@@ -9,13 +9,18 @@ from ..errors import ConfigError
 from ..plugins import PluginManager, default_plugin_manager
 from .ledger import BlobStoreLedgerOffloader, LedgerOffloader, OffloadResult
 from .read_handle import InMemoryReadHandle, ReadHandle
+from .streaming_offload import OfferResult, OffloadHandle, SegmentLimits, StreamingOffloadResult
 
 __all__ = [
     "BlobStoreLedgerOffloader",
     "InMemoryReadHandle",
     "LedgerOffloader",
+    "OfferResult",
+    "OffloadHandle",
     "OffloadResult",
     "ReadHandle",
+    "SegmentLimits",
+    "StreamingOffloadResult",
     "open_offloader",
 ]
 

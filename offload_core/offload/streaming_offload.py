@@ -1,0 +1,384 @@
+"""PIP-76: streaming entries into a segment as they are written.
+
+An :class:`OffloadHandle` takes entries of consecutive ledgers in order
+(``offer_entry``), groups them into v2 blocks and uploads the segment's
+data object as one multipart write, one part per block, while entries are
+still being offered; closing the segment (by size, by age, or on request)
+finishes that write and then writes the index. Memory is bounded by
+``max_buffer_size``: finished blocks waiting for the upload and the block
+being filled count against it, and an offer that would pass it is refused
+with ``FAIL_BUFFER_FULL`` (the caller offers it again later; the managed
+ledger reads it back from the hot tier then).
+
+The upload runs on a thread of the handle's own: a multipart write stays
+open for the segment's whole life (up to its rollover time), which would
+pin a thread of the broker's small background pool for that long.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError, OffloadError, StateError
+from ..formats import pulsar_v1 as v1
+from ..formats import pulsar_v2 as v2
+from ..hooks import Event
+from ..model import Entry
+from ..retry import RetryPolicy, call_with_retries
+from ..storage import StorageDriver
+
+__all__ = [
+    "OfferResult",
+    "OffloadHandle",
+    "SegmentLedgerRange",
+    "SegmentLimits",
+    "StreamingOffloadResult",
+]
+
+
+_DEFAULT_RETRY = RetryPolicy()
+
+LedgerInfoSource = Callable[[int, int], bytes]
+"""``(ledger id, its last entry in the segment) -> LedgerInfo bytes`` for the
+segment index (see :func:`pulsar_v2.ledger_info_bytes`)."""
+
+
+class OfferResult(enum.Enum):
+    """What became of an offered entry (Pulsar's ``OfferEntryResult``)."""
+
+    SUCCESS = "success"
+    FAIL_BUFFER_FULL = "buffer full"
+    FAIL_SEGMENT_CLOSED = "segment closed"
+    FAIL_NOT_CONSECUTIVE = "not consecutive"
+
+
+@dataclass(frozen=True)
+class SegmentLimits:
+    """When a segment closes and how much it may buffer.
+
+    ``max_segment_size`` (bytes of data object, Pulsar's
+    ``maxSizePerOffloadSegmentMbytes``) and ``max_segment_age`` (seconds
+    since the segment opened, ``maxOffloadSegmentRolloverTimeMinutes``)
+    close it; ``max_buffer_size`` bounds the bytes held for the upload and
+    must leave room for two blocks. Raises :class:`ConfigError`."""
+
+    streaming_block_size: int = 64 * 2**20
+    max_segment_size: int = 1024 * 2**20
+    max_segment_age: float = 600 * 60.0
+    max_buffer_size: int = 256 * 2**20
+
+    def __post_init__(self) -> None:
+        floor = v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH
+        if self.streaming_block_size < floor:
+            raise ConfigError(f"streaming block size {self.streaming_block_size} cannot hold a header and an entry")
+        if self.max_segment_size < self.streaming_block_size:
+            raise ConfigError(
+                f"maxSizePerOffloadSegmentMbytes ({self.max_segment_size} bytes) is below one streaming block "
+                f"({self.streaming_block_size} bytes); raise it"
+            )
+        if not self.max_segment_age > 0:
+            raise ConfigError(f"maxOffloadSegmentRolloverTimeMinutes must be positive, got {self.max_segment_age}s")
+        if self.max_buffer_size < 2 * self.streaming_block_size:
+            raise ConfigError(
+                f"the streaming offload buffer ({self.max_buffer_size} bytes) must hold two streaming blocks "
+                f"({2 * self.streaming_block_size} bytes); raise it or lower the block size"
+            )
+
+
+@dataclass(frozen=True)
+class SegmentLedgerRange:
+    """The entries ``first_entry_id..last_entry_id`` of one ledger in a segment."""
+
+    ledger_id: int
+    first_entry_id: int
+    last_entry_id: int
+
+
+@dataclass(frozen=True)
+class StreamingOffloadResult:
+    """A finished segment: Pulsar's ``OffloadResult`` (begin/end ledger and
+    entry) plus what a reader needs to find it again."""
+
+    uuid: str
+    begin_ledger_id: int
+    begin_entry_id: int
+    end_ledger_id: int
+    end_entry_id: int
+    ledgers: tuple[SegmentLedgerRange, ...]
+    blocks: int
+    data_object_length: int
+    data_key: str
+    index_key: str
+    driver_metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+class OffloadHandle:
+    """One segment being streamed (PIP-76's ``OffloadHandle``).
+
+    Thread-safe. ``offer_entry`` never waits on the store. Entries must
+    follow each other: the next id of the same ledger, or the first entry
+    offered of a later ledger. :meth:`result` waits for the upload and
+    returns the segment (``None`` for a segment closed before any entry:
+    nothing is written), or raises the upload's error, after removing both
+    objects. :meth:`abort` stops the upload and removes what it wrote.
+    """
+
+    def __init__(
+        self,
+        driver: StorageDriver,
+        uuid: str,
+        *,
+        prefix: str,
+        limits: SegmentLimits,
+        object_metadata: Mapping[str, str],
+        driver_metadata: Mapping[str, str],
+        ledger_info: LedgerInfoSource | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        retry: RetryPolicy = _DEFAULT_RETRY,
+        emit: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.uuid = uuid
+        self.data_key = prefix + v2.segment_data_key(uuid)
+        self.index_key = prefix + v2.segment_index_key(uuid)
+        self.limits = limits
+        self._driver = driver
+        self._object_metadata = dict(object_metadata)
+        self._driver_metadata = dict(driver_metadata)
+        self._ledger_info = ledger_info or _open_ledger_info
+        self._clock = clock
+        self._retry = retry
+        self._emit = emit
+        self._opened_at = clock()
+        self._grouper = v2.BlockGrouper(limits.streaming_block_size)
+        self._ranges: list[SegmentLedgerRange] = []
+        self._rows: list[tuple[int, v2.SegmentRow]] = []
+        self._queue: deque[bytearray] = deque()
+        self._queued_bytes = 0
+        self._in_flight = 0
+        self._open_block_bytes = 0
+        self._peak_buffered = 0
+        self._closed = False
+        self._aborted = False
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._done = threading.Event()
+        self._result: StreamingOffloadResult | None = None
+        self._error: BaseException | None = None
+        self._uploader = threading.Thread(target=self._upload, name=f"offload-core-segment-{uuid}", daemon=True)
+        self._uploader.start()
+
+    # -- offering ------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Whether the segment takes no more entries."""
+        with self._lock:
+            return self._closed
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held for the upload now (finished blocks, the part being
+        sent, the block being filled)."""
+        with self._lock:
+            return self._buffered()
+
+    @property
+    def peak_buffered_bytes(self) -> int:
+        """The most :attr:`buffered_bytes` has been."""
+        with self._lock:
+            return self._peak_buffered
+
+    def can_offer(self, size: int) -> bool:
+        """Whether an entry of ``size`` bytes would be taken now."""
+        with self._lock:
+            self._close_if_due()
+            return not self._closed and self._has_room(size)
+
+    def offer_entry(self, entry: Entry) -> OfferResult:
+        """Add ``entry`` to the segment, or say why not."""
+        with self._lock:
+            self._close_if_due()
+            if self._closed:
+                return OfferResult.FAIL_SEGMENT_CLOSED
+            if not self._follows(entry):
+                return OfferResult.FAIL_NOT_CONSECUTIVE
+            if not self._has_room(len(entry.data)):
+                return OfferResult.FAIL_BUFFER_FULL
+            finished = self._grouper.add(entry.ledger_id, entry.entry_id, entry.data)
+            self._record(entry)
+            for block in finished:
+                self._enqueue(block)
+            self._open_block_bytes = self._grouper.open_block_bytes
+            self._peak_buffered = max(self._peak_buffered, self._buffered())
+            if self._grouper.offset + self._open_block_bytes >= self.limits.max_segment_size:
+                self._close()
+            return OfferResult.SUCCESS
+
+    def last_offered(self) -> tuple[int, int] | None:
+        """``(ledger id, entry id)`` of the last entry taken, if any."""
+        with self._lock:
+            if not self._ranges:
+                return None
+            return self._ranges[-1].ledger_id, self._ranges[-1].last_entry_id
+
+    def close_if_due(self) -> bool:
+        """Close the segment if it has reached its rollover age; whether it is closed."""
+        with self._lock:
+            self._close_if_due()
+            return self._closed
+
+    def close(self) -> None:
+        """Take no more entries; the upload finishes in the background."""
+        with self._lock:
+            self._close()
+
+    def result(self, timeout: float | None = None) -> StreamingOffloadResult | None:
+        """Wait for the segment to be closed and durable. Raises
+        :class:`StateError` if ``timeout`` runs out, or the upload's error."""
+        if not self._done.wait(timeout):
+            raise StateError(f"segment {self.uuid} is still being uploaded after {timeout}s")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def abort(self) -> None:
+        """Stop: no more entries, the upload is cancelled and its objects removed."""
+        with self._lock:
+            self._aborted = self._closed = True
+            self._changed.notify_all()
+        self._done.wait()
+
+    def _follows(self, entry: Entry) -> bool:
+        if not self._ranges:
+            return entry.ledger_id >= 0 and entry.entry_id >= 0
+        last = self._ranges[-1]
+        if entry.ledger_id == last.ledger_id:
+            return entry.entry_id == last.last_entry_id + 1
+        return entry.ledger_id > last.ledger_id and entry.entry_id == 0
+
+    def _record(self, entry: Entry) -> None:
+        if self._ranges and self._ranges[-1].ledger_id == entry.ledger_id:
+            last = self._ranges[-1]
+            self._ranges[-1] = SegmentLedgerRange(last.ledger_id, last.first_entry_id, entry.entry_id)
+        else:
+            self._ranges.append(SegmentLedgerRange(entry.ledger_id, entry.entry_id, entry.entry_id))
+
+    def _has_room(self, size: int) -> bool:
+        # An entry larger than the room left is still taken when nothing
+        # waits for the upload: the block being filled could never close.
+        needed = v1.ENTRY_HEADER_LENGTH + size + (0 if self._open_block_bytes else v1.BLOCK_HEADER_LENGTH)
+        return self._buffered() + needed <= self.limits.max_buffer_size or not (self._queue or self._in_flight)
+
+    def _buffered(self) -> int:
+        return self._queued_bytes + self._in_flight + self._open_block_bytes
+
+    def _enqueue(self, block: v2.EncodedSegmentBlock) -> None:
+        self._rows.append((block.ledger_id, block.row))
+        self._queue.append(block.data)
+        self._queued_bytes += len(block.data)
+        self._changed.notify_all()
+
+    def _close_if_due(self) -> None:
+        if not self._closed and self._clock() - self._opened_at >= self.limits.max_segment_age:
+            self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        last = self._grouper.finish()
+        if last is not None:
+            self._enqueue(last)
+        self._open_block_bytes = 0
+        self._closed = True
+        self._changed.notify_all()
+
+    # -- uploading -----------------------------------------------------------
+
+    def _next_block(self) -> bytearray | None:
+        """The next block to upload (``None``: the segment is complete),
+        releasing the previous one from the buffer count."""
+        with self._lock:
+            self._in_flight = 0
+            self._changed.wait_for(lambda: bool(self._queue) or self._closed)
+            if self._aborted:
+                raise _Aborted(f"segment {self.uuid} was aborted")
+            if not self._queue:
+                return None
+            block = self._queue.popleft()
+            self._queued_bytes -= len(block)
+            self._in_flight = len(block)
+            return block
+
+    def _parts(self, first: bytearray) -> Iterator[bytearray]:
+        yield first
+        while (block := self._next_block()) is not None:
+            yield block
+
+    def _upload(self) -> None:
+        try:
+            first = self._next_block()
+            if first is None:
+                return
+            self._event("offload.started", uuid=self.uuid, key=self.data_key)
+            info = self._driver.write(self.data_key, self._parts(first), metadata=self._object_metadata)
+            with self._lock:
+                rows, ranges = list(self._rows), tuple(self._ranges)
+            index = v2.index_for_blocks(
+                rows,
+                data_object_length=info.size,
+                ledger_infos={r.ledger_id: self._ledger_info(r.ledger_id, r.last_entry_id) for r in ranges},
+            )
+            self._driver.write(self.index_key, v2.encode_index(index), metadata=self._object_metadata)
+            self._result = StreamingOffloadResult(
+                uuid=self.uuid,
+                begin_ledger_id=ranges[0].ledger_id,
+                begin_entry_id=ranges[0].first_entry_id,
+                end_ledger_id=ranges[-1].ledger_id,
+                end_entry_id=ranges[-1].last_entry_id,
+                ledgers=ranges,
+                blocks=len(rows),
+                data_object_length=info.size,
+                data_key=self.data_key,
+                index_key=self.index_key,
+                driver_metadata=self._driver_metadata,
+            )
+            self._event("offload.finished", uuid=self.uuid, bytes=info.size, blocks=len(rows))
+        except BaseException as exc:
+            self._error = exc
+            self._remove_quietly(exc)
+            self._event("offload.failed", uuid=self.uuid, error=type(exc).__name__)
+            with self._lock:
+                self._closed = True
+                self._queue.clear()
+                self._queued_bytes = self._in_flight = self._open_block_bytes = 0
+        finally:
+            with self._lock:
+                self._in_flight = 0
+            self._done.set()
+
+    def _remove_quietly(self, cause: BaseException) -> None:
+        keys = [self.data_key, self.index_key]
+        try:
+            call_with_retries(lambda: self._driver.delete(keys), self._retry)
+        except OffloadError as exc:
+            cause.add_note(f"cleanup after the failed segment {self.uuid} also failed ({exc}); delete {keys} by hand")
+
+    def _event(self, kind: str, **fields: object) -> None:
+        if self._emit is not None:
+            self._emit(Event(kind, {"streaming": True, **fields}))
+
+
+class _Aborted(StateError):
+    """The segment's upload was cancelled."""
+
+
+def _open_ledger_info(ledger_id: int, last_entry_id: int) -> bytes:
+    return v2.ledger_info_bytes(ledger_id, last_entry_id=last_entry_id, closed=False)
