@@ -12,6 +12,7 @@ from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to t
 from .driver_commands import drivers
 from .ledger_commands import ledgers
 from .plugin_commands import plugins
+from .segment_commands import segments
 from .spark_commands import spark
 from .topic_commands import namespaces, topics
 
@@ -45,6 +46,7 @@ def main() -> None:
 main.add_command(plugins)
 main.add_command(drivers)
 main.add_command(ledgers)
+main.add_command(segments)
 main.add_command(topics)
 main.add_command(namespaces)
 main.add_command(spark)
