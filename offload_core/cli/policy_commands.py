@@ -4,7 +4,8 @@
 ``remove-offload-policies`` and the single-setting shortcuts
 (``set-offload-threshold``, ``set-offload-deletion-lag`` and their ``get-``
 and ``remove-``), with Pulsar's size and duration syntax (``10M``, ``4h``),
-and ``set-`` / ``get-`` / ``remove-tiered-read-priority``.
+``set-`` / ``get-`` / ``remove-tiered-read-priority``, and ``set-`` / ``get-`` /
+``remove-offload-streaming`` for PIP-76 streaming offload.
 ``get`` shows each effective value and the level it comes from.
 """
 
@@ -35,7 +36,12 @@ _OFFLOAD_FIELDS: dict[str, str] = {
     "offload_threshold_seconds": "offload threshold (seconds; -1: off)",
     "deletion_lag_ms": "deletion lag (ms)",
     "read_priority": "offloaded read priority",
+    "streaming_enabled": "streaming offload (PIP-76)",
+    "segment_max_size_mb": "max segment size (MB)",
+    "segment_rollover_minutes": "segment rollover time (minutes)",
+    "streaming_buffer_bytes": "streaming buffer (bytes)",
 }
+_STREAMING_FIELDS = ["streaming_enabled", "segment_max_size_mb", "segment_rollover_minutes", "streaming_buffer_bytes"]
 
 
 def _printable(value: Any) -> Any:
@@ -242,7 +248,67 @@ def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str
             click.echo(f"{level} {name}: tiered read priority removed")
 
 
+def _streaming_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
+    """``set-``, ``get-`` and ``remove-offload-streaming`` for one policy level."""
+    label = level.upper()
+
+    @group.command("set-offload-streaming", help=f"Turn streaming offload (PIP-76) on or off for {label}, "
+                   "and set its segment limits.")  # fmt: skip
+    @click.argument("name", metavar=label)
+    @click.option("--enable/--disable", "enabled", default=None, help="Stream entries as they are written.")
+    @click.option("--max-segment-size", default=None, help="Close a segment at this size, e.g. 1G.")
+    @click.option("--max-segment-rollover", default=None, help="Close a segment at this age, e.g. 10h.")
+    @click.option("--buffer-size", default=None, help="Bytes held for the upload at most, e.g. 128M.")
+    @broker_options
+    def set_streaming(
+        name: str,
+        enabled: bool | None,
+        max_segment_size: str | None,
+        max_segment_rollover: str | None,
+        buffer_size: str | None,
+        data_dir: str,
+        config_path: str | None,
+    ) -> None:
+        changes: dict[str, Any] = {}
+        if enabled is not None:
+            changes["streaming_enabled"] = enabled
+        if max_segment_size is not None:
+            size = parse_size(max_segment_size, what="--max-segment-size")
+            changes["segment_max_size_mb"] = max(1, -(-size // 2**20))
+        if max_segment_rollover is not None:
+            minutes = parse_duration_ms(max_segment_rollover, what="--max-segment-rollover") // 60000
+            if minutes < 1:
+                raise click.BadParameter("the rollover time is at least 1 minute", param_hint="--max-segment-rollover")
+            changes["segment_rollover_minutes"] = minutes
+        if buffer_size is not None:
+            changes["streaming_buffer_bytes"] = parse_size(buffer_size, what="--buffer-size")
+        if not changes:
+            raise click.UsageError("give --enable or --disable and/or a segment limit (see --help)")
+        with opened(data_dir, config_path) as broker:
+            key = parse_name(name)
+            broker.policies.update(level, key, **changes)
+            _show(broker, level, key, list(changes), as_json=False)
+
+    @group.command("get-offload-streaming", help=f"Show the streaming offload settings of {label} and their levels.")
+    @click.argument("name", metavar=label)
+    @click.option("--json", "as_json", is_flag=True)
+    @broker_options
+    def get_streaming(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            _show(broker, level, parse_name(name), _STREAMING_FIELDS, as_json)
+
+    @group.command("remove-offload-streaming", help=f"Remove the streaming offload settings set on {label}.")
+    @click.argument("name", metavar=label)
+    @broker_options
+    def remove_streaming(name: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            broker.policies.update(level, parse_name(name), **dict.fromkeys(_STREAMING_FIELDS))
+            click.echo(f"{level} {name}: streaming offload settings removed")
+
+
 _policy_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _policy_commands(namespaces, "namespace", parse_namespace)
 _priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _priority_commands(namespaces, "namespace", parse_namespace)
+_streaming_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
+_streaming_commands(namespaces, "namespace", parse_namespace)

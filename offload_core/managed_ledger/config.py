@@ -42,6 +42,10 @@ DEFAULT_POLICIES = OffloadPolicies(
     read_buffer_size=2**20,
     retention_time_minutes=-1,
     retention_size_mb=-1,
+    streaming_enabled=False,
+    segment_max_size_mb=1024,
+    segment_rollover_minutes=600,
+    streaming_buffer_bytes=128 * 2**20,
 )
 
 
@@ -69,6 +73,12 @@ def _text(key: str, value: Any) -> str:
     return value
 
 
+def _boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
 def _positive(key: str, value: Any) -> int:
     number = _integer(key, value)
     if number <= 0:
@@ -90,6 +100,11 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerDataReadPriority": ("policies", "read_priority", lambda k, v: ReadPriority.parse(_text(k, v))),
     "defaultRetentionTimeInMinutes": ("policies", "retention_time_minutes", _integer),
     "defaultRetentionSizeInMB": ("policies", "retention_size_mb", _integer),
+    # PIP-76 streaming offload (the enabling key's name is ours; PIP-76 leaves it open).
+    "managedLedgerOffloadStreamingEnabled": ("policies", "streaming_enabled", _boolean),
+    "maxSizePerOffloadSegmentMbytes": ("policies", "segment_max_size_mb", _positive),
+    "maxOffloadSegmentRolloverTimeMinutes": ("policies", "segment_rollover_minutes", _positive),
+    "managedLedgerOffloadStreamingBufferSizeInBytes": ("policies", "streaming_buffer_bytes", _positive),
     # Pulsar's legacy S3-only names, still accepted by Pulsar brokers.
     "s3ManagedLedgerOffloadBucket": ("policies", "bucket", _text),
     "s3ManagedLedgerOffloadRegion": ("policies", "region", _text),

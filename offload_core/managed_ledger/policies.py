@@ -63,6 +63,10 @@ class OffloadPolicies:
     read_buffer_size: int | None = None
     retention_time_minutes: int | None = None
     retention_size_mb: int | None = None
+    streaming_enabled: bool | None = None
+    segment_max_size_mb: int | None = None
+    segment_rollover_minutes: int | None = None
+    streaming_buffer_bytes: int | None = None
 
     def over(self, base: OffloadPolicies) -> OffloadPolicies:
         """These policies, falling back to ``base`` for fields not set here."""
@@ -108,10 +112,12 @@ class OffloadPolicies:
 def validate_policies(policies: OffloadPolicies) -> None:
     """Raise :class:`ConfigError` if data would be deleted by retention
     before the offload thresholds would offload it, or a value is out of range."""
-    for name in ("max_block_size", "read_buffer_size"):
+    for name in ("max_block_size", "read_buffer_size", "segment_max_size_mb", "segment_rollover_minutes",
+                 "streaming_buffer_bytes"):  # fmt: skip
         value = getattr(policies, name)
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be positive, got {value}")
+    _validate_streaming(policies)
     if policies.deletion_lag_ms is not None and policies.deletion_lag_ms < 0:
         raise ConfigError(f"managedLedgerOffloadDeletionLagMs must not be negative, got {policies.deletion_lag_ms}")
     size, retention_mb = policies.offload_threshold_bytes, policies.retention_size_mb
@@ -133,6 +139,23 @@ def validate_policies(policies: OffloadPolicies) -> None:
             f"managedLedgerOffloadThresholdInSeconds ({seconds}) must be below the retention time "
             f"({retention_min} min): data would be deleted before it is offloaded; lower the threshold or raise "
             "defaultRetentionTimeInMinutes (-1 keeps data forever)"
+        )
+
+
+def _validate_streaming(policies: OffloadPolicies) -> None:
+    """A segment must hold a block, and the streaming buffer two."""
+    block = policies.max_block_size
+    if block is None:
+        return
+    if policies.segment_max_size_mb is not None and policies.segment_max_size_mb << 20 < block:
+        raise ConfigError(
+            f"maxSizePerOffloadSegmentMbytes ({policies.segment_max_size_mb}) is below one block "
+            f"(managedLedgerOffloadMaxBlockSizeInBytes = {block}); raise it"
+        )
+    if policies.streaming_buffer_bytes is not None and policies.streaming_buffer_bytes < 2 * block:
+        raise ConfigError(
+            f"managedLedgerOffloadStreamingBufferSizeInBytes ({policies.streaming_buffer_bytes}) must hold two "
+            f"blocks (2 x managedLedgerOffloadMaxBlockSizeInBytes = {2 * block}); raise it"
         )
 
 

@@ -9,7 +9,6 @@ see :mod:`offload_core.offload.streaming_offload`) and reads them back.
 from __future__ import annotations
 
 import logging
-import time
 import uuid as uuid_module
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +16,6 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError, OffloadError, StateError
 from ..formats import pulsar_v1 as v1
-from ..formats import pulsar_v2 as v2
 from ..hooks import Event, OffloaderRegistrar, hookimpl
 from ..instrument import InstrumentedDriver, RequestCounts
 from ..proto import LedgerMetadataFormat
@@ -25,8 +23,7 @@ from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
 from .offloaded_read_handle import OffloadedReadHandle
 from .read_handle import ReadHandle
-from .segment_reads import OpenSegment, open_segment, segment_ledger_handle
-from .streaming_offload import LedgerInfoSource, OffloadHandle, SegmentLimits
+from .segment_offloader import SegmentStreaming, StreamingOffloader
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_SIZE",
@@ -34,6 +31,7 @@ __all__ = [
     "BlobStoreLedgerOffloader",
     "LedgerOffloader",
     "OffloadResult",
+    "StreamingOffloader",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,7 +91,7 @@ class LedgerOffloader(Protocol):
     def close(self) -> None: ...
 
 
-class BlobStoreLedgerOffloader:
+class BlobStoreLedgerOffloader(SegmentStreaming):
     """PIP-17 on any :class:`StorageDriver`.
 
     ``max_block_size`` and ``read_buffer_size`` are Pulsar's
@@ -280,74 +278,6 @@ class BlobStoreLedgerOffloader:
         keys = list(self.keys(ledger_id, uuid, prefix))
         call_with_retries(lambda: self.driver.delete(keys), self.retry)
         self._event("offload.deleted", ledger_id=ledger_id, uuid=str(uuid))
-
-    # -- streaming (PIP-76) --------------------------------------------------
-
-    def streaming_offload(
-        self,
-        uuid: uuid_module.UUID | str,
-        driver_metadata: Mapping[str, str] | None = None,
-        *,
-        limits: SegmentLimits | None = None,
-        ledger_info: LedgerInfoSource | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> OffloadHandle:
-        """Open segment ``uuid`` for streaming (see :class:`OffloadHandle`).
-        ``limits`` default to blocks of this offloader's max block size.
-        Raises :class:`ConfigError` for a block size below the store's
-        minimum multipart part size."""
-        limits = limits or SegmentLimits(
-            streaming_block_size=self.max_block_size, max_buffer_size=max(4 * self.max_block_size, 256 * 2**20)
-        )
-        if limits.streaming_block_size < self.driver.min_part_size:
-            raise ConfigError(
-                f"streaming block size {limits.streaming_block_size} is below the {self.driver.name or 'store'}'s "
-                f"minimum multipart part size of {self.driver.min_part_size} bytes; raise it"
-            )
-        metadata = dict(driver_metadata or self.driver_metadata())
-        return OffloadHandle(
-            self.driver,
-            str(uuid),
-            prefix=metadata.get("prefix", self.prefix),
-            limits=limits,
-            object_metadata=_object_metadata(None),
-            driver_metadata=metadata,
-            ledger_info=ledger_info,
-            clock=clock,
-            retry=self.retry,
-            emit=self._emit,
-        )
-
-    def open_segment(
-        self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
-    ) -> OpenSegment:
-        """Load a segment's index (see :func:`segment_reads.open_segment` for what is raised)."""
-        prefix = (driver_metadata or {}).get("prefix", self.prefix)
-        return open_segment(self.driver, str(uuid), prefix=prefix, max_index_size=self.max_index_size,
-                            block_limit=self.block_limit, retry=self.retry)  # fmt: skip
-
-    def read_segment(
-        self,
-        uuid: uuid_module.UUID | str,
-        ledger_id: int,
-        driver_metadata: Mapping[str, str] | None = None,
-        *,
-        last_entry_id: int | None = None,
-    ) -> OffloadedReadHandle:
-        """A read handle over ledger ``ledger_id``'s entries in segment
-        ``uuid``; ``last_entry_id`` is its last there when known. Raises as
-        :meth:`open_segment`, and :class:`InvalidRangeError` if the segment
-        holds none of the ledger."""
-        segment = self.open_segment(uuid, driver_metadata)
-        return segment_ledger_handle(self.driver, segment, ledger_id, last_entry_id=last_entry_id,
-                                     read_buffer_size=self.read_buffer_size)  # fmt: skip
-
-    def delete_segment(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> None:
-        """Delete both objects of a segment; idempotent."""
-        prefix = (driver_metadata or {}).get("prefix", self.prefix)
-        keys = [prefix + v2.segment_data_key(str(uuid)), prefix + v2.segment_index_key(str(uuid))]
-        call_with_retries(lambda: self.driver.delete(keys), self.retry)
-        self._event("offload.deleted", uuid=str(uuid), streaming=True)
 
     def close(self) -> None:
         self.driver.close()

@@ -126,6 +126,9 @@ class OffloadHandle:
     returns the segment (``None`` for a segment closed before any entry:
     nothing is written), or raises the upload's error, after removing both
     objects. :meth:`abort` stops the upload and removes what it wrote.
+    ``on_room`` is called (on the upload thread) each time a sent part
+    leaves the buffer, so a caller refused with ``FAIL_BUFFER_FULL`` knows
+    when to offer again; it must not block.
     """
 
     def __init__(
@@ -141,6 +144,7 @@ class OffloadHandle:
         clock: Callable[[], float] = time.monotonic,
         retry: RetryPolicy = _DEFAULT_RETRY,
         emit: Callable[[Event], None] | None = None,
+        on_room: Callable[[], None] | None = None,
     ) -> None:
         self.uuid = uuid
         self.data_key = prefix + v2.segment_data_key(uuid)
@@ -153,6 +157,7 @@ class OffloadHandle:
         self._clock = clock
         self._retry = retry
         self._emit = emit
+        self._on_room = on_room
         self._opened_at = clock()
         self._grouper = v2.BlockGrouper(limits.streaming_block_size)
         self._ranges: list[SegmentLedgerRange] = []
@@ -305,6 +310,8 @@ class OffloadHandle:
     def _next_block(self) -> bytearray | None:
         """The next block to upload (``None``: the segment is complete),
         releasing the previous one from the buffer count."""
+        if self._in_flight and self._on_room is not None:
+            self._on_room()  # the part just sent left the buffer: the offering side may go on
         with self._lock:
             self._in_flight = 0
             self._changed.wait_for(lambda: bool(self._queue) or self._closed)

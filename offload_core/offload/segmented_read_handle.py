@@ -1,0 +1,92 @@
+"""One ledger read back from the PIP-76 segments that hold it: a
+:class:`ReadHandle` whose entries span several segments (each of which may
+hold other ledgers too). Each segment's index is loaded the first time an
+entry in it is read."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidRangeError, StateError
+from ..formats.pulsar_v1 import closed_ledger_metadata
+from ..model import Entry
+from .read_handle import LedgerMetadataView, ReadHandle, check_read_range
+
+__all__ = ["LedgerSegment", "SegmentedReadHandle"]
+
+
+@dataclass(frozen=True)
+class LedgerSegment:
+    """Entries ``first_entry_id..last_entry_id`` of a ledger, in segment ``uuid``."""
+
+    uuid: str
+    first_entry_id: int
+    last_entry_id: int
+    driver_metadata: tuple[tuple[str, str], ...] = ()
+
+
+SegmentOpener = Callable[[LedgerSegment], ReadHandle]
+"""Opens the part of the ledger one segment holds (``read_segment``)."""
+
+
+class SegmentedReadHandle(LedgerMetadataView):
+    """Ledger ``ledger_id`` (``length`` bytes, entries ``0..last``) from
+    ``segments``, which must cover ``0..last`` in order without gaps or
+    overlaps (:class:`InvalidRangeError` otherwise). Reads across segment
+    boundaries are split and joined; thread-safe."""
+
+    def __init__(self, ledger_id: int, segments: Sequence[LedgerSegment], length: int, opener: SegmentOpener) -> None:
+        expected = 0
+        for segment in segments:
+            if segment.first_entry_id != expected or segment.last_entry_id < segment.first_entry_id:
+                raise InvalidRangeError(
+                    f"ledger {ledger_id}: its segments do not cover its entries in order (segment {segment.uuid} "
+                    f"holds {segment.first_entry_id}..{segment.last_entry_id}, expected to start at {expected})"
+                )
+            expected = segment.last_entry_id + 1
+        if not segments:
+            raise InvalidRangeError(f"ledger {ledger_id} is in no segment")
+        self._ledger_id = ledger_id
+        self._metadata = closed_ledger_metadata(length=length, last_entry_id=expected - 1)
+        self._segments = tuple(segments)
+        self._starts = [segment.first_entry_id for segment in segments]
+        self._opener = opener
+        self._handles: dict[str, ReadHandle] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def segments(self) -> tuple[LedgerSegment, ...]:
+        return self._segments
+
+    def read(self, first: int, last: int) -> list[Entry]:
+        """Entries ``first..last`` inclusive, from as many segments as they span."""
+        check_read_range(self._ledger_id, first, last, self.last_entry_id)
+        entries: list[Entry] = []
+        at = first
+        while at <= last:
+            segment = self._segments[bisect.bisect_right(self._starts, at) - 1]
+            stop = min(last, segment.last_entry_id)
+            entries.extend(self._handle(segment).read(at, stop))
+            at = stop + 1
+        return entries
+
+    def _handle(self, segment: LedgerSegment) -> ReadHandle:
+        with self._lock:
+            if self._closed:
+                raise StateError(f"ledger {self._ledger_id}: read handle is closed")
+            handle = self._handles.get(segment.uuid)
+            if handle is None:
+                handle = self._opener(segment)
+                self._handles[segment.uuid] = handle
+            return handle
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            handles, self._handles = list(self._handles.values()), {}
+        for handle in handles:
+            handle.close()
