@@ -380,12 +380,13 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
 @click.argument("topic")
 @broker_options
 def run_maintenance(topic: str, data_dir: str, config_path: str | None) -> None:
-    """Do TOPIC's periodic work now: age rollover, threshold offload, hot-copy
+    """Do TOPIC's periodic work now: age rollover, streaming offload, threshold offload, hot-copy
     deletion after the lag, retention."""
     with opened(data_dir, config_path) as broker:
         done = broker.topic(topic).run_maintenance()
         offload = done["offload"]
         click.echo(f"rolled over: {'yes' if done['rolled_over'] else 'no'}")
+        click.echo(f"streamed into segments: {done['streamed']} entries")
         click.echo(f"offloaded by threshold: {getattr(offload, 'offloaded_ledgers', 0)} ledger(s)")
         click.echo(f"hot copies deleted: {done['hot_deleted'] or 'none'}")
         click.echo(f"trimmed by retention: {done['trimmed'] or 'none'}")

@@ -8,12 +8,14 @@ import fcntl
 import logging
 import os
 import threading
+import uuid as uuid_module
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import (
+    ConfigError,
     ConflictError,
     FormatError,
     InvalidRangeError,
@@ -23,7 +25,7 @@ from ..errors import (
 )
 from ..hooks import Event
 from ..model import Entry
-from ..offload.ledger import LedgerOffloader
+from ..offload.ledger import LedgerOffloader, StreamingOffloader
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
@@ -70,6 +72,8 @@ class LedgerCore:
     _info: ManagedLedgerInfo
     _owner_fd: int
     read_stats: ReadStats
+    _segment_uid: uuid_module.UUID | None
+    _stream_lock: threading.Lock
 
     @property
     def _path(self) -> str:
@@ -140,6 +144,12 @@ class LedgerCore:
             return found
         raise InvalidRangeError(f"managed ledger {self.name} has no ledger {ledger_id} (trimmed, or never existed)")
 
+    def _last_entry_id(self, ledger_id: int) -> int:
+        """Under the lock: the ledger's last entry (the current one's so far)."""
+        if self._current is not None and self._current.ledger_id == ledger_id:
+            return self._current.last_entry_id
+        return int(self._ledgers_by_id[ledger_id].entries) - 1
+
     @staticmethod
     def _find(info: ManagedLedgerInfo, ledger_id: int) -> LedgerInfo:
         for ledger in info.ledgerInfo:
@@ -206,6 +216,15 @@ class LedgerCore:
             max_block_size=policies.max_block_size,
             read_buffer_size=policies.read_buffer_size,
         )
+
+    def _streaming_offloader(self, settings: dict[str, str]) -> StreamingOffloader:
+        policies = self.policies()
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        offloader = self._offloaders.for_settings(settings, max_block_size=policies.max_block_size,
+                                                  read_buffer_size=policies.read_buffer_size)  # fmt: skip
+        if not isinstance(offloader, StreamingOffloader):
+            raise ConfigError(f"the offloader recorded for a segment ({type(offloader).__name__}) cannot read segments")
+        return offloader
 
     # -- offload -----------------------------------------------------------------------
 

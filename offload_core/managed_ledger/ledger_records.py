@@ -14,7 +14,7 @@ from ..errors import (
     OffloadError,
 )
 from ..model import Entry, Position
-from ..proto import ManagedLedgerInfo, OffloadContext
+from ..proto import ManagedLedgerInfo, OffloadContext, OffloadSegment
 from .ledger_file import LedgerFile
 from .metadata_store import MetadataStore
 
@@ -80,7 +80,7 @@ def uid_halves(uid: uuid_module.UUID) -> tuple[int, int]:
     return signed(uid.int >> 64), signed(uid.int & ((1 << 64) - 1))
 
 
-def uuid_of(context: OffloadContext) -> uuid_module.UUID:
+def uuid_of(context: OffloadContext | OffloadSegment) -> uuid_module.UUID:
     msb = context.uidMsb & ((1 << 64) - 1)
     lsb = context.uidLsb & ((1 << 64) - 1)
     return uuid_module.UUID(int=(msb << 64) | lsb)

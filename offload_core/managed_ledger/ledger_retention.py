@@ -10,7 +10,7 @@ from ..errors import (
 )
 from ..hooks import Event
 from ..model import Position
-from ..proto import LedgerInfo, NestedPositionInfo
+from ..proto import LedgerInfo, NestedPositionInfo, OffloadContext
 from .ledger_core import LedgerCore
 
 if TYPE_CHECKING:
@@ -71,8 +71,32 @@ class Retention(LedgerCore):
             with self._lock:
                 self._offloaded.forget(ledger_id)
         self._unlink_hot_file(ledger_id)
-        self._update(lambda info: remove_ledger(info, ledger_id))
+        if context.offloadSegment:
+            # Under the streaming lock: a segment being completed now is not
+            # judged unreferenced before its completion is recorded.
+            with self._stream_lock:
+                self._delete_segments_of(ledger_id, context)
+                self._update(lambda info: remove_ledger(info, ledger_id))
+        else:
+            self._update(lambda info: remove_ledger(info, ledger_id))
         self._emit(Event("ledger.trimmed", {"managed_ledger": self.name, "ledger_id": ledger_id}))
+
+    def _delete_segments_of(self, ledger_id: int, context: OffloadContext) -> None:
+        """Delete the segments holding ``ledger_id`` that hold no other
+        ledger still in the metadata (and are not being written): a
+        segment's objects go only with the last of its ledgers."""
+        with self._lock:
+            others = {uuid_of(s) for other in self._info.ledgerInfo if other.ledgerId != ledger_id
+                      for s in other.offloadContext.offloadSegment}  # fmt: skip
+            open_uid = self._segment_uid
+            self._offloaded.forget(ledger_id)
+        for segment in context.offloadSegment:
+            uid = uuid_of(segment)
+            if uid in others or uid == open_uid:
+                continue
+            settings = {kv.key: kv.value for kv in segment.driverMetadata.properties}
+            self._streaming_offloader(settings).delete_segment(uid, settings)
+            self._emit(Event("offload.segment", {"step": "deleted", "managed_ledger": self.name, "uuid": str(uid)}))
 
     # -- cursors ---------------------------------------------------------------------------
 

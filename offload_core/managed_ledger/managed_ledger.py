@@ -53,6 +53,7 @@ from .offload_lifecycle import OffloadLifecycle
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
 from .shared_handles import SharedHandleCache
+from .streaming_lifecycle import SegmentState, StreamingLifecycle
 from .tiered_reads import TieredReads
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "LedgerState",
     "ManagedLedger",
     "OffloadStatus",
+    "SegmentState",
     "TieredEntry",
     "UnfinishedOffload",
     "unclaimed_hot_files",
@@ -70,7 +72,7 @@ log = logging.getLogger(__name__)
 _OFFLOADED_HANDLES_OPEN = 16
 
 
-class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
+class ManagedLedger(StreamingLifecycle, OffloadLifecycle, TieredReads, Retention):
     """One topic's log. Open it through :class:`~offload_core.managed_ledger.Broker`.
 
     Only one process may have a managed ledger open (an ``flock`` on its
@@ -109,9 +111,11 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         self._trimming: set[int] = set()
         self._offload_requested = False
         self._schedule = schedule if schedule is not None else _run_now
+        self._inline_schedule = schedule is None
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
+        self._init_streaming()
         self._ledger_dir.mkdir(parents=True, exist_ok=True)
         self._owner_fd = self._take_ownership()
         try:
@@ -139,6 +143,7 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         if self._info.ledgerInfo and not self._info.ledgerInfo[-1].HasField("entries"):
             self._recover_last_ledger(self._info.ledgerInfo[-1].ledgerId)
         self.sweep_stale_uploads()
+        self._clean_assigned_segments_at_open()
 
     def _recover_last_ledger(self, ledger_id: int) -> None:
         path = self._file(ledger_id)
@@ -186,6 +191,7 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
             position = Position(current.ledger_id, entry_id)
             if self._current_is_full():
                 self._seal_current()
+            self._stream_if_enabled()
         return position
 
     def _current_is_full(self) -> bool:
@@ -234,20 +240,34 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
         # the broker's background threads do it, so the append that sealed
         # the ledger returns at once.
         self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+        self._stream_if_enabled()
+
+    def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
+        """Offload sealed ledgers before ``position`` (see
+        :meth:`OffloadLifecycle.offload_prefix`); with streaming offload on,
+        ledgers are not offloaded whole: everything written so far is
+        streamed and the open segment is closed and completed instead."""
+        if self.policies().streaming_enabled:
+            return self.complete_current_segment()
+        return super().offload_prefix(position)
 
     # -- reading ------------------------------------------------------------------------
 
     def run_maintenance(self) -> dict[str, object]:
         """What a broker does periodically: roll the current ledger over if it
         is too old, offload by threshold, delete hot copies past the lag,
-        and trim by retention. Returns what each step did."""
+        and trim by retention; with streaming offload on, stream what is
+        not in a segment yet and close a segment past its age. Returns what
+        each step did."""
         rolled = self.roll_over_if_due()
         self.retry_unfinished_cleanups()
         self.sweep_stale_uploads()
+        streamed = self.pump_streaming()
         offloaded = self.maybe_offload()
         hot_deleted = self.delete_hot_copies_past_lag()
         trimmed = self.trim()
-        return {"rolled_over": rolled, "offload": offloaded, "hot_deleted": hot_deleted, "trimmed": trimmed}
+        return {"rolled_over": rolled, "streamed": streamed, "offload": offloaded, "hot_deleted": hot_deleted,
+                "trimmed": trimmed}  # fmt: skip
 
     # -- state -------------------------------------------------------------------------------
 
@@ -294,7 +314,9 @@ class ManagedLedger(OffloadLifecycle, TieredReads, Retention):
     def close(self) -> None:
         """Flush and release the ledger; the current ledger is sealed when it
         is next opened (as Pulsar recovers a ledger on reopen). An offload or
-        trim in progress (a background one, say) finishes first."""
+        trim in progress (a background one, say) finishes first, and so does
+        the open streaming segment."""
+        self._close_streaming()
         # Not _exclusive: a closing ledger schedules no more work when it lets go.
         if not self._maintenance.acquire(timeout=600):
             raise StateError(f"closing {self.name} waited 10 minutes for an offload or trim to finish")

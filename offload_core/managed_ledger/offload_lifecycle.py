@@ -167,8 +167,8 @@ class OffloadLifecycle(LedgerCore):
         policies = self.policies()
         by_size, by_time = policies.offload_threshold_bytes, policies.offload_threshold_seconds
         assert by_size is not None and by_time is not None
-        if by_size < 0 and by_time < 0:
-            return None
+        if (by_size < 0 and by_time < 0) or policies.streaming_enabled:
+            return None  # streamed ledgers are offloaded segment by segment instead
         now = self._now_ms()
         with self._lock:
             summed = self._current.length if self._current is not None else 0

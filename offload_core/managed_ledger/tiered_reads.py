@@ -16,6 +16,7 @@ from ..errors import (
 from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.read_handle import ReadHandle
+from ..offload.segmented_read_handle import LedgerSegment, SegmentedReadHandle
 from ..proto import OffloadContext
 from .ledger_core import LedgerCore
 from .ledger_file import LedgerFile
@@ -123,11 +124,6 @@ class TieredReads(LedgerCore):
         later = [ledger_id for ledger_id in ids if ledger_id > position.ledger_id]
         return Position(later[0], 0) if later else position
 
-    def _last_entry_id(self, ledger_id: int) -> int:
-        if self._current is not None and self._current.ledger_id == ledger_id:
-            return self._current.last_entry_id
-        return int(self._ledgers_by_id[ledger_id].entries) - 1
-
     def _read_ledger(
         self,
         ledger_id: int,
@@ -221,8 +217,29 @@ class TieredReads(LedgerCore):
                 self._offloaded.give_back(shared, broken=broken)
 
     def _open_offloaded(self, ledger_id: int, context: OffloadContext) -> ReadHandle:
+        if not context.HasField("uidMsb") and context.offloadSegment:
+            return self._open_streamed(ledger_id, context)
         offloader = self._offloader_for_context(context)
         return offloader.read_offloaded(ledger_id, uuid_of(context), driver_metadata(context))
+
+    def _open_streamed(self, ledger_id: int, context: OffloadContext) -> ReadHandle:
+        """A ledger offloaded by streaming: one handle over its segments, in
+        entry order, each opened when first read."""
+        ordered = sorted((s for s in context.offloadSegment if s.complete), key=lambda s: s.endEntryId)
+        parts, first = [], 0
+        for segment in ordered:
+            settings = tuple(sorted((kv.key, kv.value) for kv in segment.driverMetadata.properties))
+            parts.append(LedgerSegment(str(uuid_of(segment)), first, int(segment.endEntryId), settings))
+            first = int(segment.endEntryId) + 1
+        with self._lock:
+            length = int(self._ledger_info(ledger_id).size)
+
+        def open_part(part: LedgerSegment) -> ReadHandle:
+            settings = dict(part.driver_metadata)
+            offloader = self._streaming_offloader(settings)
+            return offloader.read_segment(part.uuid, ledger_id, settings, last_entry_id=part.last_entry_id)
+
+        return SegmentedReadHandle(ledger_id, parts, length, open_part)
 
 
 def _only(priority: ReadPriority) -> str:

@@ -1,0 +1,496 @@
+"""PIP-76 streaming offload of a managed ledger, on the broker's background
+threads (the same machinery as threshold offload).
+
+Appends only request a *pump*. The pump reads the entries not yet in a
+segment from the hot tier (so memory never holds more than the segment's
+bounded buffer; a producer faster than the store just leaves the pump
+behind, to catch up from the files) and offers them to the open segment.
+A segment closes at its size or age, on request, or when streaming is
+switched off; then its metadata is completed and the next one starts.
+
+Metadata is Pulsar's: per ledger, ``OffloadContext.offloadSegment``
+entries (uid, complete, assigned/offloaded timestamps, end entry id,
+driver metadata), updated with compare-and-set. A ledger's entry is
+*assigned* before its first entry is offered, so no object exists that the
+metadata does not name; *complete* once the segment is durable. A sealed
+ledger whose every entry is in complete segments is marked offloaded
+(``OffloadContext.complete``), and from then on reads, the deletion lag and
+retention treat it like a ledger offloaded whole. A failed upload leaves
+its segment *failed*: it is retried from the hot tier under the same uid,
+and no other segment starts meanwhile. After a crash, assigned segments
+are deleted and streaming resumes after the last complete one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import uuid as uuid_module
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError, OffloadError, StateError
+from ..formats import pulsar_v2 as v2
+from ..hooks import Event
+from ..model import Entry, Position
+from ..offload.ledger import StreamingOffloader
+from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
+from ..proto import KeyValue, LedgerInfo, ManagedLedgerInfo, OffloadContext, OffloadSegment
+from .ledger_core import LedgerCore
+from .ledger_records import OffloadStatus, uid_halves, uuid_of
+from .policies import OffloadPolicies
+
+__all__ = ["SegmentState", "StreamingLifecycle"]
+
+log = logging.getLogger(__name__)
+
+_BATCH_ENTRIES = 256
+# How often an append looks the streaming policy up again.
+_POLICY_RECHECK_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class SegmentState:
+    """One segment as ``offload topics stats`` shows it: ``status`` is
+    ``assigned`` (being written), ``offloaded`` or ``failed`` (being
+    retried); ``ledgers`` maps ledger ids to the entries it holds (the end
+    is ``None`` while assigned)."""
+
+    uuid: str
+    status: str
+    ledgers: tuple[tuple[int, int, int | None], ...]
+    assigned_ms: int
+    offloaded_ms: int | None
+    error: str | None = None
+
+
+class StreamingLifecycle(LedgerCore):
+    """Streaming offload (PIP-76) of one managed ledger."""
+
+    _inline_schedule: bool
+    _segment: OffloadHandle | None
+    _segment_uid: uuid_module.UUID | None
+    _segment_settings: dict[str, str]
+    _segment_start: Position | None
+    _segment_ledgers: set[int]
+    _segment_error: str | None
+    _stream_next: Position
+    _stream_lock: threading.Lock
+    _stream_flag_lock: threading.Lock
+    _stream_again: bool
+    _stream_pending: bool
+    _streaming_on: bool
+    _streaming_checked: float
+    _store_status: Callable[[OffloadStatus], None]
+
+    def _init_streaming(self) -> None:
+        self._segment = None
+        self._segment_uid = None
+        self._segment_settings = {}
+        self._segment_start = None
+        self._segment_ledgers = set()
+        self._segment_error = None
+        self._stream_next = Position(0, 0)
+        self._stream_lock = threading.Lock()
+        self._stream_flag_lock = threading.Lock()
+        self._stream_again = False
+        self._stream_pending = False
+        self._streaming_on = False
+        self._streaming_checked = float("-inf")
+
+    # -- triggering --------------------------------------------------------------
+
+    def _stream_if_enabled(self) -> None:
+        """After an append or a seal (under the ledger lock): request a pump
+        if streaming is on. Cheap: the policy is looked up once a second."""
+        now = self._clock()
+        if not now - self._streaming_checked < _POLICY_RECHECK_SECONDS:
+            self._streaming_checked = now
+            self._streaming_on = bool(self.policies().streaming_enabled)
+        if self._streaming_on or self._segment is not None:
+            self._request_pump()
+
+    def _request_pump(self) -> None:
+        with self._stream_flag_lock:
+            if self._stream_pending:
+                return
+            self._stream_pending = True
+        self._schedule(f"streaming offload of {self.name}", self.pump_streaming)
+
+    def _segment_has_room(self) -> None:
+        # Called on the upload thread: only ever hand the pump to the
+        # background threads, never run it here.
+        if not self._inline_schedule:
+            self._request_pump()
+
+    def pump_streaming(self) -> int:
+        """Offer every entry not yet in a segment (as far as the segment's
+        buffer allows), closing and completing segments as they fill; a
+        no-op when streaming is off and no segment is open. Returns how
+        many entries were offered. Another pump running meanwhile picks this
+        request up when it finishes."""
+        with self._stream_flag_lock:
+            self._stream_pending = False
+        offered = 0
+        self._stream_again = True
+        while self._stream_again:
+            if not self._stream_lock.acquire(blocking=False):
+                return offered
+            try:
+                self._stream_again = False
+                offered += self._pump_once()
+            finally:
+                self._stream_lock.release()
+        return offered
+
+    def complete_current_segment(self, timeout: float = 600) -> OffloadStatus:
+        """Stream what is not in a segment yet, then close the open segment
+        and wait until it is durable and its metadata complete (``offload
+        topics offload`` with streaming on). Returns the outcome (stored for
+        ``offload-status``): ``success`` and the first entry not offloaded,
+        or ``error`` naming the failed segment (it is retried)."""
+        if not self._stream_lock.acquire(timeout=timeout):
+            raise StateError(f"{self.name}: the streaming offload did not let go within {timeout}s")
+        try:
+            before = self._offloaded_count()
+            self._pump_once()
+            completed = self._segment_error is None
+            if self._segment is not None:
+                self._segment.close()
+                completed = self._finish_segment()
+            self._mark_fully_streamed()
+        finally:
+            self._stream_lock.release()
+        if not completed:
+            status = OffloadStatus("error", self._stream_next, 0, f"segment {self._segment_uid}: {self._segment_error}")
+        else:
+            status = OffloadStatus("success", self._first_unstreamed(), self._offloaded_count() - before)
+        self._store_status(status)
+        return status
+
+    def _offloaded_count(self) -> int:
+        with self._lock:
+            return sum(1 for ledger in self._info.ledgerInfo if ledger.offloadContext.complete)
+
+    def _first_unstreamed(self) -> Position | None:
+        with self._lock:
+            for ledger in self._info.ledgerInfo:
+                if not ledger.offloadContext.complete:
+                    return Position(ledger.ledgerId, _streamed_end(ledger.offloadContext) + 1)
+        return None
+
+    # -- the pump ----------------------------------------------------------------
+
+    def _pump_once(self) -> int:
+        policies = self.policies()
+        if not policies.streaming_enabled:
+            # Switching off completes the open segment; ledgers streamed so far stay readable.
+            if self._segment is not None:
+                self._segment.close()
+                self._finish_segment()
+            return 0
+        self._clean_assigned_segments()
+        offered = 0
+        while True:
+            if self._segment is not None and self._segment.close_if_due() and not self._finish_segment():
+                return offered
+            step = self._next_stream_step()
+            if step is None:
+                self._mark_fully_streamed()
+                return offered
+            if self._segment is None:
+                self._open_segment(policies)
+            segment = self._segment
+            assert segment is not None
+            for entry in self._read_for_stream(*step):
+                if entry.ledger_id not in self._segment_ledgers:
+                    self._assign(entry.ledger_id)
+                result = segment.offer_entry(entry)
+                if result is OfferResult.SUCCESS:
+                    offered += 1
+                    self._stream_next = Position(entry.ledger_id, entry.entry_id + 1)
+                    if segment.closed and not self._finish_segment():
+                        return offered
+                    if segment.closed:
+                        break
+                    continue
+                if result is OfferResult.FAIL_BUFFER_FULL:
+                    return offered  # the upload calls back when a part has left the buffer
+                if result is OfferResult.FAIL_SEGMENT_CLOSED:
+                    if not self._finish_segment():
+                        return offered
+                    break
+                raise StateError(f"{self.name}: entry {entry.ledger_id}:{entry.entry_id} does not follow the "
+                                 f"segment's last ({segment.last_offered()}); this is a bug")  # fmt: skip
+
+    def _next_stream_step(self) -> tuple[int, int, int] | None:
+        """Under the lock: the next run of entries to stream (ledger, first,
+        last), or ``None`` when every entry written so far is offered."""
+        with self._lock:
+            at = self._stream_next
+            ids = self._ledger_ids
+            for ledger_id in ids[bisect.bisect_left(ids, at.ledger_id) :]:
+                ledger = self._ledgers_by_id[ledger_id]
+                context = ledger.offloadContext
+                if context.HasField("uidMsb") or context.complete:
+                    continue  # offloaded whole (PIP-17), or streamed completely already
+                done = _streamed_end(context)
+                first = max(at.entry_id if ledger_id == at.ledger_id else 0, done + 1)
+                last = self._last_entry_id(ledger_id)
+                if first <= last:
+                    self._stream_next = Position(ledger_id, first)
+                    return ledger_id, first, min(last, first + _BATCH_ENTRIES - 1)
+                if self._current is not None and self._current.ledger_id == ledger_id:
+                    return None
+            return None
+
+    def _read_for_stream(self, ledger_id: int, first: int, last: int) -> list[Entry]:
+        with self._lock:
+            if self._current is not None and self._current.ledger_id == ledger_id:
+                return self._current.read(first, last)
+        return self._read_hot_locked(ledger_id, first, last)
+
+    # -- segments ----------------------------------------------------------------
+
+    def _open_segment(self, policies: OffloadPolicies) -> None:
+        offloader, settings = self._offloaders.for_policies(policies)
+        if not isinstance(offloader, StreamingOffloader):
+            raise ConfigError(
+                f"the offloader for driver {settings.get('driver')!r} ({type(offloader).__name__}) cannot stream "
+                "segments; turn managedLedgerOffloadStreamingEnabled off for this topic or use the blobstore offloader"
+            )
+        assert policies.max_block_size and policies.segment_max_size_mb and policies.segment_rollover_minutes
+        assert policies.streaming_buffer_bytes is not None
+        limits = SegmentLimits(
+            streaming_block_size=policies.max_block_size,
+            max_segment_size=policies.segment_max_size_mb << 20,
+            max_segment_age=policies.segment_rollover_minutes * 60.0,
+            max_buffer_size=policies.streaming_buffer_bytes,
+        )
+        if self._segment_uid is None:  # a retry keeps the failed attempt's uid
+            self._segment_uid = uuid_module.uuid4()
+            self._segment_settings = dict(settings)
+            self._segment_start = self._stream_next
+        self._segment = offloader.streaming_offload(
+            self._segment_uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,
+            clock=self._clock, on_room=self._segment_has_room,
+        )  # fmt: skip
+        self._emit_segment("opened")
+
+    def _segment_ledger_info(self, ledger_id: int, last_entry_id: int) -> bytes:
+        """Pulsar's LedgerInfo for the segment index: closed form for a
+        sealed ledger, open form (entries up to the segment's last) else."""
+        with self._lock:
+            ledger = self._ledgers_by_id.get(ledger_id)
+            if ledger is None or not ledger.HasField("entries"):
+                return v2.ledger_info_bytes(ledger_id, last_entry_id=last_entry_id, closed=False)
+            return v2.ledger_info_bytes(ledger_id, last_entry_id=last_entry_id, closed=True,
+                                        entries=int(ledger.entries), size=int(ledger.size),
+                                        timestamp_ms=int(ledger.timestamp))  # fmt: skip
+
+    def _assign(self, ledger_id: int) -> None:
+        """Record ledger ``ledger_id`` in the open segment (``complete=false``)
+        before its first entry is offered."""
+        uid = self._segment_uid
+        assert uid is not None
+        msb, lsb = uid_halves(uid)
+        now = self._now_ms()
+        settings = self._segment_settings
+
+        def assign(info: ManagedLedgerInfo) -> None:
+            context = self._find(info, ledger_id).offloadContext
+            if any((s.uidMsb, s.uidLsb) == (msb, lsb) for s in context.offloadSegment):
+                return
+            segment = context.offloadSegment.add(uidMsb=msb, uidLsb=lsb, complete=False, assignedTimestamp=now)
+            segment.driverMetadata.name = settings.get("driver", "")
+            segment.driverMetadata.properties.extend(KeyValue(key=k, value=v) for k, v in sorted(settings.items()))
+
+        self._update(assign)
+        self._segment_ledgers.add(ledger_id)
+
+    def _finish_segment(self) -> bool:
+        """Wait for the closed segment; complete its metadata (true), or
+        mark it failed for a retry from its first entry (false)."""
+        handle, uid = self._segment, self._segment_uid
+        assert handle is not None and uid is not None
+        handle.close()
+        try:
+            result = handle.result()
+        except Exception as exc:
+            self._segment = None
+            self._segment_error = f"{type(exc).__name__}: {exc}"
+            if self._segment_start is not None:
+                self._stream_next = self._segment_start
+            log.warning("segment %s of %s failed (retried from the hot tier): %s", uid, self.name, exc)
+            self._emit_segment("failed", error=self._segment_error)
+            return False
+        msb, lsb = uid_halves(uid)
+        ranges = {r.ledger_id: r for r in result.ledgers} if result is not None else {}
+        now = self._now_ms()
+
+        def complete(info: ManagedLedgerInfo) -> None:
+            for ledger in info.ledgerInfo:
+                segments = ledger.offloadContext.offloadSegment
+                for position in reversed(range(len(segments))):
+                    segment = segments[position]
+                    if (segment.uidMsb, segment.uidLsb) != (msb, lsb):
+                        continue
+                    held = ranges.get(ledger.ledgerId)
+                    if held is None:
+                        del segments[position]  # assigned, but its entry went to the next segment
+                    else:
+                        segment.complete, segment.offloadedTimestamp = True, now
+                        segment.endEntryId = held.last_entry_id
+            _mark_streamed_ledgers(info, now)
+
+        self._update(complete)
+        if result is not None and not self._segment_referenced(uid):
+            self._delete_segment_quietly(uid, self._segment_settings)  # every ledger in it was trimmed meanwhile
+        self._segment = self._segment_uid = self._segment_start = self._segment_error = None
+        self._segment_ledgers = set()
+        self._emit_segment("completed", uuid=str(uid), ledgers=len(ranges))
+        return True
+
+    def _mark_fully_streamed(self) -> None:
+        with self._lock:
+            due = any(_fully_streamed(ledger) for ledger in self._info.ledgerInfo)
+        if due:
+            now = self._now_ms()
+            self._update(lambda info: _mark_streamed_ledgers(info, now))
+
+    def _segment_referenced(self, uid: uuid_module.UUID) -> bool:
+        with self._lock:
+            return any(uuid_of(s) == uid for ledger in self._info.ledgerInfo
+                       for s in ledger.offloadContext.offloadSegment)  # fmt: skip
+
+    def _delete_segment_quietly(self, uid: uuid_module.UUID, settings: dict[str, str]) -> bool:
+        try:
+            offloader = self._streaming_offloader(settings)
+            offloader.delete_segment(uid, settings)
+        except Exception as exc:
+            log.warning("deleting segment %s of %s failed (retried later): %s", uid, self.name, exc)
+            return False
+        self._emit_segment("deleted", uuid=str(uid))
+        return True
+
+    def _clean_assigned_segments(self) -> None:
+        """Delete segments left assigned (by a crash, not the open or failed
+        one), then drop them from the metadata."""
+        with self._lock:
+            leftovers = {
+                uuid_of(s): {kv.key: kv.value for kv in s.driverMetadata.properties}
+                for ledger in self._info.ledgerInfo
+                for s in ledger.offloadContext.offloadSegment
+                if not s.complete and uuid_of(s) != self._segment_uid
+            }
+        for uid, settings in leftovers.items():
+            if not self._delete_segment_quietly(uid, settings):
+                continue
+            msb, lsb = uid_halves(uid)
+
+            def drop(info: ManagedLedgerInfo, msb: int = msb, lsb: int = lsb) -> None:
+                for ledger in info.ledgerInfo:
+                    segments = ledger.offloadContext.offloadSegment
+                    for position in reversed(range(len(segments))):
+                        if (segments[position].uidMsb, segments[position].uidLsb) == (msb, lsb):
+                            del segments[position]
+
+            self._update(drop)
+            self._emit_segment("cleaned-unfinished", uuid=str(uid))
+
+    def _clean_assigned_segments_at_open(self) -> None:
+        """At open: segments a crash left assigned go; streaming then goes on
+        after each ledger's last complete segment (see
+        :meth:`_next_stream_step`)."""
+        try:
+            self._clean_assigned_segments()
+        except OffloadError as exc:
+            log.warning("cleaning unfinished segments of %s failed (retried by the next pump): %s", self.name, exc)
+
+    def segments(self) -> list[SegmentState]:
+        """Every segment the metadata names, oldest first, with its status."""
+        with self._lock:
+            found: dict[uuid_module.UUID, _SegmentRecord] = {}
+            for ledger in self._info.ledgerInfo:
+                context = ledger.offloadContext
+                for segment in context.offloadSegment:
+                    record = found.setdefault(uuid_of(segment), _SegmentRecord(int(segment.assignedTimestamp)))
+                    end = int(segment.endEntryId) if segment.complete else None
+                    record.ledgers.append((int(ledger.ledgerId), _segment_first_entry(context, segment), end))
+                    record.complete = bool(segment.complete)
+                    if segment.complete:
+                        record.offloaded_ms = int(segment.offloadedTimestamp)
+            states = []
+            for uid, record in found.items():
+                failed = uid == self._segment_uid and self._segment_error is not None
+                states.append(
+                    SegmentState(
+                        uuid=str(uid),
+                        status="offloaded" if record.complete else "failed" if failed else "assigned",
+                        ledgers=tuple(record.ledgers),
+                        assigned_ms=record.assigned_ms,
+                        offloaded_ms=record.offloaded_ms,
+                        error=self._segment_error if failed else None,
+                    )
+                )
+            return sorted(states, key=lambda state: (state.assigned_ms, state.ledgers))
+
+    def _close_streaming(self) -> None:
+        """At close: complete the open segment (a failure leaves it for the
+        next open to clean up)."""
+        if self._segment is None or not self._stream_lock.acquire(timeout=600):
+            return
+        try:
+            if self._segment is not None:
+                self._segment.close()
+                self._finish_segment()
+        finally:
+            self._stream_lock.release()
+
+    def _emit_segment(self, step: str, **fields: object) -> None:
+        uid = fields.pop("uuid", None) or (str(self._segment_uid) if self._segment_uid else None)
+        self._emit(Event("offload.segment", {"step": step, "managed_ledger": self.name, "uuid": uid, **fields}))
+
+
+def _streamed_end(context: OffloadContext) -> int:
+    """The last entry of the ledger in a complete segment (-1: none)."""
+    ends = [int(s.endEntryId) for s in context.offloadSegment if s.complete]
+    return max(ends) if ends else -1
+
+
+def _segment_first_entry(context: OffloadContext, segment: OffloadSegment) -> int:
+    """Where ``segment`` starts in the ledger: just after the complete
+    segment of the ledger that ends before it (they follow each other)."""
+    own = int(segment.endEntryId) if segment.complete else None
+    before = [int(s.endEntryId) for s in context.offloadSegment
+              if s.complete and (own is None or s.endEntryId < own)]  # fmt: skip
+    return max(before) + 1 if before else 0
+
+
+def _fully_streamed(ledger: LedgerInfo) -> bool:
+    context = ledger.offloadContext
+    return bool(
+        ledger.HasField("entries")
+        and not context.HasField("uidMsb")
+        and not context.complete
+        and context.offloadSegment
+        and all(s.complete for s in context.offloadSegment)
+        and _streamed_end(context) == ledger.entries - 1
+    )
+
+
+@dataclass
+class _SegmentRecord:
+    assigned_ms: int
+    ledgers: list[tuple[int, int, int | None]] = field(default_factory=list)
+    complete: bool = False
+    offloaded_ms: int | None = None
+
+
+def _mark_streamed_ledgers(info: ManagedLedgerInfo, now_ms: int) -> None:
+    """Mark offloaded every sealed ledger whose entries are all in complete segments."""
+    for ledger in info.ledgerInfo:
+        if _fully_streamed(ledger):
+            ledger.offloadContext.complete = True
+            ledger.offloadContext.timestamp = now_ms
