@@ -355,20 +355,32 @@ def clear_offload(topic: str, ledger_ids: tuple[int, ...], force: bool, data_dir
 @click.option("--json", "as_json", is_flag=True)
 @broker_options
 def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
-    """Each ledger of TOPIC: entries, size and tier state."""
+    """Each ledger of TOPIC: entries, size and tier state; and each
+    streaming-offload segment: status, the entries of each ledger it holds,
+    size."""
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
         states = ledger.ledgers()
+        segments = ledger.segments(sizes=True)
         unclaimed = broker.unclaimed_hot_files()
         if as_json:
             for s in states:
                 click.echo(json.dumps({"topic": str(ledger.topic), **asdict(s)}))
+            for segment in segments:
+                fields = {k: v for k, v in asdict(segment).items() if k != "settings"}
+                click.echo(json.dumps({"topic": str(ledger.topic), "segment": fields}))
             if unclaimed:
                 click.echo(f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims", err=True)
             return
         click.echo(f"{'LEDGER':>8} {'ENTRIES':>8} {'BYTES':>12} {'SEALED':>6}  TIER")
         for s in states:
             click.echo(f"{s.ledger_id:>8} {s.entries:>8} {s.size:>12} {'yes' if s.sealed else 'no':>6}  {s.tier}")
+        if segments:
+            click.echo(f"{'SEGMENT':<36} {'STATUS':<9} {'BYTES':>12}  LEDGER:ENTRIES")
+        for segment in segments:
+            held = ", ".join(f"{lid}:{first}..{'' if end is None else end}" for lid, first, end in segment.ledgers)
+            size = "-" if segment.bytes is None else str(segment.bytes)
+            click.echo(f"{segment.uuid:<36} {segment.status:<9} {size:>12}  {held}")
         if unclaimed:
             click.echo(
                 f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims (damaged metadata?)",

@@ -113,7 +113,7 @@ class LedgerCore:
                 "Restore metadata.db from a backup, or move those files away if they are not this topic's"
             )
 
-    def _update(self, mutate: Callable[[ManagedLedgerInfo], None]) -> None:
+    def _update(self, mutate: Callable[[ManagedLedgerInfo], object]) -> None:
         """Apply ``mutate`` to the stored info with compare-and-set. On a
         conflict the record is re-read and ``mutate`` applied to the fresh
         copy (it must decide again from what it sees); retried a bounded

@@ -24,11 +24,12 @@ are deleted and streaming resumes after the last complete one.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import threading
 import uuid as uuid_module
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from ..errors import ConfigError, OffloadError, StateError
 from ..formats import pulsar_v2 as v2
@@ -36,10 +37,20 @@ from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
-from ..proto import KeyValue, LedgerInfo, ManagedLedgerInfo, OffloadContext, OffloadSegment
 from .ledger_core import LedgerCore
-from .ledger_records import OffloadStatus, uid_halves, uuid_of
+from .ledger_records import OffloadStatus, uuid_of
 from .policies import OffloadPolicies
+from .segment_records import (
+    SegmentState,
+    assign_segment,
+    complete_segment,
+    drop_segment,
+    fully_streamed,
+    mark_streamed_ledgers,
+    segment_settings,
+    segment_states,
+    streamed_end,
+)
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
@@ -48,21 +59,6 @@ log = logging.getLogger(__name__)
 _BATCH_ENTRIES = 256
 # How often an append looks the streaming policy up again.
 _POLICY_RECHECK_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class SegmentState:
-    """One segment as ``offload topics stats`` shows it: ``status`` is
-    ``assigned`` (being written), ``offloaded`` or ``failed`` (being
-    retried); ``ledgers`` maps ledger ids to the entries it holds (the end
-    is ``None`` while assigned)."""
-
-    uuid: str
-    status: str
-    ledgers: tuple[tuple[int, int, int | None], ...]
-    assigned_ms: int
-    offloaded_ms: int | None
-    error: str | None = None
 
 
 class StreamingLifecycle(LedgerCore):
@@ -82,6 +78,7 @@ class StreamingLifecycle(LedgerCore):
     _stream_pending: bool
     _streaming_on: bool
     _streaming_checked: float
+    _stream_closing: bool
     _store_status: Callable[[OffloadStatus], None]
 
     def _init_streaming(self) -> None:
@@ -98,6 +95,7 @@ class StreamingLifecycle(LedgerCore):
         self._stream_pending = False
         self._streaming_on = False
         self._streaming_checked = float("-inf")
+        self._stream_closing = False
 
     # -- triggering --------------------------------------------------------------
 
@@ -120,8 +118,9 @@ class StreamingLifecycle(LedgerCore):
 
     def _segment_has_room(self) -> None:
         # Called on the upload thread: only ever hand the pump to the
-        # background threads, never run it here.
-        if not self._inline_schedule:
+        # background threads, never run it here, and not once closing has
+        # begun (the broker's threads are gone by then).
+        if not self._inline_schedule and not self._stream_closing:
             self._request_pump()
 
     def pump_streaming(self) -> int:
@@ -177,7 +176,7 @@ class StreamingLifecycle(LedgerCore):
         with self._lock:
             for ledger in self._info.ledgerInfo:
                 if not ledger.offloadContext.complete:
-                    return Position(ledger.ledgerId, _streamed_end(ledger.offloadContext) + 1)
+                    return Position(ledger.ledgerId, streamed_end(ledger.offloadContext) + 1)
         return None
 
     # -- the pump ----------------------------------------------------------------
@@ -235,7 +234,7 @@ class StreamingLifecycle(LedgerCore):
                 context = ledger.offloadContext
                 if context.HasField("uidMsb") or context.complete:
                     continue  # offloaded whole (PIP-17), or streamed completely already
-                done = _streamed_end(context)
+                done = streamed_end(context)
                 first = max(at.entry_id if ledger_id == at.ledger_id else 0, done + 1)
                 last = self._last_entry_id(ledger_id)
                 if first <= last:
@@ -292,21 +291,9 @@ class StreamingLifecycle(LedgerCore):
     def _assign(self, ledger_id: int) -> None:
         """Record ledger ``ledger_id`` in the open segment (``complete=false``)
         before its first entry is offered."""
-        uid = self._segment_uid
+        uid, settings, now = self._segment_uid, self._segment_settings, self._now_ms()
         assert uid is not None
-        msb, lsb = uid_halves(uid)
-        now = self._now_ms()
-        settings = self._segment_settings
-
-        def assign(info: ManagedLedgerInfo) -> None:
-            context = self._find(info, ledger_id).offloadContext
-            if any((s.uidMsb, s.uidLsb) == (msb, lsb) for s in context.offloadSegment):
-                return
-            segment = context.offloadSegment.add(uidMsb=msb, uidLsb=lsb, complete=False, assignedTimestamp=now)
-            segment.driverMetadata.name = settings.get("driver", "")
-            segment.driverMetadata.properties.extend(KeyValue(key=k, value=v) for k, v in sorted(settings.items()))
-
-        self._update(assign)
+        self._update(lambda info: assign_segment(info, ledger_id, uid, now, settings))
         self._segment_ledgers.add(ledger_id)
 
     def _finish_segment(self) -> bool:
@@ -325,39 +312,22 @@ class StreamingLifecycle(LedgerCore):
             log.warning("segment %s of %s failed (retried from the hot tier): %s", uid, self.name, exc)
             self._emit_segment("failed", error=self._segment_error)
             return False
-        msb, lsb = uid_halves(uid)
-        ranges = {r.ledger_id: r for r in result.ledgers} if result is not None else {}
+        ends = {r.ledger_id: r.last_entry_id for r in result.ledgers} if result is not None else {}
         now = self._now_ms()
-
-        def complete(info: ManagedLedgerInfo) -> None:
-            for ledger in info.ledgerInfo:
-                segments = ledger.offloadContext.offloadSegment
-                for position in reversed(range(len(segments))):
-                    segment = segments[position]
-                    if (segment.uidMsb, segment.uidLsb) != (msb, lsb):
-                        continue
-                    held = ranges.get(ledger.ledgerId)
-                    if held is None:
-                        del segments[position]  # assigned, but its entry went to the next segment
-                    else:
-                        segment.complete, segment.offloadedTimestamp = True, now
-                        segment.endEntryId = held.last_entry_id
-            _mark_streamed_ledgers(info, now)
-
-        self._update(complete)
+        self._update(lambda info: complete_segment(info, uid, ends, now))
         if result is not None and not self._segment_referenced(uid):
             self._delete_segment_quietly(uid, self._segment_settings)  # every ledger in it was trimmed meanwhile
         self._segment = self._segment_uid = self._segment_start = self._segment_error = None
         self._segment_ledgers = set()
-        self._emit_segment("completed", uuid=str(uid), ledgers=len(ranges))
+        self._emit_segment("completed", uuid=str(uid), ledgers=len(ends))
         return True
 
     def _mark_fully_streamed(self) -> None:
         with self._lock:
-            due = any(_fully_streamed(ledger) for ledger in self._info.ledgerInfo)
+            due = any(fully_streamed(ledger) for ledger in self._info.ledgerInfo)
         if due:
             now = self._now_ms()
-            self._update(lambda info: _mark_streamed_ledgers(info, now))
+            self._update(lambda info: mark_streamed_ledgers(info, now))
 
     def _segment_referenced(self, uid: uuid_module.UUID) -> bool:
         with self._lock:
@@ -379,25 +349,15 @@ class StreamingLifecycle(LedgerCore):
         one), then drop them from the metadata."""
         with self._lock:
             leftovers = {
-                uuid_of(s): {kv.key: kv.value for kv in s.driverMetadata.properties}
+                uuid_of(s): segment_settings(s)
                 for ledger in self._info.ledgerInfo
                 for s in ledger.offloadContext.offloadSegment
                 if not s.complete and uuid_of(s) != self._segment_uid
             }
         for uid, settings in leftovers.items():
-            if not self._delete_segment_quietly(uid, settings):
-                continue
-            msb, lsb = uid_halves(uid)
-
-            def drop(info: ManagedLedgerInfo, msb: int = msb, lsb: int = lsb) -> None:
-                for ledger in info.ledgerInfo:
-                    segments = ledger.offloadContext.offloadSegment
-                    for position in reversed(range(len(segments))):
-                        if (segments[position].uidMsb, segments[position].uidLsb) == (msb, lsb):
-                            del segments[position]
-
-            self._update(drop)
-            self._emit_segment("cleaned-unfinished", uuid=str(uid))
+            if self._delete_segment_quietly(uid, settings):
+                self._update(functools.partial(drop_segment, uid=uid))
+                self._emit_segment("cleaned-unfinished", uuid=str(uid))
 
     def _clean_assigned_segments_at_open(self) -> None:
         """At open: segments a crash left assigned go; streaming then goes on
@@ -408,37 +368,32 @@ class StreamingLifecycle(LedgerCore):
         except OffloadError as exc:
             log.warning("cleaning unfinished segments of %s failed (retried by the next pump): %s", self.name, exc)
 
-    def segments(self) -> list[SegmentState]:
-        """Every segment the metadata names, oldest first, with its status."""
+    def segments(self, *, sizes: bool = False) -> list[SegmentState]:
+        """Every segment the metadata names, oldest first, with its status;
+        with ``sizes``, the size of each offloaded one's data object too (one
+        stat each; ``None`` where the store cannot say)."""
+        states = self._segment_states()
+        if not sizes:
+            return states
+        return [replace(state, bytes=self._segment_size(state)) if state.status == "offloaded" else state
+                for state in states]  # fmt: skip
+
+    def _segment_size(self, state: SegmentState) -> int | None:
+        try:
+            offloader = self._streaming_offloader(dict(state.settings))
+            return offloader.segment_size(state.uuid, dict(state.settings))
+        except OffloadError as exc:
+            log.warning("segment %s of %s: size unknown (%s)", state.uuid, self.name, exc)
+            return None
+
+    def _segment_states(self) -> list[SegmentState]:
         with self._lock:
-            found: dict[uuid_module.UUID, _SegmentRecord] = {}
-            for ledger in self._info.ledgerInfo:
-                context = ledger.offloadContext
-                for segment in context.offloadSegment:
-                    record = found.setdefault(uuid_of(segment), _SegmentRecord(int(segment.assignedTimestamp)))
-                    end = int(segment.endEntryId) if segment.complete else None
-                    record.ledgers.append((int(ledger.ledgerId), _segment_first_entry(context, segment), end))
-                    record.complete = bool(segment.complete)
-                    if segment.complete:
-                        record.offloaded_ms = int(segment.offloadedTimestamp)
-            states = []
-            for uid, record in found.items():
-                failed = uid == self._segment_uid and self._segment_error is not None
-                states.append(
-                    SegmentState(
-                        uuid=str(uid),
-                        status="offloaded" if record.complete else "failed" if failed else "assigned",
-                        ledgers=tuple(record.ledgers),
-                        assigned_ms=record.assigned_ms,
-                        offloaded_ms=record.offloaded_ms,
-                        error=self._segment_error if failed else None,
-                    )
-                )
-            return sorted(states, key=lambda state: (state.assigned_ms, state.ledgers))
+            return segment_states(self._info, self._segment_uid, self._segment_error)
 
     def _close_streaming(self) -> None:
         """At close: complete the open segment (a failure leaves it for the
         next open to clean up)."""
+        self._stream_closing = True
         if self._segment is None or not self._stream_lock.acquire(timeout=600):
             return
         try:
@@ -451,46 +406,3 @@ class StreamingLifecycle(LedgerCore):
     def _emit_segment(self, step: str, **fields: object) -> None:
         uid = fields.pop("uuid", None) or (str(self._segment_uid) if self._segment_uid else None)
         self._emit(Event("offload.segment", {"step": step, "managed_ledger": self.name, "uuid": uid, **fields}))
-
-
-def _streamed_end(context: OffloadContext) -> int:
-    """The last entry of the ledger in a complete segment (-1: none)."""
-    ends = [int(s.endEntryId) for s in context.offloadSegment if s.complete]
-    return max(ends) if ends else -1
-
-
-def _segment_first_entry(context: OffloadContext, segment: OffloadSegment) -> int:
-    """Where ``segment`` starts in the ledger: just after the complete
-    segment of the ledger that ends before it (they follow each other)."""
-    own = int(segment.endEntryId) if segment.complete else None
-    before = [int(s.endEntryId) for s in context.offloadSegment
-              if s.complete and (own is None or s.endEntryId < own)]  # fmt: skip
-    return max(before) + 1 if before else 0
-
-
-def _fully_streamed(ledger: LedgerInfo) -> bool:
-    context = ledger.offloadContext
-    return bool(
-        ledger.HasField("entries")
-        and not context.HasField("uidMsb")
-        and not context.complete
-        and context.offloadSegment
-        and all(s.complete for s in context.offloadSegment)
-        and _streamed_end(context) == ledger.entries - 1
-    )
-
-
-@dataclass
-class _SegmentRecord:
-    assigned_ms: int
-    ledgers: list[tuple[int, int, int | None]] = field(default_factory=list)
-    complete: bool = False
-    offloaded_ms: int | None = None
-
-
-def _mark_streamed_ledgers(info: ManagedLedgerInfo, now_ms: int) -> None:
-    """Mark offloaded every sealed ledger whose entries are all in complete segments."""
-    for ledger in info.ledgerInfo:
-        if _fully_streamed(ledger):
-            ledger.offloadContext.complete = True
-            ledger.offloadContext.timestamp = now_ms

@@ -51,6 +51,8 @@ class StreamingOffloader(Protocol):
         self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None
     ) -> None: ...
 
+    def segment_size(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> int: ...
+
 
 class SegmentStreaming:
     """Streaming methods of :class:`~offload_core.offload.ledger.BlobStoreLedgerOffloader`
@@ -127,6 +129,12 @@ class SegmentStreaming:
         segment = self.open_segment(uuid, driver_metadata)
         return segment_ledger_handle(self.driver, segment, ledger_id, last_entry_id=last_entry_id,
                                      read_buffer_size=self.read_buffer_size)  # fmt: skip
+
+    def segment_size(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> int:
+        """Bytes of the segment's data object (one stat). Raises
+        :class:`NotFoundError` if it is not there."""
+        prefix = (driver_metadata or {}).get("prefix", self.prefix)
+        return call_with_retries(lambda: self.driver.stat(prefix + v2.segment_data_key(str(uuid))), self.retry).size
 
     def delete_segment(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> None:
         """Delete both objects of a segment; idempotent."""

@@ -18,6 +18,7 @@ pin a thread of the broker's small background pool for that long.
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 import time
 from collections import deque
@@ -31,6 +32,8 @@ from ..hooks import Event
 from ..model import Entry
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "OfferResult",
@@ -311,7 +314,10 @@ class OffloadHandle:
         """The next block to upload (``None``: the segment is complete),
         releasing the previous one from the buffer count."""
         if self._in_flight and self._on_room is not None:
-            self._on_room()  # the part just sent left the buffer: the offering side may go on
+            try:
+                self._on_room()  # the part just sent left the buffer: the offering side may go on
+            except Exception as exc:  # the caller's notification must not fail the upload
+                log.warning("segment %s: the buffer-room callback failed: %s", self.uuid, exc)
         with self._lock:
             self._in_flight = 0
             self._changed.wait_for(lambda: bool(self._queue) or self._closed)
