@@ -80,6 +80,7 @@ class StreamingLifecycle(LedgerCore):
     _streaming_checked: float
     _stream_closing: bool
     _store_status: Callable[[OffloadStatus], None]
+    delete_hot_copies_past_lag: Callable[[], list[int]]
 
     def _init_streaming(self) -> None:
         self._segment = None
@@ -320,6 +321,8 @@ class StreamingLifecycle(LedgerCore):
         self._segment = self._segment_uid = self._segment_start = self._segment_error = None
         self._segment_ledgers = set()
         self._emit_segment("completed", uuid=str(uid), ledgers=len(ends))
+        if not self._stream_closing:  # ledgers just marked offloaded may be past the deletion lag already
+            self._schedule(f"hot-copy deletion of {self.name}", self.delete_hot_copies_past_lag)
         return True
 
     def _mark_fully_streamed(self) -> None:
