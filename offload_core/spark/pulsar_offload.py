@@ -2,9 +2,13 @@
 straight from object storage, with no broker.
 
 Planning happens in a Python worker on the Spark driver's machine: the
-store is listed, every complete offloaded ledger's index is read, and the
-blocks holding wanted entries are grouped into partitions (``blocksPerPartition``, default 4). A partition is
+store is listed, every complete offloaded ledger's index (PIP-17) and
+every complete segment's index (PIP-76) is read, and the blocks holding
+wanted entries are grouped into partitions (``blocksPerPartition``, default
+4; a partition holds blocks of one ledger in one object). A partition is
 small and picklable (URL, driver options, key, byte ranges, entry ranges).
+A store mixing both formats is read with each entry once (see
+:mod:`offload_core.spark.segment_planning`).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
 strictly.
 
@@ -52,12 +56,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
+from ..formats import pulsar_v2 as v2
 from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..plugins import open_driver
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
 from .read_options import Decode, ReadOptions, parse_read_options
+from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
@@ -77,6 +83,7 @@ class BlockRangePartition(InputPartition):
     blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
     entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
     entry_bounds: ColumnBounds = ANY_VALUE
+    streaming: bool = False  # blocks of a PIP-76 segment (one ledger's run in it)
 
     def wants(self, entry_id: int) -> bool:
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
@@ -122,6 +129,12 @@ def plan_partitions(
                     parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds
                 )
             )
+    for run in plan_segment_blocks(parsed, skip_ledgers={ledger.ledger_id for ledger in targets},
+                                   ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):  # fmt: skip
+        for first in range(0, len(run.blocks), parsed.blocks_per_partition):
+            group = tuple(run.blocks[first : first + parsed.blocks_per_partition])
+            partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
+                                                  group, run.entry_ranges, entry_bounds, streaming=True))  # fmt: skip
     return partitions
 
 
@@ -165,17 +178,34 @@ def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[M
     driver = open_driver(partition.url, **options)
     try:
         for offset, end, first_entry_id in partition.blocks:
-            block = v1.decode_block(driver.read(partition.data_key, offset, end))
-            if block.header.first_entry_id != first_entry_id:
-                raise FormatError(
-                    f"{partition.data_key} at byte {offset}: block starts at entry "
-                    f"{block.header.first_entry_id}, its index says {first_entry_id}"
-                )
-            for entry_id, payload in block.entries:
+            entries = _block_entries(partition, driver.read(partition.data_key, offset, end), offset, first_entry_id)
+            for entry_id, payload in entries:
                 if partition.wants(entry_id):
                     yield from entry_rows(partition.ledger_id, entry_id, payload, decode)
     finally:
         driver.close()
+
+
+def _block_entries(
+    partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int
+) -> tuple[tuple[int, bytes], ...]:
+    """Decode one block strictly and check it is the one the index named."""
+    if partition.streaming:
+        segment_block = v2.decode_block(data)
+        header = (segment_block.header.ledger_id, segment_block.header.first_entry_id)
+        if header != (partition.ledger_id, first_entry_id):
+            raise FormatError(
+                f"{partition.data_key} at byte {offset}: block holds ledger {header[0]} from entry {header[1]}, "
+                f"its index says ledger {partition.ledger_id} from {first_entry_id}"
+            )
+        return segment_block.entries
+    block = v1.decode_block(data)
+    if block.header.first_entry_id != first_entry_id:
+        raise FormatError(
+            f"{partition.data_key} at byte {offset}: block starts at entry "
+            f"{block.header.first_entry_id}, its index says {first_entry_id}"
+        )
+    return block.entries
 
 
 class PulsarOffloadReader(DataSourceReader):

@@ -1,0 +1,128 @@
+"""Planning the ``pulsar-offload`` read of PIP-76 segments: every complete
+segment's index is read, and each ledger's run of blocks in a segment is
+cut into partitions like a v1 ledger's blocks.
+
+A bare store has no metadata to say which copy of an entry counts, so the
+plan makes each ``(ledger, entry)`` come out once: a ledger that also has a
+complete v1 object is read from that object only (it holds the whole
+ledger: it was offloaded whole after streaming was switched off); and the
+segments of a ledger are ordered by the entry they start it at, each kept
+up to the entry before the next one starts (two starting at the same entry,
+a duplicate left by a crash, count once: the first by uuid)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..formats import pulsar_v2 as v2
+from ..offload.segment_inventory import StoredSegment, find_segments
+from ..plugins import open_driver
+from ..storage import StorageDriver
+from .column_bounds import ANY_VALUE, ColumnBounds
+from .read_options import ReadOptions
+
+__all__ = ["SegmentBlocks", "plan_segment_blocks"]
+
+_PLANNING_THREADS = 8
+
+
+@dataclass(frozen=True)
+class SegmentBlocks:
+    """One ledger's blocks in one segment, and the entries to keep of them."""
+
+    ledger_id: int
+    data_key: str
+    blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
+    entry_ranges: tuple[tuple[int, int | None], ...]
+
+
+def plan_segment_blocks(
+    options: ReadOptions,
+    *,
+    skip_ledgers: Collection[int],
+    ledger_bounds: ColumnBounds = ANY_VALUE,
+    entry_bounds: ColumnBounds = ANY_VALUE,
+) -> list[SegmentBlocks]:
+    """The segment blocks the read needs, per ledger and segment, in
+    ledger order; ledgers in ``skip_ledgers`` (read from v1 objects) and
+    ledgers or entries the selection and bounds exclude are left out."""
+    open_options: dict[str, Any] = dict(options.driver_options)
+    driver = open_driver(options.url, **open_options)
+    try:
+        segments = [segment for segment in find_segments(driver) if segment.complete]
+    finally:
+        driver.close()
+    runs: dict[int, list[tuple[int, str, str, v2.SegmentIndex]]] = {}
+    for segment, index in zip(segments, _read_indexes(options, segments), strict=True):
+        data_key = segment.prefix + v2.segment_data_key(segment.uuid)
+        for section in index.ledgers:
+            ledger_id = section.ledger_id
+            if ledger_id in skip_ledgers or not options.selection.wants_ledger(ledger_id):
+                continue
+            if not ledger_bounds.admits(ledger_id):
+                continue
+            runs.setdefault(ledger_id, []).append((section.first_entry_id, segment.uuid, data_key, index))
+    planned: list[SegmentBlocks] = []
+    for ledger_id in sorted(runs):
+        ordered = sorted(runs[ledger_id], key=lambda run: (run[0], run[1]))
+        starts = [run[0] for run in ordered]
+        for position, (first, _uuid, data_key, index) in enumerate(ordered):
+            if position and starts[position - 1] == first:
+                continue  # a second copy of the same run
+            following = [start for start in starts[position + 1 :] if start > first]
+            cap = following[0] - 1 if following else None
+            ranges = _clip(options.selection.entry_ranges(ledger_id), first, cap)
+            rows = index.section(ledger_id).rows
+            blocks = []
+            for number, row in enumerate(rows):
+                last = rows[number + 1].first_entry_id - 1 if number + 1 < len(rows) else cap
+                if _overlaps(row.first_entry_id, last, ranges) and entry_bounds.overlaps(
+                    row.first_entry_id, last if last is not None else 2**63 - 1
+                ):
+                    blocks.append((row.offset, index.block_end(row), row.first_entry_id))
+            if blocks and ranges:
+                planned.append(SegmentBlocks(ledger_id, data_key, tuple(blocks), ranges))
+    return planned
+
+
+def _clip(
+    ranges: tuple[tuple[int, int | None], ...], first: int, cap: int | None
+) -> tuple[tuple[int, int | None], ...]:
+    clipped = []
+    for start, end in ranges:
+        low = max(start, first)
+        high = end if cap is None else cap if end is None else min(end, cap)
+        if high is None or low <= high:
+            clipped.append((low, high))
+    return tuple(clipped)
+
+
+def _overlaps(first: int, last: int | None, ranges: tuple[tuple[int, int | None], ...]) -> bool:
+    return any((last is None or start <= last) and (end is None or first <= end) for start, end in ranges)
+
+
+def _read_indexes(options: ReadOptions, segments: list[StoredSegment]) -> list[v2.SegmentIndex]:
+    """Every segment's index, fetched by a few threads, each with its own driver."""
+    local = threading.local()
+    driver_options: dict[str, Any] = dict(options.driver_options)
+    opened: list[StorageDriver] = []
+    lock = threading.Lock()
+
+    def read(segment: StoredSegment) -> v2.SegmentIndex:
+        driver = getattr(local, "driver", None)
+        if driver is None:
+            driver = local.driver = open_driver(options.url, **driver_options)
+            with lock:
+                opened.append(driver)
+        return v2.decode_index(driver.read(segment.prefix + v2.segment_index_key(segment.uuid)))
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(segments)))) as pool:
+            return list(pool.map(read, segments))
+    finally:
+        for driver in opened:
+            driver.close()
