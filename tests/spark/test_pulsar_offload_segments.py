@@ -49,8 +49,10 @@ def mixed(tmp_path: Path) -> tuple[str, dict[int, list[bytes]]]:
     for ledger_id in (3, 7):
         offloader.offload(InMemoryReadHandle(ledger_id, ledgers[ledger_id]), uuid.uuid4())
     stream(url, [Entry(5, e, d) for e, d in enumerate(ledgers[5][:180])])
-    stream(url, [Entry(5, e, d) for e, d in enumerate(ledgers[5]) if e >= 180]
-           + [Entry(6, e, d) for e, d in enumerate(ledgers[6])] + [Entry(7, e, d) for e, d in enumerate(ledgers[7][:60])])  # fmt: skip
+    second = [Entry(5, e, d) for e, d in enumerate(ledgers[5]) if e >= 180]
+    second += [Entry(6, e, d) for e, d in enumerate(ledgers[6])]
+    second += [Entry(7, e, d) for e, d in enumerate(ledgers[7][:60])]
+    stream(url, second)
     return url, ledgers
 
 
