@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import FormatError
@@ -220,11 +220,25 @@ class BlockGrouper:
         """Bytes of the block being filled (0 when none is open)."""
         return 0 if self._block is None else len(self._block)
 
-    def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> list[EncodedSegmentBlock]:
+    def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> Sequence[EncodedSegmentBlock]:
         """Add one entry; return the blocks it finished (none, the open one
         of a previous ledger, this entry's own, or both)."""
-        if len(payload) > _INT32_MAX:
-            raise FormatError(f"entry {ledger_id}:{entry_id} is {len(payload)} bytes; the format's limit is 2^31-1")
+        size = len(payload)
+        block = self._block
+        if (
+            ledger_id == self._ledger_id
+            and entry_id == self._next_entry_id
+            and block is not None
+            and size <= _INT32_MAX
+        ):
+            # The common case, kept short: the next entry of the open block's ledger.
+            block += _ENTRY_HEADER.pack(size, entry_id)
+            block += payload
+            self._payload += size
+            self._next_entry_id = entry_id + 1
+            return (self._finish(),) if self._payload >= self._size else ()
+        if size > _INT32_MAX:
+            raise FormatError(f"entry {ledger_id}:{entry_id} is {size} bytes; the format's limit is 2^31-1")
         finished: list[EncodedSegmentBlock] = []
         if ledger_id != self._ledger_id:
             if ledger_id in self._ledgers_done or ledger_id < 0 or entry_id < 0:

@@ -191,7 +191,7 @@ class ManagedLedger(StreamingLifecycle, OffloadLifecycle, TieredReads, Retention
             position = Position(current.ledger_id, entry_id)
             if self._current_is_full():
                 self._seal_current()
-            self._stream_if_enabled()
+            self._stream_if_enabled(len(data))
         return position
 
     def _current_is_full(self) -> bool:
@@ -240,7 +240,7 @@ class ManagedLedger(StreamingLifecycle, OffloadLifecycle, TieredReads, Retention
         # the broker's background threads do it, so the append that sealed
         # the ledger returns at once.
         self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
-        self._stream_if_enabled()
+        self._stream_if_enabled(sealed=True)
 
     def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
         """Offload sealed ledgers before ``position`` (see

@@ -56,9 +56,12 @@ __all__ = ["SegmentState", "StreamingLifecycle"]
 
 log = logging.getLogger(__name__)
 
-_BATCH_ENTRIES = 256
+_BATCH_ENTRIES = 2048
+_BATCH_BYTES = 1 << 20
 # How often an append looks the streaming policy up again.
 _POLICY_RECHECK_SECONDS = 1.0
+# Appended bytes that make a pump worth scheduling before a second has passed.
+_PUMP_AFTER_BYTES = 1 << 20
 
 
 class StreamingLifecycle(LedgerCore):
@@ -79,6 +82,8 @@ class StreamingLifecycle(LedgerCore):
     _streaming_on: bool
     _streaming_checked: float
     _stream_closing: bool
+    _stream_waiting: int
+    _stream_requested: float
     _store_status: Callable[[OffloadStatus], None]
     delete_hot_copies_past_lag: Callable[[], list[int]]
 
@@ -97,17 +102,26 @@ class StreamingLifecycle(LedgerCore):
         self._streaming_on = False
         self._streaming_checked = float("-inf")
         self._stream_closing = False
+        self._stream_waiting = 0
+        self._stream_requested = float("-inf")
 
     # -- triggering --------------------------------------------------------------
 
-    def _stream_if_enabled(self) -> None:
-        """After an append or a seal (under the ledger lock): request a pump
-        if streaming is on. Cheap: the policy is looked up once a second."""
+    def _stream_if_enabled(self, appended: int = 0, *, sealed: bool = False) -> None:
+        """After an append of ``appended`` bytes or a seal (under the ledger
+        lock): request a pump if streaming is on and enough is waiting (a
+        megabyte, a second's worth, or a sealed ledger), so appends do not
+        each schedule work. Cheap: the policy is looked up once a second."""
         now = self._clock()
         if not now - self._streaming_checked < _POLICY_RECHECK_SECONDS:
             self._streaming_checked = now
             self._streaming_on = bool(self.policies().streaming_enabled)
-        if self._streaming_on or self._segment is not None:
+        if not (self._streaming_on or self._segment is not None):
+            return
+        self._stream_waiting += appended
+        if sealed or self._stream_waiting >= _PUMP_AFTER_BYTES or not now - self._stream_requested < 1.0:
+            self._stream_waiting = 0
+            self._stream_requested = now
             self._request_pump()
 
     def _request_pump(self) -> None:
@@ -203,26 +217,21 @@ class StreamingLifecycle(LedgerCore):
                 self._open_segment(policies)
             segment = self._segment
             assert segment is not None
-            for entry in self._read_for_stream(*step):
-                if entry.ledger_id not in self._segment_ledgers:
-                    self._assign(entry.ledger_id)
-                result = segment.offer_entry(entry)
-                if result is OfferResult.SUCCESS:
-                    offered += 1
-                    self._stream_next = Position(entry.ledger_id, entry.entry_id + 1)
-                    if segment.closed and not self._finish_segment():
-                        return offered
-                    if segment.closed:
-                        break
-                    continue
-                if result is OfferResult.FAIL_BUFFER_FULL:
-                    return offered  # the upload calls back when a part has left the buffer
-                if result is OfferResult.FAIL_SEGMENT_CLOSED:
-                    if not self._finish_segment():
-                        return offered
-                    break
-                raise StateError(f"{self.name}: entry {entry.ledger_id}:{entry.entry_id} does not follow the "
+            ledger_id = step[0]
+            entries = self._read_for_stream(*step)
+            if ledger_id not in self._segment_ledgers:
+                self._assign(ledger_id)
+            taken, result = segment.offer_entries(entries)
+            offered += taken
+            if taken:
+                self._stream_next = Position(ledger_id, entries[taken - 1].entry_id + 1)
+            if result is OfferResult.FAIL_BUFFER_FULL:
+                return offered  # the upload calls back when a part has left the buffer
+            if result is OfferResult.FAIL_NOT_CONSECUTIVE:
+                raise StateError(f"{self.name}: entry {ledger_id}:{entries[taken].entry_id} does not follow the "
                                  f"segment's last ({segment.last_offered()}); this is a bug")  # fmt: skip
+            if segment.closed and not self._finish_segment():
+                return offered
 
     def _next_stream_step(self) -> tuple[int, int, int] | None:
         """Under the lock: the next run of entries to stream (ledger, first,
@@ -240,10 +249,19 @@ class StreamingLifecycle(LedgerCore):
                 last = self._last_entry_id(ledger_id)
                 if first <= last:
                     self._stream_next = Position(ledger_id, first)
-                    return ledger_id, first, min(last, first + _BATCH_ENTRIES - 1)
+                    return ledger_id, first, min(last, first + self._stream_batch(ledger_id) - 1)
                 if self._current is not None and self._current.ledger_id == ledger_id:
                     return None
             return None
+
+    def _stream_batch(self, ledger_id: int) -> int:
+        """Under the lock: entries to read at once, about a megabyte of them."""
+        if self._current is not None and self._current.ledger_id == ledger_id:
+            count, size = self._current.entry_count, self._current.length
+        else:
+            count, size = int(self._ledgers_by_id[ledger_id].entries), int(self._ledgers_by_id[ledger_id].size)
+        average = max(1, size // max(1, count))
+        return max(1, min(_BATCH_ENTRIES, _BATCH_BYTES // average))
 
     def _read_for_stream(self, ledger_id: int, first: int, last: int) -> list[Entry]:
         with self._lock:
@@ -397,12 +415,16 @@ class StreamingLifecycle(LedgerCore):
         """At close: complete the open segment (a failure leaves it for the
         next open to clean up)."""
         self._stream_closing = True
-        if self._segment is None or not self._stream_lock.acquire(timeout=600):
+        if not (self._streaming_on or self._segment is not None) or not self._stream_lock.acquire(timeout=600):
             return
         try:
+            self._pump_once()  # what appends left waiting goes in first
             if self._segment is not None:
                 self._segment.close()
                 self._finish_segment()
+        except OffloadError as exc:
+            log.warning("completing the open segment of %s at close failed (cleaned up at the next open): %s",
+                        self.name, exc)  # fmt: skip
         finally:
             self._stream_lock.release()
 

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, OffloadError, StateError
@@ -163,7 +163,10 @@ class OffloadHandle:
         self._on_room = on_room
         self._opened_at = clock()
         self._grouper = v2.BlockGrouper(limits.streaming_block_size)
-        self._ranges: list[SegmentLedgerRange] = []
+        self._ranges: list[SegmentLedgerRange] = []  # finished runs; the current one is in the three below
+        self._last_ledger = -1
+        self._first_entry = 0
+        self._last_entry = -1
         self._rows: list[tuple[int, v2.SegmentRow]] = []
         self._queue: deque[bytearray] = deque()
         self._queued_bytes = 0
@@ -205,34 +208,52 @@ class OffloadHandle:
         """Whether an entry of ``size`` bytes would be taken now."""
         with self._lock:
             self._close_if_due()
-            return not self._closed and self._has_room(size)
+            if self._closed:
+                return False
+            needed = v1.ENTRY_HEADER_LENGTH + size + (0 if self._open_block_bytes else v1.BLOCK_HEADER_LENGTH)
+            return self._buffered() + needed <= self.limits.max_buffer_size or not (self._queue or self._in_flight)
 
     def offer_entry(self, entry: Entry) -> OfferResult:
         """Add ``entry`` to the segment, or say why not."""
+        return self.offer_entries((entry,))[1]
+
+    def offer_entries(self, entries: Sequence[Entry]) -> tuple[int, OfferResult]:
+        """Add ``entries`` in order, as many as are taken: how many, and
+        ``SUCCESS`` or why the next one was not (as :meth:`offer_entry`)."""
         with self._lock:
             self._close_if_due()
-            if self._closed:
-                return OfferResult.FAIL_SEGMENT_CLOSED
-            if not self._follows(entry):
-                return OfferResult.FAIL_NOT_CONSECUTIVE
-            if not self._has_room(len(entry.data)):
-                return OfferResult.FAIL_BUFFER_FULL
-            finished = self._grouper.add(entry.ledger_id, entry.entry_id, entry.data)
-            self._record(entry)
-            for block in finished:
-                self._enqueue(block)
-            self._open_block_bytes = self._grouper.open_block_bytes
-            self._peak_buffered = max(self._peak_buffered, self._buffered())
-            if self._grouper.offset + self._open_block_bytes >= self.limits.max_segment_size:
-                self._close()
-            return OfferResult.SUCCESS
+            limit = self.limits.max_buffer_size
+            for taken, entry in enumerate(entries):
+                if self._closed:
+                    return taken, OfferResult.FAIL_SEGMENT_CLOSED
+                size = len(entry.data)
+                if entry.ledger_id == self._last_ledger and entry.entry_id == self._last_entry + 1:
+                    self._last_entry += 1
+                elif self._starts_ledger(entry):
+                    self._begin_range(entry)
+                else:
+                    return taken, OfferResult.FAIL_NOT_CONSECUTIVE
+                buffered = self._queued_bytes + self._in_flight + self._open_block_bytes
+                header = v1.ENTRY_HEADER_LENGTH + (0 if self._open_block_bytes else v1.BLOCK_HEADER_LENGTH)
+                # An entry larger than the room left is still taken when nothing
+                # waits for the upload: the block being filled could never close.
+                if buffered + header + size > limit and (self._queue or self._in_flight):
+                    self._undo_last(entry)
+                    return taken, OfferResult.FAIL_BUFFER_FULL
+                for block in self._grouper.add(entry.ledger_id, entry.entry_id, entry.data):
+                    self._enqueue(block)
+                self._open_block_bytes = self._grouper.open_block_bytes
+                buffered = self._queued_bytes + self._in_flight + self._open_block_bytes
+                if buffered > self._peak_buffered:
+                    self._peak_buffered = buffered
+                if self._grouper.offset + self._open_block_bytes >= self.limits.max_segment_size:
+                    self._close()
+            return len(entries), OfferResult.SUCCESS
 
     def last_offered(self) -> tuple[int, int] | None:
         """``(ledger id, entry id)`` of the last entry taken, if any."""
         with self._lock:
-            if not self._ranges:
-                return None
-            return self._ranges[-1].ledger_id, self._ranges[-1].last_entry_id
+            return (self._last_ledger, self._last_entry) if self._last_ledger >= 0 else None
 
     def close_if_due(self) -> bool:
         """Close the segment if it has reached its rollover age; whether it is closed."""
@@ -264,26 +285,35 @@ class OffloadHandle:
             self._changed.notify_all()
         self._done.wait()
 
-    def _follows(self, entry: Entry) -> bool:
-        if not self._ranges:
+    def _starts_ledger(self, entry: Entry) -> bool:
+        """Whether ``entry`` may begin a run: the segment's first entry, or
+        the first entry of a later ledger."""
+        if self._last_ledger < 0:
             return entry.ledger_id >= 0 and entry.entry_id >= 0
-        last = self._ranges[-1]
-        if entry.ledger_id == last.ledger_id:
-            return entry.entry_id == last.last_entry_id + 1
-        return entry.ledger_id > last.ledger_id and entry.entry_id == 0
+        return entry.ledger_id > self._last_ledger and entry.entry_id == 0
 
-    def _record(self, entry: Entry) -> None:
-        if self._ranges and self._ranges[-1].ledger_id == entry.ledger_id:
-            last = self._ranges[-1]
-            self._ranges[-1] = SegmentLedgerRange(last.ledger_id, last.first_entry_id, entry.entry_id)
+    def _begin_range(self, entry: Entry) -> None:
+        if self._last_ledger >= 0:
+            self._ranges.append(SegmentLedgerRange(self._last_ledger, self._first_entry, self._last_entry))
+        self._last_ledger, self._first_entry, self._last_entry = entry.ledger_id, entry.entry_id, entry.entry_id
+
+    def _undo_last(self, entry: Entry) -> None:
+        """Forget ``entry``, recorded but then refused for want of room."""
+        if self._last_entry > self._first_entry:
+            self._last_entry -= 1
+        elif self._ranges:
+            last = self._ranges.pop()
+            self._last_ledger, self._first_entry, self._last_entry = (
+                last.ledger_id,
+                last.first_entry_id,
+                last.last_entry_id,
+            )
         else:
-            self._ranges.append(SegmentLedgerRange(entry.ledger_id, entry.entry_id, entry.entry_id))
+            self._last_ledger, self._first_entry, self._last_entry = -1, 0, -1
 
-    def _has_room(self, size: int) -> bool:
-        # An entry larger than the room left is still taken when nothing
-        # waits for the upload: the block being filled could never close.
-        needed = v1.ENTRY_HEADER_LENGTH + size + (0 if self._open_block_bytes else v1.BLOCK_HEADER_LENGTH)
-        return self._buffered() + needed <= self.limits.max_buffer_size or not (self._queue or self._in_flight)
+    def _all_ranges(self) -> tuple[SegmentLedgerRange, ...]:
+        current = (SegmentLedgerRange(self._last_ledger, self._first_entry, self._last_entry),)
+        return tuple(self._ranges) + current if self._last_ledger >= 0 else ()
 
     def _buffered(self) -> int:
         return self._queued_bytes + self._in_flight + self._open_block_bytes
@@ -343,7 +373,7 @@ class OffloadHandle:
             self._event("offload.started", uuid=self.uuid, key=self.data_key)
             info = self._driver.write(self.data_key, self._parts(first), metadata=self._object_metadata)
             with self._lock:
-                rows, ranges = list(self._rows), tuple(self._ranges)
+                rows, ranges = list(self._rows), self._all_ranges()
             index = v2.index_for_blocks(
                 rows,
                 data_object_length=info.size,
