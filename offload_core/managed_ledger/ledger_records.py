@@ -92,12 +92,15 @@ def driver_metadata(context: OffloadContext) -> dict[str, str]:
 
 def clear_context(info: ManagedLedgerInfo, ledger_id: int, uid: uuid_module.UUID) -> None:
     """Clear ledger ``ledger_id``'s offload context if it is still the
-    unfinished attempt ``uid`` (not replaced, not completed meanwhile)."""
+    unfinished attempt ``uid`` (not replaced, not completed meanwhile),
+    keeping the segments that streamed part of it."""
     for ledger in info.ledgerInfo:
         if ledger.ledgerId == ledger_id:
             context = ledger.offloadContext
             if context.HasField("uidMsb") and uuid_of(context) == uid and not context.complete:
+                segments = list(context.offloadSegment)  # streamed parts stay recorded
                 ledger.ClearField("offloadContext")
+                ledger.offloadContext.offloadSegment.extend(segments)
 
 
 def parse_info(raw: bytes, path: str) -> ManagedLedgerInfo:

@@ -280,8 +280,12 @@ class OffloadLifecycle(LedgerCore):
             target = self._find(info, ledger_id)
             if target.offloadContext.complete:
                 raise StateError(f"ledger {ledger_id} was offloaded meanwhile")
+            # Segments that streamed part of the ledger stay recorded, so they
+            # are deleted with their last ledger rather than orphaned.
+            segments = list(target.offloadContext.offloadSegment)
             target.ClearField("offloadContext")
             context = target.offloadContext
+            context.offloadSegment.extend(segments)
             context.uidMsb, context.uidLsb = uid_halves(uid)
             context.complete = False
             context.driverMetadata.name = settings["driver"]

@@ -180,6 +180,10 @@ def test_switching_completes_the_segment_and_both_formats_stay_readable(
     entries = read_everything(broker)
     assert [e.entry.data for e in entries] == [payload(n) for n in range(310)]
     assert [e.tier for e in entries[:300]] == ["offloaded"] * 300
+    # The segment that holds part of the second ledger stays recorded with it too.
+    (segment,) = ledger.segments()
+    assert [lid for lid, _, _ in segment.ledgers] == [s.ledger_id for s in states[:2]]
+    assert stored_segments(faulty) == {segment.uuid}
 
 
 def test_enabling_streaming_backfills_sealed_ledgers_oldest_first(make_broker: Any, faulty: FaultyStorePlugin) -> None:
