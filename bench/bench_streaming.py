@@ -139,8 +139,10 @@ def main() -> None:
                   f"{1000 * streamed:.0f} ms; throughput ratio {raw / streamed:.2f} (goal >= 0.9)")  # fmt: skip
         slow = SlowStore(driver)
         _, peak = stream_seconds(slow, limits)
-        print(f"slow store (20 ms per part): peak buffer {peak / 2**20:.1f} MiB, bound "
-              f"{limits.max_buffer_size / 2**20:.1f} MiB ({'within' if peak <= limits.max_buffer_size else 'OVER'})")
+        print(
+            f"slow store (20 ms per part): peak buffer {peak / 2**20:.1f} MiB, bound "
+            f"{limits.max_buffer_size / 2**20:.1f} MiB ({'within' if peak <= limits.max_buffer_size else 'OVER'})"
+        )
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ def _printer(progress: Any) -> None:
 def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, master: str | None) -> None:
     """Offload every sealed ledger not offloaded yet, one Spark task per
     ledger; each ledger is marked offloaded once all its objects are written.
+    A topic with streaming offload on is backfilled in segments of its
+    configured size instead, one Spark task per segment.
 
     The topics must not be open in a running broker. Exits 1 if any ledger
     failed (those stay as they were)."""
@@ -60,8 +62,18 @@ def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, ma
             )
         else:
             click.echo(f"FAILED     {outcome.topic} ledger {outcome.ledger_id}: {outcome.error}")
-    click.echo(f"backfill: {len(result.offloaded)} offloaded, {len(result.failed)} failed", err=True)
-    if result.failed:
+    for segment in result.segments:
+        held = ", ".join(f"{lid}:{first}..{last}" for lid, first, last in segment.runs)
+        if segment.error is None:
+            click.echo(f"streamed   {segment.topic} segment {segment.uuid} ({held}): {segment.data_bytes} bytes")
+        else:
+            click.echo(f"FAILED     {segment.topic} segment {segment.uuid} ({held}): {segment.error}")
+    summary = f"backfill: {len(result.offloaded)} offloaded, {len(result.failed)} failed"
+    if result.segments:
+        written = len(result.segments) - len(result.failed_segments)
+        summary += f"; {written} segment(s) written, {len(result.failed_segments)} failed"
+    click.echo(summary, err=True)
+    if result.failed or result.failed_segments:
         raise SystemExit(1)
 
 

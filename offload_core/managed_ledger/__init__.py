@@ -7,6 +7,8 @@ from .managed_ledger import Cursor, LedgerState, ManagedLedger, OffloadStatus, T
 from .metadata_store import MetadataStore, SqliteMetadataStore, Versioned
 from .offload_ticket import OffloadTicket, write_offload
 from .policies import OffloadPolicies, PolicyStore, ReadPriority, TopicName
+from .segment_records import SegmentState
+from .segment_tickets import SegmentTicket, write_segment
 
 __all__ = [
     "Broker",
@@ -21,6 +23,8 @@ __all__ = [
     "OffloadTicket",
     "PolicyStore",
     "ReadPriority",
+    "SegmentState",
+    "SegmentTicket",
     "SqliteMetadataStore",
     "TieredEntry",
     "TopicName",
@@ -28,4 +32,5 @@ __all__ = [
     "load_config",
     "parse_config",
     "write_offload",
+    "write_segment",
 ]

@@ -191,6 +191,16 @@ class LedgerFile:
 
     # -- reading ---------------------------------------------------------------
 
+    def payload_bytes(self, first: int, end: int) -> int:
+        """Payload bytes of entries ``first`` up to (not including) ``end``,
+        from the record offsets alone (no read): what a binary search over
+        entry positions needs. ``0 <= first <= end <= entry_count``."""
+        if not 0 <= first <= end <= len(self._offsets):
+            raise InvalidRangeError(f"ledger {self.ledger_id}: no entry range {first}..{end - 1}")
+        stop = self._offsets[end] if end < len(self._offsets) else self._end
+        start = self._offsets[first] if first < len(self._offsets) else self._end
+        return stop - start - (end - first) * _RECORD.size
+
     def read(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` inclusive; :class:`InvalidRangeError` outside the ledger."""
         if first < 0 or first > last or last > self.last_entry_id:

@@ -52,6 +52,7 @@ from .metadata_store import MetadataStore
 from .offload_lifecycle import OffloadLifecycle
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
+from .segment_backfill import SegmentBackfill
 from .shared_handles import SharedHandleCache
 from .streaming_lifecycle import SegmentState, StreamingLifecycle
 from .tiered_reads import TieredReads
@@ -72,7 +73,7 @@ log = logging.getLogger(__name__)
 _OFFLOADED_HANDLES_OPEN = 16
 
 
-class ManagedLedger(StreamingLifecycle, OffloadLifecycle, TieredReads, Retention):
+class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, TieredReads, Retention):
     """One topic's log. Open it through :class:`~offload_core.managed_ledger.Broker`.
 
     Only one process may have a managed ledger open (an ``flock`` on its

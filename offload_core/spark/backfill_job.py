@@ -7,6 +7,12 @@ all written is *completed* with compare-and-set, and each that failed is
 abandoned (its objects deleted). A crash of the driver mid-way leaves
 prepared offloads that are cleaned up when the topic is next opened.
 
+A topic with streaming offload (PIP-76) on is backfilled in segments
+instead: its sealed entries not yet in a segment are cut into segments of
+the configured size by binary search over entry positions (no scan), each
+segment is assigned in the metadata, written by one task, then completed or
+abandoned the same way.
+
 The topics must not be open in another process (their lock file says so),
 and executors must reach the data directory's hot-tier files (local mode,
 or a shared filesystem) and the object store.
@@ -15,15 +21,24 @@ or a shared filesystem) and the object store.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import NotFoundError, OffloadError
-from ..managed_ledger import Broker, BrokerConfig, OffloadStatus, OffloadTicket, TopicName, write_offload
+from ..managed_ledger import (
+    Broker,
+    BrokerConfig,
+    OffloadStatus,
+    OffloadTicket,
+    SegmentTicket,
+    TopicName,
+    write_offload,
+    write_segment,
+)
 from .progress import Progress, run_with_progress
 
-__all__ = ["BackfillResult", "LedgerOutcome", "backfill"]
+__all__ = ["BackfillResult", "LedgerOutcome", "SegmentOutcome", "backfill"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +53,26 @@ class LedgerOutcome:
 
 
 @dataclass(frozen=True)
+class SegmentOutcome:
+    """One segment of a streaming topic's backfill: the entries it holds
+    (``(ledger, first, last)``), the bytes written, or the error."""
+
+    topic: str
+    uuid: str
+    runs: tuple[tuple[int, int, int], ...]
+    data_bytes: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class BackfillResult:
     ledgers: list[LedgerOutcome]
     statuses: dict[str, OffloadStatus]
+    segments: list[SegmentOutcome] = field(default_factory=list)
+
+    @property
+    def failed_segments(self) -> list[SegmentOutcome]:
+        return [outcome for outcome in self.segments if outcome.error is not None]
 
     @property
     def offloaded(self) -> list[LedgerOutcome]:
@@ -60,7 +92,8 @@ def backfill(
     progress: Callable[[Progress], None] | None = None,
 ) -> BackfillResult:
     """Offload every sealed, not yet offloaded ledger of ``topics`` (all
-    topics in ``data_dir`` when ``None``), one Spark task per ledger.
+    topics in ``data_dir`` when ``None``), one Spark task per ledger, or
+    per segment for a topic with streaming offload on.
 
     A ledger that fails is reported in the result and left as it was (not
     offloaded, no objects); it does not stop the others.
@@ -78,48 +111,80 @@ def backfill(
                 f"no topic {', '.join(unknown)} in {broker.data_dir}; list them with `offload topics list`"
             )
         ledgers = {str(name): broker.topic(name) for name in names}
-        tickets: list[tuple[str, OffloadTicket]] = []
+        tickets: list[tuple[str, OffloadTicket | SegmentTicket]] = []
         try:
             for topic, ledger in ledgers.items():
-                tickets += [(topic, ledger.prepare_offload(ledger_id)) for ledger_id in ledger.offloadable_ledgers()]
+                if ledger.policies().streaming_enabled:
+                    tickets += [(topic, ticket) for ticket in ledger.prepare_segment_tickets()]
+                else:
+                    tickets += [(topic, ledger.prepare_offload(lid)) for lid in ledger.offloadable_ledgers()]
 
-            def write_all() -> list[tuple[int, str | None]]:
+            def write_all() -> list[tuple[int, str | None, dict[int, int]]]:
                 if not tickets:
                     return []
                 rdd = spark.sparkContext.parallelize([ticket for _, ticket in tickets], len(tickets))
                 return rdd.map(_write).collect()  # type: ignore[no-any-return]
 
-            written = run_with_progress(spark, f"backfill: offloading {len(tickets)} ledger(s)", write_all, progress)
+            streamed = sum(1 for _, ticket in tickets if isinstance(ticket, SegmentTicket))
+            what = f"offloading {len(tickets) - streamed} ledger(s)" + (f", {streamed} segment(s)" if streamed else "")
+            written = run_with_progress(spark, f"backfill: {what}", write_all, progress)
         except BaseException:
             for topic, ticket in tickets:
-                ledgers[topic].abandon_offload(ticket)
+                _abandon(ledgers[topic], ticket)
             raise
         outcomes: list[LedgerOutcome] = []
-        for (topic, ticket), (data_bytes, error) in zip(tickets, written, strict=True):
+        segments: list[SegmentOutcome] = []
+        for (topic, ticket), (data_bytes, error, ends) in zip(tickets, written, strict=True):
             ledger = ledgers[topic]
             if error is None:
                 try:
-                    ledger.complete_offload(ticket)
+                    if isinstance(ticket, SegmentTicket):
+                        ledger.complete_segment_ticket(ticket, ends)
+                    else:
+                        ledger.complete_offload(ticket)
                 except OffloadError as exc:
                     error = f"completing: {type(exc).__name__}: {exc}"
             if error is not None:
-                ledger.abandon_offload(ticket)
-            outcomes.append(LedgerOutcome(topic, ticket.ledger_id, ticket.uuid, data_bytes, error))
+                error = _abandon(ledger, ticket, error)
+            if isinstance(ticket, SegmentTicket):
+                runs = tuple((run.ledger_id, run.first_entry_id, run.last_entry_id) for run in ticket.runs)
+                segments.append(SegmentOutcome(topic, ticket.uuid, runs, data_bytes, error))
+            else:
+                outcomes.append(LedgerOutcome(topic, ticket.ledger_id, ticket.uuid, data_bytes, error))
         statuses = {
             topic: ledger.record_offload_run(
-                sum(1 for o in outcomes if o.topic == topic and o.error is None),
-                {o.ledger_id: o.error for o in outcomes if o.topic == topic and o.error is not None},
+                sum(1 for o in outcomes if o.topic == topic and o.error is None)
+                + sum(1 for o in segments if o.topic == topic and o.error is None),
+                {o.ledger_id: o.error for o in outcomes if o.topic == topic and o.error is not None}
+                | {o.runs[0][0]: o.error for o in segments if o.topic == topic and o.error is not None},
             )
             for topic, ledger in ledgers.items()
         }
-    return BackfillResult(outcomes, statuses)
+    return BackfillResult(outcomes, statuses, segments)
 
 
-def _write(ticket: OffloadTicket) -> tuple[int, str | None]:
-    """Runs in a task: one ledger's objects. Errors come back as text so one
-    bad ledger does not fail the others."""
+def _write(ticket: OffloadTicket | SegmentTicket) -> tuple[int, str | None, dict[int, int]]:
+    """Runs in a task: one ledger's objects, or one segment's (with each
+    ledger's last entry in it). Errors come back as text so one bad ledger
+    or segment does not fail the others."""
     try:
+        if isinstance(ticket, SegmentTicket):
+            segment = write_segment(ticket)
+            return segment.data_object_length, None, {r.ledger_id: r.last_entry_id for r in segment.ledgers}
         result = write_offload(ticket)
     except Exception as exc:
-        return 0, f"{type(exc).__name__}: {exc}"
-    return result.data_object_length, None
+        return 0, f"{type(exc).__name__}: {exc}", {}
+    return result.data_object_length, None, {}
+
+
+def _abandon(ledger: Any, ticket: OffloadTicket | SegmentTicket, error: str | None = None) -> str | None:
+    """Undo a ticket that was not completed; a failure to undo is added to
+    ``error`` (the assignment or uid then stays for the next open to clean)."""
+    try:
+        if isinstance(ticket, SegmentTicket):
+            ledger.abandon_segment_ticket(ticket)
+        else:
+            ledger.abandon_offload(ticket)
+    except OffloadError as exc:
+        return f"{error}; cleaning up failed too: {exc}" if error else f"cleaning up failed: {exc}"
+    return error

@@ -114,3 +114,21 @@ def test_an_unknown_topic_is_an_error_and_nothing_is_created(spark: Any, data: P
     assert find_offloaded_ledgers(open_driver(bucket_url(data))) == []
     with Broker(data, CONFIG) as broker:
         assert sorted(map(str, broker.topics())) == sorted(str(TopicName.parse(t)) for t in TOPICS)
+
+
+def test_a_streaming_topic_is_backfilled_in_segments(spark: Any, data: Path) -> None:
+    streaming = {"managedLedgerOffloadStreamingEnabled": True, "maxSizePerOffloadSegmentMbytes": 1}
+    config = parse_config({"managedLedgerMaxEntriesPerLedger": 40, "managedLedgerOffloadMaxBlockSizeInBytes": 2048,
+                           **streaming})  # fmt: skip
+    result = backfill(spark, data, config=config)
+    assert result.ledgers == [] and result.segments and not result.failed_segments
+    assert {status.status for status in result.statuses.values()} == {"success"}
+    with Broker(data, config) as broker:
+        for topic in TOPICS:
+            ledger = broker.topic(topic)
+            assert {s.status for s in ledger.segments()} == {"offloaded"}
+            first = ledger.ledgers()[0].ledger_id
+            entries = ledger.read(Position(first, 0), 440, priority=ReadPriority.OFFLOADED_ONLY)
+            assert [entry.data for entry in entries] == [message(topic, n) for n in range(440)]
+    rows = spark.read.format("pulsar-offload").option("decode", "none").load(bucket_url(data)).count()
+    assert rows == 2 * 440
