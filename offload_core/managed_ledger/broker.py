@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,9 +25,14 @@ class Broker:
     Layout: ``metadata.db`` (SQLite metadata store), ``ledgers/`` (hot-tier
     files), ``bucket/`` (the default offload target, a local directory),
     ``locks/``. ``store`` replaces the SQLite store (a ZooKeeper or etcd
-    one, say); ``clock`` is for tests. Threshold offloads run on the
-    broker's :attr:`background` threads, never on a producer's:
-    :meth:`drain` waits for them, :meth:`close` finishes them first.
+    one, say); ``clock`` is for tests. Threshold offloads, streaming,
+    retention and hot-copy deletion run on the broker's :attr:`background`
+    threads, never on a producer's: :meth:`drain` waits for them,
+    :meth:`close` finishes them first. Every
+    ``retentionCheckIntervalInSeconds`` (120; 0: never) each open topic's
+    :meth:`~ManagedLedger.run_maintenance` is queued there too, so age
+    rollover, time thresholds, the deletion lag and retention apply without
+    anyone calling it.
     """
 
     def __init__(
@@ -53,6 +59,17 @@ class Broker:
         self._clock = clock
         self._open: dict[TopicName, ManagedLedger] = {}
         self.background = BackgroundWork(self.plugins.emit)
+        self._stopping = threading.Event()
+        self._ticker: threading.Thread | None = None
+        if self.config.maintenance_interval_seconds > 0:
+            self._ticker = threading.Thread(target=self._maintain_periodically, name="offload-core-maintenance",
+                                            daemon=True)  # fmt: skip
+            self._ticker.start()
+
+    def _maintain_periodically(self) -> None:
+        while not self._stopping.wait(self.config.maintenance_interval_seconds):
+            for ledger in list(self._open.values()):
+                self.background.submit(f"maintenance of {ledger.name}", ledger.run_maintenance)
 
     def topic(self, name: str | TopicName) -> ManagedLedger:
         """Open (or return the already open) managed ledger of topic ``name``."""
@@ -93,6 +110,9 @@ class Broker:
 
     def close(self) -> None:
         """Finish the background work, then close every topic and the store."""
+        self._stopping.set()
+        if self._ticker is not None:
+            self._ticker.join()
         self.background.close()
         for ledger in self._open.values():
             ledger.close()

@@ -58,6 +58,7 @@ class BrokerConfig:
     max_size_per_ledger_mb: int = 2048
     max_ledger_rollover_minutes: int = 240
     fsync_policy: FsyncPolicy = FsyncPolicy.BATCH
+    maintenance_interval_seconds: int = 120
     source: str = field(default="(defaults)", compare=False)
 
 
@@ -77,6 +78,13 @@ def _boolean(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{key} must be true or false, got {value!r}")
     return value
+
+
+def _not_negative(key: str, value: Any) -> int:
+    number = _integer(key, value)
+    if number < 0:
+        raise ConfigError(f"{key} must not be negative, got {number}")
+    return number
 
 
 def _positive(key: str, value: Any) -> int:
@@ -115,6 +123,8 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerMaxSizePerLedgerMbytes": ("broker", "max_size_per_ledger_mb", _positive),
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("broker", "max_ledger_rollover_minutes", _positive),
     "managedLedgerFsyncPolicy": ("broker", "fsync_policy", lambda k, v: FsyncPolicy.parse(_text(k, v))),
+    # Pulsar's retention check period; here every periodic duty runs on it (0: none, call run_maintenance).
+    "retentionCheckIntervalInSeconds": ("broker", "maintenance_interval_seconds", _not_negative),
 }
 
 

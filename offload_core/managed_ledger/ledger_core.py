@@ -66,6 +66,7 @@ class LedgerCore:
     _ledger_ids: list[int]
     _trimming: set[int]
     _offload_requested: bool
+    _trim_requested: bool
     _schedule: Callable[[str, Callable[[], object]], None]
     _offload_running: bool
     _cleanup_errors: dict[int, str]

@@ -3,6 +3,7 @@ retention time or size, from both tiers) and its durable cursors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from ..errors import (
@@ -22,46 +23,79 @@ from .policies import ReadPriority
 class Retention(LedgerCore):
     """Trimming by retention, and the cursors that hold it back."""
 
+    maybe_offload: Callable[[], object]
+
     # -- retention -------------------------------------------------------------------------
 
     def trim(self) -> list[int]:
         """Delete sealed ledgers past retention (time or size, oldest first)
         that every cursor has consumed, from both tiers: offloaded objects
         and hot file first, then the metadata (a crash in between is
-        finished by the next trim). Returns the trimmed ledger ids."""
+        finished by the next trim). Waits for a running offload or trim.
+        Returns the trimmed ledger ids."""
+        if not self._retention_set():
+            return []
+        with self._exclusive("trim"):
+            return self._trim_locked()
+
+    def trim_in_background(self) -> list[int]:
+        """:meth:`trim` without waiting: when an offload or another trim holds
+        the ledger, the trim is requested and runs when that one lets go (so
+        no trigger is lost). What the broker's background threads call, after
+        a ledger rolls over and periodically."""
+        if not self._retention_set():
+            return []
+        self._trim_requested = True
+        trimmed: list[int] = []
+        while self._trim_requested:
+            if not self._maintenance.acquire(blocking=False):
+                return trimmed  # the holder sees the request when it lets go
+            try:
+                self._trim_requested = False
+                trimmed += self._trim_locked()
+            finally:
+                self._maintenance.release()
+        if self._offload_requested:
+            self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+        return trimmed
+
+    def _retention_set(self) -> bool:
         policies = self.policies()
         minutes, megabytes = policies.retention_time_minutes, policies.retention_size_mb
         assert minutes is not None and megabytes is not None
-        if minutes < 0 and megabytes < 0:
-            return []
-        with self._exclusive("trim"):
-            now = self._now_ms()
+        return minutes >= 0 or megabytes >= 0
+
+    def _trim_locked(self) -> list[int]:
+        policies = self.policies()
+        minutes, megabytes = policies.retention_time_minutes, policies.retention_size_mb
+        assert minutes is not None and megabytes is not None
+        now = self._now_ms()
+        with self._lock:
+            consumed = self._slowest_cursor()
+            sealed = [ledger for ledger in self._info.ledgerInfo if ledger.HasField("entries")]
+            total = sum(ledger.size for ledger in self._info.ledgerInfo) + (
+                self._current.length if self._current is not None else 0
+            )
+            doomed: list[LedgerInfo] = []
+            for ledger in sealed:
+                if consumed is not None and Position(ledger.ledgerId, ledger.entries - 1) > consumed:
+                    break
+                too_old = minutes >= 0 and now - ledger.timestamp >= minutes * 60_000
+                too_big = megabytes >= 0 and total > megabytes << 20
+                if not (too_old or too_big):
+                    break
+                doomed.append(ledger)
+                total -= ledger.size
+            # Readers that fail on these ledgers from now on are told they
+            # were trimmed, not that their objects went missing.
+            self._trimming.update(int(ledger.ledgerId) for ledger in doomed)
+        try:
+            for ledger in doomed:
+                self._delete_ledger(ledger)
+        finally:
             with self._lock:
-                consumed = self._slowest_cursor()
-                sealed = [ledger for ledger in self._info.ledgerInfo if ledger.HasField("entries")]
-                total = sum(ledger.size for ledger in self._info.ledgerInfo) + (
-                    self._current.length if self._current is not None else 0
-                )
-                doomed: list[LedgerInfo] = []
-                for ledger in sealed:
-                    if consumed is not None and Position(ledger.ledgerId, ledger.entries - 1) > consumed:
-                        break
-                    too_old = minutes >= 0 and now - ledger.timestamp >= minutes * 60_000
-                    too_big = megabytes >= 0 and total > megabytes << 20
-                    if not (too_old or too_big):
-                        break
-                    doomed.append(ledger)
-                    total -= ledger.size
-                # Readers that fail on these ledgers from now on are told they
-                # were trimmed, not that their objects went missing.
-                self._trimming.update(int(ledger.ledgerId) for ledger in doomed)
-            try:
-                for ledger in doomed:
-                    self._delete_ledger(ledger)
-            finally:
-                with self._lock:
-                    self._trimming.difference_update(int(ledger.ledgerId) for ledger in doomed)
-            return [ledger.ledgerId for ledger in doomed]
+                self._trimming.difference_update(int(ledger.ledgerId) for ledger in doomed)
+        return [ledger.ledgerId for ledger in doomed]
 
     def _delete_ledger(self, ledger: LedgerInfo) -> None:
         ledger_id = ledger.ledgerId

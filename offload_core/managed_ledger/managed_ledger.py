@@ -111,6 +111,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._offloaded = SharedHandleCache(_OFFLOADED_HANDLES_OPEN)
         self._trimming: set[int] = set()
         self._offload_requested = False
+        self._trim_requested = False
         self._schedule = schedule if schedule is not None else _run_now
         self._inline_schedule = schedule is None
         self._offload_running = False
@@ -241,6 +242,8 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         # the broker's background threads do it, so the append that sealed
         # the ledger returns at once.
         self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+        # A rollover is when retention may have something new to trim (as in Pulsar).
+        self._schedule(f"retention of {self.name}", self.trim_in_background)
         self._stream_if_enabled(sealed=True)
 
     def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
@@ -266,7 +269,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         streamed = self.pump_streaming()
         offloaded = self.maybe_offload()
         hot_deleted = self.delete_hot_copies_past_lag()
-        trimmed = self.trim()
+        trimmed = self.trim_in_background()
         return {"rolled_over": rolled, "streamed": streamed, "offload": offloaded, "hot_deleted": hot_deleted,
                 "trimmed": trimmed}  # fmt: skip
 
@@ -324,7 +327,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         try:
             self._close_locked()
         finally:
-            self._offload_requested = False
+            self._offload_requested = self._trim_requested = False
             self._maintenance.release()
 
     def _close_locked(self) -> None:

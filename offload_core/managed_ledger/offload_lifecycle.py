@@ -9,7 +9,7 @@ import dataclasses
 import json
 import logging
 import uuid as uuid_module
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..errors import (
     ConflictError,
@@ -33,6 +33,8 @@ _METADATA_RETRY = RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.5)
 
 class OffloadLifecycle(LedgerCore):
     """Offloading sealed ledgers, by hand or by threshold."""
+
+    trim_in_background: Callable[[], list[int]]
 
     def sweep_stale_uploads(self) -> int:
         """Remove temporary files that killed offloads left in the store the
@@ -157,11 +159,15 @@ class OffloadLifecycle(LedgerCore):
                 outcome = self._offload_due() or outcome
             finally:
                 self._maintenance.release()
+        if self._trim_requested:  # a retention trigger came while this ran
+            self._schedule(f"retention of {self.name}", self.trim_in_background)
         return outcome
 
     def _maintenance_released(self) -> None:
         if self._offload_requested:  # a threshold trigger came while a trim or manual offload ran
             self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+        if self._trim_requested:
+            self._schedule(f"retention of {self.name}", self.trim_in_background)
 
     def _offload_due(self) -> OffloadStatus | None:
         policies = self.policies()
