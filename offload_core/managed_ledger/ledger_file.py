@@ -15,12 +15,22 @@ import os
 import struct
 import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError, StateError
 from ..fsutil import fsync_dir
 from ..model import Entry
-from .offsets_index import OffsetsIndex, decode_offsets_index, encode_offsets_index
+from .offsets_index import (
+    HEADER_SIZE,
+    OffsetsHeader,
+    OffsetsIndex,
+    chunk_span,
+    decode_offsets_chunk,
+    decode_offsets_header,
+    encode_offsets_index,
+    index_size,
+)
 
 __all__ = ["FsyncPolicy", "LedgerFile", "index_path"]
 
@@ -59,7 +69,14 @@ class LedgerFile:
     HEADER_SIZE = _FILE_HEADER.size
 
     def __init__(
-        self, path: Path, ledger_id: int, fd: int, offsets: array[int], end: int, fsync: FsyncPolicy, batch_size: int
+        self,
+        path: Path,
+        ledger_id: int,
+        fd: int,
+        offsets: array[int] | _IndexedOffsets,
+        end: int,
+        fsync: FsyncPolicy,
+        batch_size: int,
     ) -> None:
         self.path = path
         self.ledger_id = ledger_id
@@ -109,9 +126,10 @@ class LedgerFile:
             header = os.pread(fd, _FILE_HEADER.size, 0)
             if len(header) != _FILE_HEADER.size or _FILE_HEADER.unpack(header) != (_MAGIC, ledger_id):
                 raise FormatError(f"{path} is not the hot-tier file of ledger {ledger_id}")
-            known = None if repair else _load_offsets_index(path, ledger_id, size)
+            known = None if repair else _IndexedOffsets.load(path, ledger_id, size, lambda: _scan(fd, size)[0])
+            offsets: array[int] | _IndexedOffsets
             if known is not None:
-                offsets, end, length, problem = known.offsets, known.data_end, known.payload_bytes, None
+                offsets, end, length, problem = known, size, known.header.payload_bytes, None
             else:
                 offsets, end, length, problem = _scan(fd, size)
             if problem is not None:
@@ -135,7 +153,8 @@ class LedgerFile:
         :mod:`~offload_core.managed_ledger.offsets_index`); call it when the
         ledger is sealed. Written atomically; best effort (a ledger without
         an index is scanned when opened, and the index rewritten then)."""
-        index = OffsetsIndex(self.ledger_id, self._offsets, self._end, self._length)
+        offsets = self._offsets if isinstance(self._offsets, array) else self._offsets.every()
+        index = OffsetsIndex(self.ledger_id, offsets, self._end, self._length)
         target = index_path(self.path)
         partial = target.with_name(target.name + ".tmp")
         try:
@@ -166,7 +185,10 @@ class LedgerFile:
     # -- writing ---------------------------------------------------------------
 
     def append(self, payload: bytes) -> int:
-        """Append one entry; return its id. Durable per the fsync policy."""
+        """Append one entry; return its id. Durable per the fsync policy.
+        Raises :class:`StateError` on a sealed ledger opened from its index."""
+        if not isinstance(self._offsets, array):
+            raise StateError(f"ledger {self.ledger_id} is sealed; it takes no more entries")
         entry_id = len(self._offsets)
         record = _RECORD.pack(len(payload), entry_id, _checksum(entry_id, payload)) + payload
         written = os.pwrite(self._fd, record, self._end)
@@ -231,6 +253,8 @@ class LedgerFile:
                 self.sync()
             os.close(self._fd)
             self._fd = -1
+            if isinstance(self._offsets, _IndexedOffsets):
+                self._offsets.close()
 
 
 def index_path(ledger_path: Path) -> Path:
@@ -238,16 +262,66 @@ def index_path(ledger_path: Path) -> Path:
     return ledger_path.with_name(ledger_path.name + ".idx")
 
 
-def _load_offsets_index(path: Path, ledger_id: int, size: int) -> OffsetsIndex | None:
-    """The ledger's offsets index if it is there, intact and about this very
-    file (same ledger, same size); ``None`` means scan the file instead."""
-    try:
-        index = decode_offsets_index(index_path(path).read_bytes())
-    except (OSError, FormatError):
-        return None
-    if index.ledger_id != ledger_id or index.data_end != size:
-        return None
-    return index
+class _IndexedOffsets:
+    """The record offsets of a sealed ledger, read from its offsets index a
+    chunk at a time as reads need them (so an open reads the index's header
+    only). A chunk that turns out damaged makes the ledger file be scanned
+    once (``rescan``), and the scanned offsets serve from then on."""
+
+    def __init__(self, fd: int, header: OffsetsHeader, rescan: Callable[[], array[int]]) -> None:
+        self._fd = fd
+        self.header = header
+        self._rescan = rescan
+        self._chunks: dict[int, array[int]] = {}
+        self._scanned: array[int] | None = None
+
+    @classmethod
+    def load(cls, path: Path, ledger_id: int, size: int, rescan: Callable[[], array[int]]) -> _IndexedOffsets | None:
+        """The index if it is there and its header is intact and about this
+        very file (same ledger, same size); ``None`` means scan instead."""
+        try:
+            fd = os.open(index_path(path), os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            header = decode_offsets_header(os.pread(fd, HEADER_SIZE, 0))
+            if header.ledger_id != ledger_id or header.data_end != size:
+                raise FormatError("the offsets index describes another file")
+            if os.fstat(fd).st_size != index_size(header):
+                raise FormatError("the offsets index is cut short or too long")
+        except (OSError, FormatError):
+            os.close(fd)
+            return None
+        return cls(fd, header, rescan)
+
+    def __len__(self) -> int:
+        return self.header.entry_count
+
+    def __getitem__(self, entry_id: int) -> int:
+        if self._scanned is not None:
+            return self._scanned[entry_id]
+        if not 0 <= entry_id < self.header.entry_count:
+            raise IndexError(entry_id)
+        chunk, at = divmod(entry_id, self.header.chunk_entries)
+        offsets = self._chunks.get(chunk)
+        if offsets is None:
+            start, length = chunk_span(self.header, chunk)
+            try:
+                offsets = decode_offsets_chunk(self.header, chunk, os.pread(self._fd, length, start))
+            except (OSError, FormatError):
+                self._scanned = self._rescan()
+                return self._scanned[entry_id]
+            self._chunks[chunk] = offsets
+        return offsets[at]
+
+    def every(self) -> array[int]:
+        """All the offsets (loading every chunk)."""
+        return array("q", (self[entry_id] for entry_id in range(len(self))))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _scan(fd: int, size: int) -> tuple[array[int], int, int, str | None]:

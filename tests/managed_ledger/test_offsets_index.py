@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from offload_core.errors import FormatError
 from offload_core.managed_ledger import ledger_file as ledger_file_module
 from offload_core.managed_ledger.ledger_file import LedgerFile, index_path
-from offload_core.managed_ledger.offsets_index import OffsetsIndex, decode_offsets_index, encode_offsets_index
+from offload_core.managed_ledger.offsets_index import (
+    CHUNK_ENTRIES,
+    HEADER_SIZE,
+    OffsetsIndex,
+    decode_offsets_index,
+    encode_offsets_index,
+)
 
 
 def sealed(path: Path, count: int = 1000, size: int = 1024) -> list[bytes]:
@@ -50,7 +56,7 @@ def bytes_read_opening(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
 def test_a_sealed_ledger_opens_without_reading_its_payloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "3.log"
     payloads = sealed(path)
-    assert bytes_read_opening(path, monkeypatch) == 16  # the file header, nothing else
+    assert bytes_read_opening(path, monkeypatch) == 16 + HEADER_SIZE  # the two headers, nothing else
     ledger = LedgerFile.open(path, 3, repair=False)
     assert [e.data for e in ledger.read(0, 999)] == payloads  # each entry's CRC still checked on read
     assert (ledger.entry_count, ledger.length) == (1000, 1024 * 1000)
@@ -84,7 +90,47 @@ def test_a_missing_or_bad_index_falls_back_to_the_scan_and_is_rewritten(
     assert bytes_read_opening(path, monkeypatch) > 50 * 1024  # the scan read the payloads
     assert index.read_bytes() == good  # rewritten, intact
     assert [e.data for e in LedgerFile.open(path, 3, repair=False).read(0, 49)] == payloads
-    assert bytes_read_opening(path, monkeypatch) == 16
+    assert bytes_read_opening(path, monkeypatch) == 16 + HEADER_SIZE
+
+
+def test_the_first_read_loads_one_chunk_whatever_the_ledger_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "3.log"
+    count = 5 * CHUNK_ENTRIES + 17
+    payloads = sealed(path, count=count, size=16)
+    read = [0]
+    real_pread = os.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = real_pread(fd, size, offset)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(ledger_file_module.os, "pread", counting)
+    ledger = LedgerFile.open(path, 3, repair=False)
+    entry = 3 * CHUNK_ENTRIES + 5
+    assert ledger.read(entry, entry)[0].data == payloads[entry]
+    monkeypatch.undo()
+    record = 16 + 16  # an entry's record header and payload here
+    assert read[0] == 16 + HEADER_SIZE + CHUNK_ENTRIES * 8 + 4 + record
+    assert [e.data for e in ledger.read(count - 3, count - 1)] == payloads[-3:]  # the short last chunk
+    assert (ledger.entry_count, ledger.length) == (count, 16 * count)
+
+
+def test_a_damaged_chunk_falls_back_to_the_scan_when_it_is_needed(tmp_path: Path) -> None:
+    path = tmp_path / "3.log"
+    payloads = sealed(path, count=2 * CHUNK_ENTRIES, size=8)
+    index = index_path(path)
+    data = bytearray(index.read_bytes())
+    data[HEADER_SIZE + CHUNK_ENTRIES * 8 + 4 + 100] ^= 0xFF  # inside the second chunk
+    index.write_bytes(bytes(data))
+    ledger = LedgerFile.open(path, 3, repair=False)  # the header is intact: no scan yet
+    assert ledger.read(10, 10)[0].data == payloads[10]
+    assert [e.data for e in ledger.read(CHUNK_ENTRIES, CHUNK_ENTRIES + 50)] == payloads[
+        CHUNK_ENTRIES : CHUNK_ENTRIES + 51
+    ]
+    assert [e.data for e in ledger.read(0, 2 * CHUNK_ENTRIES - 1)] == payloads
 
 
 @given(st.lists(st.integers(1, 2**20), max_size=200), st.integers(0, 2**40), st.integers(0, 2**62))
