@@ -203,6 +203,8 @@ class StreamingLifecycle(LedgerCore):
             if self._segment is not None:
                 self._segment.close()
                 self._finish_segment()
+            if self._segment is None and self._segment_uid is not None:
+                self._forget_failed_segment()  # not retried any more: its ledgers offload whole from now on
             return 0
         self._clean_assigned_segments()
         offered = 0
@@ -342,6 +344,14 @@ class StreamingLifecycle(LedgerCore):
         if not self._stream_closing:  # ledgers just marked offloaded may be past the deletion lag already
             self._schedule(f"hot-copy deletion of {self.name}", self.delete_hot_copies_past_lag)
         return True
+
+    def _forget_failed_segment(self) -> None:
+        uid, settings = self._segment_uid, self._segment_settings
+        assert uid is not None
+        if self._delete_segment_quietly(uid, settings):
+            self._update(functools.partial(drop_segment, uid=uid))
+            self._segment_uid = self._segment_start = self._segment_error = None
+            self._segment_ledgers = set()
 
     def _mark_fully_streamed(self) -> None:
         with self._lock:

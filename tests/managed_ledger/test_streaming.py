@@ -226,3 +226,21 @@ def test_reopening_cleans_an_assigned_segment_and_resumes_after_the_last_complet
     assert stored_segments(faulty) == {s.uuid for s in segments}
     entries = read_everything(broker)
     assert [e.entry.data for e in entries] == [payload(n) for n in range(170)]
+
+
+def test_switching_off_after_a_failed_upload_forgets_the_failed_segment(
+    make_broker: Any, faulty: FaultyStorePlugin
+) -> None:
+    broker = make_broker(**STREAMING)
+    produce(broker, 150)
+    ledger = broker.topic(TOPIC)
+    faulty.faults.append(Fault("part", permanent=True, times=None))  # every retry fails too
+    assert ledger.complete_current_segment().status == "error"
+    assert [s.status for s in ledger.segments()] == ["failed"]
+    broker.policies.update("topic", TOPIC, streaming_enabled=False)
+    ledger.pump_streaming()
+    assert broker.drain(30)
+    assert ledger.segments() == [] and stored_segments(faulty) == set()
+    faulty.faults.clear()
+    assert ledger.offload_prefix().status == "success"  # the sealed ledger goes whole (PIP-17)
+    assert [s.tier for s in ledger.ledgers()][:1] == ["hot+offloaded"]
