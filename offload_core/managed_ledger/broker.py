@@ -13,6 +13,7 @@ from .background import BackgroundWork
 from .config import BrokerConfig
 from .managed_ledger import ManagedLedger, unclaimed_hot_files
 from .metadata_store import MetadataStore, SqliteMetadataStore
+from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
 
@@ -59,6 +60,10 @@ class Broker:
         self._clock = clock
         self._open: dict[TopicName, ManagedLedger] = {}
         self.background = BackgroundWork(self.plugins.emit)
+        # Worker processes need every plugin from entry points: a broker given
+        # its own plugin manager (plugins registered in code) offloads in-process.
+        workers = self.config.offload_worker_processes if plugin_manager is None else 0
+        self.offload_workers = OffloadWorkers(workers, self.plugins.emit) if workers > 0 else None
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
         if self.config.maintenance_interval_seconds > 0:
@@ -86,6 +91,7 @@ class Broker:
                 emit=self.plugins.emit,
                 clock=self._clock,
                 schedule=self.background.submit,
+                offload_workers=self.offload_workers,
             )
             self._open[topic] = ledger
         return ledger
@@ -117,6 +123,8 @@ class Broker:
         for ledger in self._open.values():
             ledger.close()
         self._open.clear()
+        if self.offload_workers is not None:
+            self.offload_workers.close()
         self.offloaders.close()
         self.store.close()
 

@@ -59,6 +59,7 @@ class BrokerConfig:
     max_ledger_rollover_minutes: int = 240
     fsync_policy: FsyncPolicy = FsyncPolicy.BATCH
     maintenance_interval_seconds: int = 120
+    offload_worker_processes: int = 1
     source: str = field(default="(defaults)", compare=False)
 
 
@@ -125,6 +126,8 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerFsyncPolicy": ("broker", "fsync_policy", lambda k, v: FsyncPolicy.parse(_text(k, v))),
     # Pulsar's retention check period; here every periodic duty runs on it (0: none, call run_maintenance).
     "retentionCheckIntervalInSeconds": ("broker", "maintenance_interval_seconds", _not_negative),
+    # Ours: processes that write whole-ledger offloads (0: the broker's own threads do).
+    "managedLedgerOffloadWorkerProcesses": ("broker", "offload_worker_processes", _not_negative),
 }
 
 

@@ -32,6 +32,7 @@ from .config import BrokerConfig
 from .ledger_file import LedgerFile, index_path
 from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
 from .metadata_store import MetadataStore
+from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import OffloadPolicies, PolicyStore, TopicName
 from .shared_handles import SharedHandleCache
@@ -74,6 +75,7 @@ class LedgerCore:
     _owner_fd: int
     read_stats: ReadStats
     _segment_uid: uuid_module.UUID | None
+    _offload_workers: OffloadWorkers | None
     _stream_lock: threading.Lock
 
     @property

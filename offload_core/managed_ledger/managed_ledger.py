@@ -36,7 +36,7 @@ from ..hooks import Event
 from ..model import Position
 from ..proto import ManagedLedgerInfo
 from .config import BrokerConfig
-from .ledger_file import LedgerFile
+from .ledger_file import FsyncPolicy, LedgerFile
 from .ledger_records import (
     LedgerState,
     OffloadStatus,
@@ -50,6 +50,7 @@ from .ledger_records import (
 from .ledger_retention import Cursor, Retention
 from .metadata_store import MetadataStore
 from .offload_lifecycle import OffloadLifecycle
+from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
 from .segment_backfill import SegmentBackfill
@@ -92,6 +93,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         emit: Callable[[Event], None],
         clock: Callable[[], float] = time.time,
         schedule: Callable[[str, Callable[[], object]], None] | None = None,
+        offload_workers: OffloadWorkers | None = None,
     ) -> None:
         self.topic = topic
         self.name = topic.managed_ledger_name
@@ -114,6 +116,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._trim_requested = False
         self._schedule = schedule if schedule is not None else _run_now
         self._inline_schedule = schedule is None
+        self._offload_workers = offload_workers
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()
@@ -224,7 +227,11 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
     def _seal_current(self) -> None:
         current = self._current
         assert current is not None
-        current.sync()
+        if self._config.fsync_policy is not FsyncPolicy.NONE:
+            # Durable before the metadata says sealed. Under "none" the OS
+            # decides for this file too (after a power loss a sealed ledger
+            # then reads as damaged, never as fewer entries silently).
+            current.sync()
         current.write_offsets_index()
         entries, size, now = current.entry_count, current.length, self._now_ms()
 

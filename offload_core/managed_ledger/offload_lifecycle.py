@@ -215,6 +215,12 @@ class OffloadLifecycle(LedgerCore):
     def _offload_one(self, ledger_id: int) -> None:
         ticket = self.prepare_offload(ledger_id)
         try:
+            workers = self._offload_workers
+            if workers is not None and workers.can_write(ticket):
+                workers.offload(ticket)  # this thread only waits: producers keep the interpreter
+                self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
+                self.complete_offload(ticket)
+                return
             offloader = self._offloaders.for_settings(
                 dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size
             )

@@ -1,0 +1,89 @@
+"""Offloading sealed ledgers in worker processes.
+
+Encoding a ledger's blocks is Python work that holds the interpreter lock:
+on a broker thread it makes every producer of the process wait its turn
+(see bench/README.md). A worker process writes the objects of a prepared
+offload ticket instead (:func:`~offload_core.managed_ledger.offload_ticket.write_offload`,
+as a Spark task does) while the broker thread only waits for it. The
+worker loads plugins from their entry points; the events it emits are
+carried back and emitted in the broker, so metrics and progress see them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from ..errors import OffloadError
+from ..hooks import Event, hookimpl
+from ..offload.ledger import OffloadResult
+from ..plugins import PluginManager
+from .offload_ticket import OffloadTicket, write_offload
+
+__all__ = ["OffloadWorkers"]
+
+# Stores that live in the broker's own memory cannot be written from elsewhere.
+_IN_PROCESS_DRIVERS = {"memory"}
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def _write_in_worker(ticket: OffloadTicket) -> tuple[OffloadResult, list[Event]]:
+    """Runs in a worker: the ticket's objects, and the events it emitted."""
+    collector = _Collector()
+    plugins = PluginManager()
+    plugins.register(collector)
+    return write_offload(ticket, plugins), collector.events
+
+
+class OffloadWorkers:
+    """A small pool of worker processes, started on first use, owned by
+    one broker. :meth:`offload` raises what the write raised (the ticket's
+    objects are then gone), or :class:`OffloadError` if the worker died."""
+
+    def __init__(self, processes: int, emit: Callable[[Event], None]) -> None:
+        self._processes = processes
+        self._emit = emit
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def can_write(ticket: OffloadTicket) -> bool:
+        """Whether a worker can reach the ticket's store."""
+        return dict(ticket.settings).get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
+
+    def offload(self, ticket: OffloadTicket) -> OffloadResult:
+        with self._lock:
+            if self._pool is None:
+                # Spawned, not forked: the broker has threads and open files.
+                context = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context)
+            pool = self._pool
+        try:
+            result, events = pool.submit(_write_in_worker, ticket).result()
+        except BrokenProcessPool as exc:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None  # the next offload starts fresh workers
+            raise OffloadError(
+                f"the offload worker process for ledger {ticket.ledger_id} died ({exc}); the offload is retried"
+            ) from None
+        for event in events:
+            self._emit(event)
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
