@@ -80,7 +80,8 @@ def write_offload(ticket: OffloadTicket, plugin_manager: PluginManager | None = 
     Raises :class:`OffloadError` if the file does not hold what the ticket
     says (it changed or was trimmed), :class:`FormatError` if it is corrupt,
     and the offloader's errors; a failed write leaves no objects."""
-    provider = OffloaderProvider(plugin_manager or default_plugin_manager(), Path(ticket.data_dir))
+    manager = plugin_manager or default_plugin_manager()
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit)
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size

@@ -108,7 +108,8 @@ def write_segment(ticket: SegmentTicket, plugin_manager: PluginManager | None = 
     Raises :class:`OffloadError` if a file does not hold the entries the
     ticket names, :class:`FormatError` if one is corrupt, and the store's
     errors; a failed write leaves no object."""
-    provider = OffloaderProvider(plugin_manager or default_plugin_manager(), Path(ticket.data_dir))
+    manager = plugin_manager or default_plugin_manager()
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit)
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.block_size, read_buffer_size=ticket.read_buffer_size

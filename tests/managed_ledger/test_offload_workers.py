@@ -1,0 +1,71 @@
+"""Whole-ledger offloads written by a worker process: same objects, same
+lifecycle, events carried back; a worker that dies fails that offload only."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from offload_core import Event, hookimpl
+from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+from offload_core.model import Position
+from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.verify import verify_ledger
+from offload_core.plugins import open_driver
+
+TOPIC = "acme/prod/workers"
+CONFIG = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
+          "managedLedgerFsyncPolicy": "none"}  # fmt: skip
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def test_a_worker_process_writes_the_objects_and_its_events_come_back(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:  # plugins from entry points: workers on
+        assert broker.offload_workers is not None
+        listener = Listener()
+        broker.plugins.register(listener)
+        ledger = broker.topic(TOPIC)
+        for n in range(250):
+            ledger.append(f"entry {n}".encode() * 20)
+        status = ledger.offload_prefix()
+        assert status.status == "success" and status.offloaded_ledgers == 2
+        writes = [e for e in listener.events if e.kind == "storage.request" and e.fields["op"] == "write"]
+        finished = [e for e in listener.events if e.kind == "offload.finished"]
+        assert len(finished) == 2 and len(writes) == 4  # emitted in the worker, seen here
+        entries = ledger.read(Position(ledger.ledgers()[0].ledger_id, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
+        assert [e.data for e in entries] == [f"entry {n}".encode() * 20 for n in range(200)]
+    bucket = open_driver(f"file://{tmp_path / 'data' / 'bucket'}")
+    assert all(verify_ledger(bucket, found).ok for found in find_offloaded_ledgers(bucket))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_worker_that_dies_fails_that_offload_and_the_next_one_works(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:
+        workers = broker.offload_workers
+        assert workers is not None
+        ledger = broker.topic(TOPIC)
+        for _ in range(150):
+            ledger.append(b"x" * 100)
+        assert ledger.offload_prefix().status == "success"  # starts the worker
+        pool = workers._pool
+        assert pool is not None
+        for process in list(pool._processes.values()):  # kill -9 the worker
+            os.kill(process.pid, signal.SIGKILL)
+        for _ in range(100):
+            ledger.append(b"y" * 100)
+        failed = ledger.offload_prefix()
+        assert failed.status == "error" and "died" in (failed.error or "")
+        assert ledger.unfinished_offloads() == []  # abandoned: no uid left, no objects
+        assert ledger.offload_prefix().status == "success"  # fresh workers
+        assert [s.tier for s in ledger.ledgers()][:2] == ["hot+offloaded"] * 2
