@@ -24,31 +24,25 @@ are deleted and streaming resumes after the last complete one.
 from __future__ import annotations
 
 import bisect
-import functools
 import logging
 import threading
 import uuid as uuid_module
 from collections.abc import Callable
-from dataclasses import replace
 
 from ..errors import ConfigError, OffloadError, StateError
 from ..formats import pulsar_v2 as v2
-from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
-from .ledger_core import LedgerCore
-from .ledger_records import OffloadStatus, uuid_of
+from .ledger_records import OffloadStatus
 from .policies import OffloadPolicies
+from .segment_housekeeping import SegmentHousekeeping
 from .segment_records import (
     SegmentState,
     assign_segment,
     complete_segment,
-    drop_segment,
     fully_streamed,
     mark_streamed_ledgers,
-    segment_settings,
-    segment_states,
     streamed_end,
 )
 
@@ -64,7 +58,7 @@ _POLICY_RECHECK_SECONDS = 1.0
 _PUMP_AFTER_BYTES = 1 << 20
 
 
-class StreamingLifecycle(LedgerCore):
+class StreamingLifecycle(SegmentHousekeeping):
     """Streaming offload (PIP-76) of one managed ledger."""
 
     _inline_schedule: bool
@@ -345,81 +339,12 @@ class StreamingLifecycle(LedgerCore):
             self._schedule(f"hot-copy deletion of {self.name}", self.delete_hot_copies_past_lag)
         return True
 
-    def _forget_failed_segment(self) -> None:
-        uid, settings = self._segment_uid, self._segment_settings
-        assert uid is not None
-        if self._delete_segment_quietly(uid, settings):
-            self._update(functools.partial(drop_segment, uid=uid))
-            self._segment_uid = self._segment_start = self._segment_error = None
-            self._segment_ledgers = set()
-
     def _mark_fully_streamed(self) -> None:
         with self._lock:
             due = any(fully_streamed(ledger) for ledger in self._info.ledgerInfo)
         if due:
             now = self._now_ms()
             self._update(lambda info: mark_streamed_ledgers(info, now))
-
-    def _segment_referenced(self, uid: uuid_module.UUID) -> bool:
-        with self._lock:
-            return any(uuid_of(s) == uid for ledger in self._info.ledgerInfo
-                       for s in ledger.offloadContext.offloadSegment)  # fmt: skip
-
-    def _delete_segment_quietly(self, uid: uuid_module.UUID, settings: dict[str, str]) -> bool:
-        try:
-            offloader = self._streaming_offloader(settings)
-            offloader.delete_segment(uid, settings)
-        except Exception as exc:
-            log.warning("deleting segment %s of %s failed (retried later): %s", uid, self.name, exc)
-            return False
-        self._emit_segment("deleted", uuid=str(uid))
-        return True
-
-    def _clean_assigned_segments(self) -> None:
-        """Delete segments left assigned (by a crash, not the open or failed
-        one), then drop them from the metadata."""
-        with self._lock:
-            leftovers = {
-                uuid_of(s): segment_settings(s)
-                for ledger in self._info.ledgerInfo
-                for s in ledger.offloadContext.offloadSegment
-                if not s.complete and uuid_of(s) != self._segment_uid
-            }
-        for uid, settings in leftovers.items():
-            if self._delete_segment_quietly(uid, settings):
-                self._update(functools.partial(drop_segment, uid=uid))
-                self._emit_segment("cleaned-unfinished", uuid=str(uid))
-
-    def _clean_assigned_segments_at_open(self) -> None:
-        """At open: segments a crash left assigned go; streaming then goes on
-        after each ledger's last complete segment (see
-        :meth:`_next_stream_step`)."""
-        try:
-            self._clean_assigned_segments()
-        except OffloadError as exc:
-            log.warning("cleaning unfinished segments of %s failed (retried by the next pump): %s", self.name, exc)
-
-    def segments(self, *, sizes: bool = False) -> list[SegmentState]:
-        """Every segment the metadata names, oldest first, with its status;
-        with ``sizes``, the size of each offloaded one's data object too (one
-        stat each; ``None`` where the store cannot say)."""
-        states = self._segment_states()
-        if not sizes:
-            return states
-        return [replace(state, bytes=self._segment_size(state)) if state.status == "offloaded" else state
-                for state in states]  # fmt: skip
-
-    def _segment_size(self, state: SegmentState) -> int | None:
-        try:
-            offloader = self._streaming_offloader(dict(state.settings))
-            return offloader.segment_size(state.uuid, dict(state.settings))
-        except OffloadError as exc:
-            log.warning("segment %s of %s: size unknown (%s)", state.uuid, self.name, exc)
-            return None
-
-    def _segment_states(self) -> list[SegmentState]:
-        with self._lock:
-            return segment_states(self._info, self._segment_uid, self._segment_error)
 
     def _close_streaming(self) -> None:
         """At close: complete the open segment (a failure leaves it for the
@@ -437,7 +362,3 @@ class StreamingLifecycle(LedgerCore):
                         self.name, exc)  # fmt: skip
         finally:
             self._stream_lock.release()
-
-    def _emit_segment(self, step: str, **fields: object) -> None:
-        uid = fields.pop("uuid", None) or (str(self._segment_uid) if self._segment_uid else None)
-        self._emit(Event("offload.segment", {"step": step, "managed_ledger": self.name, "uuid": uid, **fields}))
