@@ -68,7 +68,9 @@ def make_broker(tmp_path: Path, clock: Clock, faulty: FaultyStorePlugin) -> Iter
     brokers: list[Broker] = []
 
     def make(**config: Any) -> Broker:
-        values = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096, **config}
+        # No real-time maintenance ticker: these tests drive time with their own clock.
+        values = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
+                  "retentionCheckIntervalInSeconds": 0, **config}  # fmt: skip
         plugins = PluginManager()
         plugins.register(faulty)
         broker = Broker(tmp_path / "data", parse_config(values), plugin_manager=plugins, clock=clock)

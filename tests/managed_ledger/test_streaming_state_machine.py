@@ -33,6 +33,7 @@ CONFIG = {
     "maxOffloadSegmentRolloverTimeMinutes": 3,
     "managedLedgerOffloadDeletionLagMs": 0,
     "managedLedgerFsyncPolicy": "none",
+    "retentionCheckIntervalInSeconds": 0,  # the model drives time; no real-time ticker
 }
 
 

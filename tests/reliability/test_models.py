@@ -54,6 +54,7 @@ class ManagedLedgerModel(RuleBasedStateMachine):
             "managedLedgerOffloadDeletionLagMs": 60_000,
             "managedLedgerOffloadDriver": "faulty",
             "managedLedgerFsyncPolicy": "none",
+            "retentionCheckIntervalInSeconds": 0,  # the model drives time; no real-time ticker
         })  # fmt: skip
         return Broker(self.directory, config, plugin_manager=plugins, clock=self.clock)
 
