@@ -1,26 +1,34 @@
-"""Fault injection: a driver wrapper that fails chosen calls.
+"""Fault and latency injection: driver wrappers that fail chosen calls, or
+make every request as slow as a real object store's.
 
-Works with any backend, so all-or-nothing writes and retries can be proven
-on each real store::
+Both work with any backend (and with each other), so all-or-nothing writes
+and retries can be proven on each real store, and a reader's behaviour at
+real-world latency measured on a local one::
 
     faulty = FaultyDriver(s3_driver, [Fault("part", nth=3)])            # 3rd part of a write
     faulty = FaultyDriver(driver, [Fault("read", times=2)])             # two transient read errors
     faulty = FaultyDriver(driver, [Fault("write", key="-index", permanent=True)])
     faulty = FaultyDriver(driver, [Fault("read", short=True, times=None)])  # every read comes back cut short
+    slow = SlowDriver(driver, Latency(0.1), bandwidth=80e6)             # 100 ms to first byte, 80 MB/s per request
+    slow = SlowDriver(driver, Latency(0.05, jitter=0.15, seed=1))       # 50-200 ms, drawn uniformly
+    slow_and_faulty = SlowDriver(FaultyDriver(driver, [Fault("read")]), Latency(0.1))
 """
 
 from __future__ import annotations
 
+import random
+import threading
+import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import OffloadError, TransientStorageError
+from ..errors import ConfigError, OffloadError, TransientStorageError
 from ..model import ObjectInfo
 from ..storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
 
-__all__ = ["Fault", "FaultyDriver", "InjectedFault"]
+__all__ = ["Fault", "FaultyDriver", "InjectedFault", "Latency", "SlowDriver"]
 
 Op = Literal["write", "part", "complete", "read", "stat", "list", "delete"]
 
@@ -147,3 +155,107 @@ class FaultyDriver(StorageDriver):
     def fired_count(self) -> int:
         """How many injected failures have been raised so far."""
         return sum(fault.fired for fault in self.faults)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Time to first byte of each request: ``seconds``, plus up to
+    ``jitter`` seconds more, drawn uniformly from a generator seeded with
+    ``seed`` (so a benchmark run can be repeated)."""
+
+    seconds: float = 0.1
+    jitter: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (self.seconds >= 0 and self.jitter >= 0):
+            raise ConfigError(f"latency {self.seconds}s and jitter {self.jitter}s must not be negative")
+
+
+class SlowDriver(StorageDriver):
+    """Wraps ``inner`` so that each request takes what it would on a remote
+    object store: the first-byte ``latency``, then its bytes at
+    ``bandwidth`` bytes per second (a cap per request, as S3 gives each
+    connection its own, not a budget shared between requests). A read,
+    stat, listing or delete is one request; a write is one per part (a
+    multipart upload's). A request waits its latency before it is sent
+    (one that fails costs its round trip too), and its transfer time once
+    its size is known. Requests running at once wait at once: nothing is
+    held while one waits, so parallel GETs overlap as they would on S3.
+    ``sleep`` is for tests (it gets each wait, in seconds).
+    Raises :class:`ConfigError` for a negative latency or a bandwidth that
+    is not positive."""
+
+    counts_requests = True  # what the wrapped store sends is what counts
+
+    def __init__(
+        self,
+        inner: StorageDriver,
+        latency: Latency | float = 0.1,
+        *,
+        bandwidth: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if bandwidth is not None and not bandwidth > 0:
+            raise ConfigError(f"bandwidth must be positive bytes per second, got {bandwidth}")
+        self.inner = inner
+        self.latency = latency if isinstance(latency, Latency) else Latency(float(latency))
+        self.bandwidth = bandwidth
+        self.name = inner.name  # type: ignore[misc]
+        self.min_part_size = inner.min_part_size
+        self._sleep = sleep
+        self._random = random.Random(self.latency.seed)
+        self._random_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SlowDriver({self.inner!r}, {self.latency}, bandwidth={self.bandwidth})"
+
+    @property
+    def request_counts(self) -> Counter[str]:
+        return self.inner.request_counts
+
+    def _first_byte(self) -> None:
+        jitter = 0.0
+        if self.latency.jitter:
+            with self._random_lock:
+                jitter = self._random.uniform(0, self.latency.jitter)
+        self._sleep(self.latency.seconds + jitter)
+
+    def _transfer(self, size: int) -> None:
+        if self.bandwidth and size:
+            self._sleep(size / self.bandwidth)
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        def slowed() -> Iterator[BytesLike]:
+            for part in parts:
+                self._first_byte()
+                self._transfer(len(part))
+                yield part
+
+        return self.inner.write(key, slowed(), metadata=metadata, if_absent=if_absent)
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        self._first_byte()  # a request that fails costs its round trip too
+        data = self.inner.read(key, start, end)
+        self._transfer(len(data))
+        return data
+
+    def _stat(self, key: str) -> ObjectInfo:
+        self._first_byte()
+        return self.inner.stat(key)
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        self._first_byte()
+        return self.inner.list(prefix)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        self._first_byte()
+        self.inner.delete(keys)
+
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
+
+    def close(self) -> None:
+        self.inner.close()
