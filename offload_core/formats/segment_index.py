@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from ..errors import FormatError, InvalidRangeError
 from ..proto import LedgerInfo
 from .magics import V2_INDEX_MAGIC, wrong_magic
-from .pulsar_v1 import BLOCK_HEADER_LENGTH
+from .pulsar_v1 import BLOCK_HEADER_LENGTH, IndexEntry
 
 __all__ = [
     "INDEX_MAGIC",
@@ -43,18 +43,9 @@ _ROW = struct.Struct(">qiq")
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class SegmentRow:
-    """Where a block starts: first entry, multipart part id, byte offset."""
-
-    first_entry_id: int
-    part_id: int
-    offset: int
-
-    @property
-    def data_offset(self) -> int:
-        """Offset of the block's first entry (after the block header)."""
-        return self.offset + BLOCK_HEADER_LENGTH
+SegmentRow = IndexEntry
+"""A segment index row is a v1 index row (first entry id, part id, block
+offset); only what the offset counts from differs: the whole segment."""
 
 
 @dataclass(frozen=True)

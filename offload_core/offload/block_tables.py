@@ -13,23 +13,10 @@ from ..formats import pulsar_v2 as v2
 
 __all__ = ["BlockRow", "BlockTable", "SegmentLedgerTable", "V1BlockTable"]
 
+BlockRow = v1.IndexEntry
+"""One block's index row; v1 indexes and v2 segment indexes share it."""
+
 H = TypeVar("H")
-
-
-class BlockRow(Protocol):
-    """One block's index row (v1 :class:`IndexEntry` or v2 :class:`SegmentRow`)."""
-
-    @property
-    def first_entry_id(self) -> int: ...
-
-    @property
-    def part_id(self) -> int: ...
-
-    @property
-    def offset(self) -> int: ...
-
-    @property
-    def data_offset(self) -> int: ...
 
 
 class BlockTable(Protocol):
@@ -67,10 +54,10 @@ class V1BlockTable:
         return self.index.lookup(entry_id)
 
     def block_end(self, row: BlockRow) -> int:
-        return self.index.block_end(row)  # type: ignore[arg-type]
+        return self.index.block_end(row)
 
     def block_entries(self, row: BlockRow) -> tuple[int, int]:
-        return self.index.block_entries(row)  # type: ignore[arg-type]
+        return self.index.block_entries(row)
 
     def check_header(self, header: memoryview, row: BlockRow) -> None:
         decoded = _decoded(v1.decode_block_header, header, row)
@@ -104,10 +91,10 @@ class SegmentLedgerTable:
         return self.section.lookup(entry_id)
 
     def block_end(self, row: BlockRow) -> int:
-        return self.index.block_end(row)  # type: ignore[arg-type]
+        return self.index.block_end(row)
 
     def block_entries(self, row: BlockRow) -> tuple[int, int]:
-        following = self.index.next_block_of_ledger(self.ledger_id, row)  # type: ignore[arg-type]
+        following = self.index.next_block_of_ledger(self.ledger_id, row)
         return row.first_entry_id, (self.last_entry_id if following is None else following.first_entry_id - 1)
 
     def check_header(self, header: memoryview, row: BlockRow) -> None:
