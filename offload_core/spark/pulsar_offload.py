@@ -35,9 +35,7 @@ read; Spark still applies every filter to the rows.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,18 +55,16 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
+from ..offload.inventory import find_offloaded_ledgers
 from ..plugins import open_driver
-from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
+from .planning_reads import read_objects
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
-
-_PLANNING_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -115,7 +111,9 @@ def plan_partitions(
     finally:
         driver.close()
     partitions: list[BlockRangePartition] = []
-    for ledger, index in zip(targets, _read_indexes(parsed, targets), strict=True):
+    for ledger, index in zip(
+        targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
+    ):
         ranges = parsed.selection.entry_ranges(ledger.ledger_id)
         blocks = [
             (entry.offset, index.block_end(entry), entry.first_entry_id)
@@ -136,30 +134,6 @@ def plan_partitions(
             partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
                                                   group, run.entry_ranges, entry_bounds, streaming=True))  # fmt: skip
     return partitions
-
-
-def _read_indexes(options: ReadOptions, ledgers: list[OffloadedLedger]) -> list[v1.Index]:
-    """Every ledger's index, fetched by a few threads (each with its own
-    storage driver): against a remote store, planning waits on requests."""
-    local = threading.local()
-    driver_options: dict[str, Any] = dict(options.driver_options)
-    opened: list[StorageDriver] = []
-    lock = threading.Lock()
-
-    def read(ledger: OffloadedLedger) -> v1.Index:
-        driver = getattr(local, "driver", None)
-        if driver is None:
-            driver = local.driver = open_driver(options.url, **driver_options)
-            with lock:
-                opened.append(driver)
-        return v1.decode_index(driver.read(ledger.index_key))
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(ledgers)))) as pool:
-            return list(pool.map(read, ledgers))
-    finally:
-        for driver in opened:
-            driver.close()
 
 
 def _block_lasts(index: v1.Index) -> list[int]:

@@ -12,22 +12,18 @@ a duplicate left by a crash, count once: the first by uuid)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ..formats import pulsar_v2 as v2
-from ..offload.segment_inventory import StoredSegment, find_segments
+from ..offload.segment_inventory import find_segments
 from ..plugins import open_driver
-from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .planning_reads import read_objects
 from .read_options import ReadOptions
 
 __all__ = ["SegmentBlocks", "plan_segment_blocks"]
-
-_PLANNING_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,9 @@ def plan_segment_blocks(
     finally:
         driver.close()
     runs: dict[int, list[tuple[int, str, str, v2.SegmentIndex]]] = {}
-    for segment, index in zip(segments, _read_indexes(options, segments), strict=True):
+    index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
+    indexes = read_objects(options, index_keys, v2.decode_index)
+    for segment, index in zip(segments, indexes, strict=True):
         data_key = segment.prefix + v2.segment_data_key(segment.uuid)
         for section in index.ledgers:
             ledger_id = section.ledger_id
@@ -103,26 +101,3 @@ def _clip(
 
 def _overlaps(first: int, last: int | None, ranges: tuple[tuple[int, int | None], ...]) -> bool:
     return any((last is None or start <= last) and (end is None or first <= end) for start, end in ranges)
-
-
-def _read_indexes(options: ReadOptions, segments: list[StoredSegment]) -> list[v2.SegmentIndex]:
-    """Every segment's index, fetched by a few threads, each with its own driver."""
-    local = threading.local()
-    driver_options: dict[str, Any] = dict(options.driver_options)
-    opened: list[StorageDriver] = []
-    lock = threading.Lock()
-
-    def read(segment: StoredSegment) -> v2.SegmentIndex:
-        driver = getattr(local, "driver", None)
-        if driver is None:
-            driver = local.driver = open_driver(options.url, **driver_options)
-            with lock:
-                opened.append(driver)
-        return v2.decode_index(driver.read(segment.prefix + v2.segment_index_key(segment.uuid)))
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(segments)))) as pool:
-            return list(pool.map(read, segments))
-    finally:
-        for driver in opened:
-            driver.close()
