@@ -217,21 +217,29 @@ def cat(
     while position <= end:
         batch_end = min(end, position + _BATCH - 1)
         for entry in _intact_entries(handle, position, batch_end):
-            if output == "raw":
-                out.write(entry.data)
-            elif output == "json":
-                record = {
-                    "ledger_id": entry.ledger_id,
-                    "entry_id": entry.entry_id,
-                    "tier": "offloaded",
-                    "size": len(entry.data),
-                    "payload_b64": base64.b64encode(entry.data).decode("ascii"),
-                }
-                out.write(json.dumps(record).encode() + b"\n")
-            else:
-                out.write(f"{entry.entry_id}\t{len(entry.data)}\t{entry.data.hex()}\n".encode())
+            out.write(format_entry(entry, output, with_ledger=False))
         position = batch_end + 1
     out.flush()
+
+
+def format_entry(entry: Entry, output: str, *, with_ledger: bool) -> bytes:
+    """One offloaded entry as ``cat`` prints it: ``raw`` payload bytes, a
+    ``json`` line (``ledger_id``, ``entry_id``, ``tier``, ``size``,
+    ``payload_b64``), or a tab-separated ``hex`` line (led by the ledger id
+    when ``with_ledger``)."""
+    if output == "raw":
+        return entry.data
+    if output == "json":
+        record = {
+            "ledger_id": entry.ledger_id,
+            "entry_id": entry.entry_id,
+            "tier": "offloaded",
+            "size": len(entry.data),
+            "payload_b64": base64.b64encode(entry.data).decode("ascii"),
+        }
+        return json.dumps(record).encode() + b"\n"
+    lead = f"{entry.ledger_id}\t" if with_ledger else ""
+    return f"{lead}{entry.entry_id}\t{len(entry.data)}\t{entry.data.hex()}\n".encode()
 
 
 def _intact_entries(handle: ReadHandle, first: int, last: int) -> Iterator[Entry]:

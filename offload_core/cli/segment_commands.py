@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from typing import Any
@@ -14,7 +13,7 @@ from ..offload.ledger import DEFAULT_MAX_BLOCK_SIZE, DEFAULT_MAX_INDEX_SIZE, DEF
 from ..offload.segment_inventory import StoredSegment, find_segments, select_segment
 from ..offload.segment_reads import iter_segment_entries, open_segment
 from ..storage import StorageDriver
-from .ledger_commands import _open, prefix_option
+from .ledger_commands import _cell, _open, format_entry, prefix_option
 from .options import driver_options
 
 
@@ -109,21 +108,5 @@ def cat(url: str, uuid: str, ledger: int | None, prefix: str, output: str, optio
         opened.index.section(ledger)  # an InvalidRangeError naming what the segment holds
     out = sys.stdout.buffer
     for entry in iter_segment_entries(driver, opened, ledger):
-        if output == "raw":
-            out.write(entry.data)
-        elif output == "json":
-            record = {
-                "ledger_id": entry.ledger_id,
-                "entry_id": entry.entry_id,
-                "tier": "offloaded",
-                "size": len(entry.data),
-                "payload_b64": base64.b64encode(entry.data).decode("ascii"),
-            }
-            out.write(json.dumps(record).encode() + b"\n")
-        else:
-            out.write(f"{entry.ledger_id}\t{entry.entry_id}\t{len(entry.data)}\t{entry.data.hex()}\n".encode())
+        out.write(format_entry(entry, output, with_ledger=True))
     out.flush()
-
-
-def _cell(value: object) -> str:
-    return "-" if value is None else str(value)
