@@ -75,23 +75,39 @@ class Fault:
         return TransientStorageError(f"injected transient failure: {what}")
 
 
-class FaultyDriver(StorageDriver):
-    """Wraps ``inner`` and raises at the calls the ``faults`` choose."""
+class _WrappedDriver(StorageDriver):
+    """What a wrapper passes through to the driver it wraps unchanged: its
+    name and part size, its request counts, its sweep and its close."""
 
     counts_requests = True  # what the wrapped store sends is what counts
 
-    def __init__(self, inner: StorageDriver, faults: Sequence[Fault]) -> None:
+    def __init__(self, inner: StorageDriver) -> None:
         self.inner = inner
-        self.faults = list(faults)
         self.name = inner.name  # type: ignore[misc]
         self.min_part_size = inner.min_part_size
-
-    def __repr__(self) -> str:
-        return f"FaultyDriver({self.inner!r})"
 
     @property
     def request_counts(self) -> Counter[str]:
         return self.inner.request_counts
+
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class FaultyDriver(_WrappedDriver):
+    """Wraps ``inner`` and raises at the calls the ``faults`` choose."""
+
+    def __init__(self, inner: StorageDriver, faults: Sequence[Fault]) -> None:
+        super().__init__(inner)
+        self.faults = list(faults)
+
+    def __repr__(self) -> str:
+        return f"FaultyDriver({self.inner!r})"
 
     def _check(self, op: Op, key: str) -> bool:
         """Raise the first due fault for this call; True if a due fault
@@ -143,14 +159,6 @@ class FaultyDriver(StorageDriver):
             self._check("delete", key)
         self.inner.delete(keys)
 
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
-
-    def close(self) -> None:
-        self.inner.close()
-
     @property
     def fired_count(self) -> int:
         """How many injected failures have been raised so far."""
@@ -172,7 +180,7 @@ class Latency:
             raise ConfigError(f"latency {self.seconds}s and jitter {self.jitter}s must not be negative")
 
 
-class SlowDriver(StorageDriver):
+class SlowDriver(_WrappedDriver):
     """Wraps ``inner`` so that each request takes what it would on a remote
     object store: the first-byte ``latency``, then its bytes at
     ``bandwidth`` bytes per second (a cap per request, as S3 gives each
@@ -186,8 +194,6 @@ class SlowDriver(StorageDriver):
     Raises :class:`ConfigError` for a negative latency or a bandwidth that
     is not positive."""
 
-    counts_requests = True  # what the wrapped store sends is what counts
-
     def __init__(
         self,
         inner: StorageDriver,
@@ -198,21 +204,15 @@ class SlowDriver(StorageDriver):
     ) -> None:
         if bandwidth is not None and not bandwidth > 0:
             raise ConfigError(f"bandwidth must be positive bytes per second, got {bandwidth}")
-        self.inner = inner
+        super().__init__(inner)
         self.latency = latency if isinstance(latency, Latency) else Latency(float(latency))
         self.bandwidth = bandwidth
-        self.name = inner.name  # type: ignore[misc]
-        self.min_part_size = inner.min_part_size
         self._sleep = sleep
         self._random = random.Random(self.latency.seed)
         self._random_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SlowDriver({self.inner!r}, {self.latency}, bandwidth={self.bandwidth})"
-
-    @property
-    def request_counts(self) -> Counter[str]:
-        return self.inner.request_counts
 
     def _first_byte(self) -> None:
         jitter = 0.0
@@ -251,11 +251,3 @@ class SlowDriver(StorageDriver):
     def _delete(self, keys: Sequence[str]) -> None:
         self._first_byte()
         self.inner.delete(keys)
-
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
-
-    def close(self) -> None:
-        self.inner.close()
