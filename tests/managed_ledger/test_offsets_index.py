@@ -36,7 +36,8 @@ def sealed(path: Path, count: int = 1000, size: int = 1024) -> list[bytes]:
     return payloads
 
 
-def bytes_read_opening(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+def count_preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the bytes every ``os.pread`` returns from now on (in ``[0]``)."""
     read = [0]
     real_pread = os.pread
 
@@ -46,6 +47,11 @@ def bytes_read_opening(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
         return data
 
     monkeypatch.setattr(ledger_file_module.os, "pread", counting)
+    return read
+
+
+def bytes_read_opening(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    read = count_preads(monkeypatch)
     try:
         LedgerFile.open(path, 3, repair=False).close()
     finally:
@@ -99,15 +105,7 @@ def test_the_first_read_loads_one_chunk_whatever_the_ledger_size(
     path = tmp_path / "3.log"
     count = 5 * CHUNK_ENTRIES + 17
     payloads = sealed(path, count=count, size=16)
-    read = [0]
-    real_pread = os.pread
-
-    def counting(fd: int, size: int, offset: int) -> bytes:
-        data = real_pread(fd, size, offset)
-        read[0] += len(data)
-        return data
-
-    monkeypatch.setattr(ledger_file_module.os, "pread", counting)
+    read = count_preads(monkeypatch)
     ledger = LedgerFile.open(path, 3, repair=False)
     entry = 3 * CHUNK_ENTRIES + 5
     assert ledger.read(entry, entry)[0].data == payloads[entry]
