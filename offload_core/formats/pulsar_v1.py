@@ -198,6 +198,7 @@ class _BlockWriter:
         self.out = bytearray(encode_block_header(BlockHeader(size, first_entry_id)))
         self.size = size
         self.next_id = first_entry_id
+        self.lengths: list[int] = []
 
     def add(self, payload: bytes | memoryview) -> bool:
         """Append the entry if it fits whole; report whether it did."""
@@ -207,6 +208,7 @@ class _BlockWriter:
             raise FormatError(f"entry {self.next_id} is {len(payload)} bytes; the format's limit is 2^31-1")
         self.out += _ENTRY_HEADER.pack(len(payload), self.next_id)
         self.out += payload
+        self.lengths.append(len(payload))
         self.next_id += 1
         return True
 
@@ -238,6 +240,7 @@ class EncodedBlock:
 
     entry: IndexEntry
     data: bytes | bytearray
+    entry_lengths: Sequence[int] = ()
 
 
 def encode_data_blocks(
@@ -275,7 +278,7 @@ def encode_data_blocks(
                 f"entry {next_id} is {len(pending)} bytes, more than a block of {max_block_size} bytes can hold "
                 f"({max_block_size - BLOCK_HEADER_LENGTH - ENTRY_HEADER_LENGTH}); raise the max block size"
             )
-        yield EncodedBlock(IndexEntry(next_id, part_id, offset), writer.finish())
+        yield EncodedBlock(IndexEntry(next_id, part_id, offset), writer.finish(), writer.lengths)
         next_id = writer.next_id
         offset += size
         part_id += 1
@@ -410,6 +413,10 @@ class Index:
     ledger_metadata: bytes
     entries: tuple[IndexEntry, ...]
     data_header_length: int = BLOCK_HEADER_LENGTH
+    trailer: bytes = b""
+    """Bytes after the block table, outside the index length the header
+    states: Pulsar's v1 reader reads exactly the block count's rows and
+    ignores them, so optional sections (our entry offsets) go here."""
 
     def metadata(self) -> LedgerMetadataFormat:
         """The ledger metadata, parsed (a fresh copy each call). Raises
@@ -469,12 +476,14 @@ def encode_index(index: Index) -> bytes:
     out += index.ledger_metadata
     for entry in index.entries:
         out += _INDEX_ENTRY.pack(entry.first_entry_id, entry.part_id, entry.offset)
+    out += index.trailer
     return bytes(out)
 
 
 def decode_index(data: bytes | memoryview) -> Index:
     """Parse an index object. Raises :class:`FormatError` unless the bytes
-    are exactly one well-formed index."""
+    start with exactly one well-formed index; what follows the length its
+    header states is kept, undecoded, as the index's ``trailer``."""
     view = memoryview(data)
     if not len(view):
         raise FormatError("index object is empty")
@@ -483,7 +492,7 @@ def decode_index(data: bytes | memoryview) -> Index:
     magic, total, data_length, header_length, count, metadata_length = _INDEX_HEADER.unpack_from(view)
     if magic != INDEX_MAGIC:
         raise FormatError(wrong_magic("index", magic, INDEX_MAGIC))
-    if total != len(view):
+    if not _INDEX_HEADER.size <= total <= len(view):
         raise FormatError(f"index says it is {total} bytes, the object has {len(view)}")
     if count < 0 or metadata_length < 0:
         raise FormatError(f"index block count {count} / metadata length {metadata_length} is negative")
@@ -498,7 +507,11 @@ def decode_index(data: bytes | memoryview) -> Index:
         for n in range(count)
     )
     index = Index(
-        data_object_length=data_length, ledger_metadata=metadata, entries=entries, data_header_length=header_length
+        data_object_length=data_length,
+        ledger_metadata=metadata,
+        entries=entries,
+        data_header_length=header_length,
+        trailer=bytes(view[total:]),
     )
     _check_index(index)
     return index
@@ -523,7 +536,11 @@ def check_index_size(index_size: int, data_object_size: int, *, limit: int) -> N
             "if the ledger really has that many blocks"
         )
     most_blocks = data_object_size // BLOCK_HEADER_LENGTH + 1
+    most_entries = data_object_size // ENTRY_HEADER_LENGTH
+    # The block table, then room for an entry-offsets section (16 bytes of
+    # its own, 4 per block and 4 per entry) after it.
     plausible = _INDEX_HEADER.size + MAX_METADATA_LENGTH + _INDEX_ENTRY.size * most_blocks
+    plausible += 16 + 4 * most_blocks + 4 * most_entries
     if index_size > plausible:
         raise FormatError(
             f"index object is {index_size} bytes, more than the index of a {data_object_size}-byte data object "

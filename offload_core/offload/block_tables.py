@@ -4,14 +4,15 @@ The offloaded read handle walks either the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from ..errors import FormatError, InvalidRangeError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
+from ..formats.entry_offsets import EntryOffsets
 
-__all__ = ["BlockRow", "BlockTable", "SegmentLedgerTable", "V1BlockTable"]
+__all__ = ["BlockRow", "BlockTable", "SegmentLedgerTable", "V1BlockTable", "check_entry_offsets"]
 
 BlockRow = v1.IndexEntry
 """One block's index row; v1 indexes and v2 segment indexes share it."""
@@ -119,3 +120,25 @@ def _decoded(decode: Callable[[memoryview], H], header: memoryview, row: BlockRo
         return decode(header)
     except FormatError as exc:
         raise FormatError(f"block {row.part_id}: {exc}") from None
+
+
+def check_entry_offsets(
+    offsets: EntryOffsets, table: BlockTable, rows: Sequence[BlockRow], *, blocks: int | None = None
+) -> None:
+    """Raise :class:`FormatError` unless ``offsets`` (one list of lengths
+    per block of the object, in part order: ``blocks`` of them, by default
+    as many as ``rows``) gives each of ``rows`` the number of entries the
+    table says it holds, framed within the block."""
+    expected_blocks = len(rows) if blocks is None else blocks
+    if offsets.block_count != expected_blocks:
+        raise FormatError(f"entry offsets cover {offsets.block_count} blocks, the object has {expected_blocks}")
+    for row in rows:
+        number = row.part_id - 1
+        first, last = table.block_entries(row)
+        if offsets.entry_count(number) != last - first + 1:
+            raise FormatError(
+                f"entry offsets give block {row.part_id} {offsets.entry_count(number)} entries, its index "
+                f"{last - first + 1}"
+            )
+        if v1.BLOCK_HEADER_LENGTH + offsets.content_length(number) > table.block_end(row) - row.offset:
+            raise FormatError(f"entry offsets of block {row.part_id} run past the block")

@@ -1,41 +1,50 @@
 """Reading an offloaded ledger back, entry by entry: a PIP-17 (v1) ledger
 object, or one ledger's run of entries in a PIP-76 (v2) segment.
 
-Entries are found with the block table (floor lookup gives the block), then by
-walking the block's entry headers; every position learned is kept in an
-offsets cache. Bytes come through a read buffer: each storage request
-fetches ``read_buffer_size`` bytes from where the reader needs, so a
-sequential (catch-up) read is served from that window and pays one round
-trip per buffer, not per entry.
+The block table (floor lookup) gives an entry's block; the entry-offsets
+section, where the object has one, gives its byte offset, so a cold random
+read is one ranged GET. Without it (every Pulsar-written object) the
+reader walks entry headers from the nearest position it already knows in
+that block. Positions are remembered per block: the ones a walk passed and
+where each read stopped, never one per entry decoded.
+
+Entries are decoded a window at a time: one ``unpack_from`` per entry
+header over the buffered bytes, one ``bytes`` copy per payload. A read
+that continues where the previous one stopped is sequential: its bytes
+come from ranges read ahead on the offloader's read-ahead pool (see
+:mod:`offload_core.offload.read_ahead`), so a catch-up reader does not
+wait for each GET.
 
 Nothing read is trusted: a block's header is decoded and checked against
-its index row the first time the block is touched, every entry header
-walked must carry the next id and fit its block, and the framing right
-after the last entry served (the next entry's header, padding, or the
-block's end) must be consistent, so a zeroed or shifted length cannot
+its index row whenever a read starts at the block's first entry, every
+entry header must carry the next id and fit its block, and the framing
+right after the last entry served (the next entry's header, padding, or
+the block's end) must be consistent, so a zeroed or shifted length cannot
 pass as a short entry.
 """
 
 from __future__ import annotations
 
+import bisect
 import struct
-from collections import OrderedDict
 
 from ..errors import FormatError, LostEntriesError, StateError
 from ..formats import pulsar_v1 as v1
+from ..formats.entry_offsets import EntryOffsets
 from ..model import Entry
 from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
 from .block_tables import BlockRow, BlockTable, V1BlockTable
+from .object_bytes import ObjectBytes
+from .read_ahead import ReadAheadPool
 from .read_handle import LedgerMetadataView, check_read_range
 
 __all__ = ["OffloadedReadHandle"]
 
 _ENTRY_HEADER = struct.Struct(">iq")
-_OFFSETS_CACHE_ENTRIES = 65536
-# Largest single range request: a larger entry is fetched in pieces, so no
-# length read from an object is ever one allocation of its own.
-_MAX_REQUEST = 8 * 2**20
+_HEADER = v1.ENTRY_HEADER_LENGTH
+_CHECKPOINTS = 65536
+_POSITION_TABLES = 4
 
 
 class OffloadedReadHandle(LedgerMetadataView):
@@ -44,9 +53,14 @@ class OffloadedReadHandle(LedgerMetadataView):
     :class:`BlockTable` with the ledger's ``metadata``; for a segment that
     metadata says which entries of the ledger the segment holds).
 
-    Raises :class:`InvalidRangeError` for entry ranges outside the ledger
-    and :class:`FormatError` (naming the ledger and byte offset) when the
-    data object does not hold what its index promises.
+    ``entry_offsets`` (checked against the block table by the caller) lets
+    random reads go straight to an entry; ``read_ahead`` serves sequential
+    reads (without it every window is fetched on the caller's thread).
+
+    Raises :class:`InvalidRangeError` for entry ranges outside the ledger,
+    :class:`LostEntriesError` (a :class:`FormatError` naming the ledger,
+    byte offset and the entries lost) when the data object does not hold
+    what its index promises, and :class:`StateError` once closed.
     """
 
     def __init__(
@@ -59,6 +73,8 @@ class OffloadedReadHandle(LedgerMetadataView):
         read_buffer_size: int,
         object_size: int | None = None,
         metadata: LedgerMetadataFormat | None = None,
+        entry_offsets: EntryOffsets | None = None,
+        read_ahead: ReadAheadPool | None = None,
     ) -> None:
         self._ledger_id = ledger_id
         if isinstance(index, v1.Index):
@@ -68,18 +84,19 @@ class OffloadedReadHandle(LedgerMetadataView):
             raise TypeError("a block table other than a v1 index needs the ledger's metadata")
         else:
             self._metadata, self._index = metadata, index
-        self._driver = driver
         self._data_key = data_key
-        self._buffer_size = read_buffer_size
-        self._buffer_start = 0
-        self._buffer = b""
-        self._offsets: OrderedDict[int, int] = OrderedDict()
-        self._checked_blocks: set[int] = set()
+        self._entry_offsets = entry_offsets
         # A data object cut short (or longer than its index says) is read
         # as far as both agree; entries past that are lost, not the ledger.
-        self._object_end = (
-            index.data_object_length if object_size is None else min(object_size, index.data_object_length)
+        object_end = index.data_object_length if object_size is None else min(object_size, index.data_object_length)
+        self._bytes = ObjectBytes(
+            driver, data_key, object_end, buffer_size=read_buffer_size, pool=read_ahead, corrupt=self._corrupt
         )
+        self._cursor: tuple[int, int] | None = None
+        self._checkpoints: dict[int, tuple[list[int], list[int]]] = {}
+        self._checkpoint_count = 0
+        self._position_tables: dict[int, list[int]] = {}
+        self._checked_blocks: set[int] = set()
         self._closed = False
 
     def read(self, first: int, last: int) -> list[Entry]:
@@ -87,150 +104,222 @@ class OffloadedReadHandle(LedgerMetadataView):
         if self._closed:
             raise StateError(f"ledger {self._ledger_id}: read handle is closed")
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
-        entries = []
-        for entry_id in range(first, last + 1):
+        sequential = self._cursor is not None and self._cursor[0] == first
+        entries: list[Entry] = []
+        entry_id = first
+        while entry_id <= last:
             block = self._index.lookup(entry_id)
-            try:
-                offset, length = self._locate(entry_id, block)
-                start = offset + v1.ENTRY_HEADER_LENGTH
-                after = start + length
-                block_end = self._index.block_end(block)
-                # The next header comes in the same request as the payload, so
-                # checking what follows the entry costs no extra round trip.
-                buffer, at = self._window(start, length + min(v1.ENTRY_HEADER_LENGTH, block_end - after))
-                entries.append(Entry(self._ledger_id, entry_id, buffer[at : at + length]))
-                if entry_id == last:
-                    self._check_what_follows(entry_id, after, block_end, buffer, at + length)
-            except LostEntriesError:
-                raise
-            except FormatError as exc:
-                raise self._lost(str(exc), entry_id, block) from None
-            self._remember(entry_id + 1, after)
+            stop = min(last, self._index.block_entries(block)[1])
+            if stop < entry_id:  # the index gives this block no entries: the entry is nowhere
+                raise self._lost(self._at(block.offset, f"entry {entry_id} is not in block {block.part_id}"),
+                                 entry_id, block)  # fmt: skip
+            position = self._position(entry_id, block, sequential, stop)
+            position = self._decode(block, entry_id, stop, position, entries, sequential)
+            entry_id = stop + 1
+        self._check_what_follows(last, position, sequential)
+        self._cursor = (last + 1, position)
         return entries
 
     def close(self) -> None:
+        """Release the buffers and cancel whatever was read ahead."""
         self._closed = True
-        self._buffer = b""
-        self._offsets.clear()
+        self._bytes.close()
+        self._checkpoints.clear()
+        self._position_tables.clear()
         self._checked_blocks.clear()
+
+    # -- decoding ------------------------------------------------------------
+
+    def _decode(
+        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], sequential: bool
+    ) -> int:
+        """Append entries ``entry_id..stop`` of ``block``, the first at
+        ``position``; return where the last one ends."""
+        try:
+            position = self._decode_entries(block, entry_id, stop, position, out, sequential)
+        except LostEntriesError:
+            raise
+        except FormatError as exc:  # the object ends early: what is past its end is lost
+            failed = out[-1].entry_id + 1 if out and out[-1].entry_id >= entry_id else entry_id
+            raise self._lost(str(exc), failed, block) from None
+        if self._entry_offsets is None and stop > block.first_entry_id:
+            self._checkpoint(block, stop + 1, position)
+        return position
+
+    def _decode_entries(
+        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], sequential: bool
+    ) -> int:
+        block_end = self._index.block_end(block)
+        ledger_id = self._ledger_id
+        unpack = _ENTRY_HEADER.unpack_from
+        append = out.append
+        while entry_id <= stop:
+            if block_end - position < _HEADER:
+                self._header_at(block, entry_id, position, block_end, sequential)  # raises: it cannot fit
+            buffer, at, available = self._bytes.get(position, _HEADER, sequential=sequential)
+            limit = at + min(available, block_end - position)
+            base = position - at
+            # The hot loop: whole entries in the buffered window. Anything
+            # unusual (padding, a wrong id, an entry straddling the window)
+            # leaves it for the checked path below.
+            while entry_id <= stop and at + _HEADER <= limit:
+                length, found = unpack(buffer, at)
+                after = at + _HEADER + length
+                if found != entry_id or length < 0 or after > limit:
+                    break
+                append(Entry(ledger_id, entry_id, buffer[at + _HEADER : after]))
+                at = after
+                entry_id += 1
+            position = base + at
+            if entry_id > stop:
+                break
+            length = self._header_at(block, entry_id, position, block_end, sequential)
+            # The next header comes in the same request as the payload, so
+            # checking what follows the entry costs no extra round trip.
+            framed = _HEADER + length
+            framed_and_next = framed + min(_HEADER, block_end - position - framed)
+            buffer, at, _ = self._bytes.get(position, framed_and_next, sequential=sequential)
+            append(Entry(ledger_id, entry_id, buffer[at + _HEADER : at + framed]))
+            position += framed
+            entry_id += 1
+        return position
+
+    def _header_at(self, block: BlockRow, entry_id: int, position: int, block_end: int, sequential: bool) -> int:
+        """The payload length of ``entry_id``'s header at ``position``,
+        checked; raises :class:`LostEntriesError` for anything else."""
+        count = min(_HEADER, block_end - position)
+        if count <= 0:
+            raise self._lost(self._at(position, f"entry {entry_id} is not in block {block.part_id}"), entry_id, block)
+        buffer, at, _ = self._bytes.get(position, count, sequential=sequential)
+        try:
+            length = v1.read_entry_header(buffer, at, end=at + block_end - position, expected_id=entry_id)
+        except FormatError as exc:
+            raise self._lost(self._at(position, str(exc)), entry_id, block) from None
+        if length is None:  # padding: the entry should have been in this block and is not
+            raise self._lost(self._at(position, f"entry {entry_id} is not in block {block.part_id}"), entry_id, block)
+        return length
 
     # -- locating entries ----------------------------------------------------
 
-    def _locate(self, entry_id: int, block: BlockRow) -> tuple[int, int]:
-        """The byte offset of ``entry_id``'s entry header in ``block``, and
-        its payload length."""
-        self._check_block_header(block)
-        start, end = block.data_offset, self._index.block_end(block)
-        position, at_id = start, block.first_entry_id
-        known = self._offsets.get(entry_id)
-        if known is not None and start <= known < end:
-            position, at_id = known, entry_id
-        while True:
-            if position >= end:
-                raise self._corrupt(position, f"entry {entry_id} is not in block {block.part_id}")
-            buffer, at = self._window(position, min(v1.ENTRY_HEADER_LENGTH, end - position))
-            try:
-                length = v1.read_entry_header(buffer, at, end=at + end - position, expected_id=at_id)
-            except FormatError as exc:
-                raise self._lost(self._at(position, str(exc)), at_id, block) from None
-            if length is None:  # padding: the entry should have been in this block and is not
-                raise self._lost(self._at(position, f"entry {at_id} is not in block {block.part_id}"), at_id, block)
-            self._remember(at_id, position)
-            if at_id == entry_id:
-                return position, length
-            position += v1.ENTRY_HEADER_LENGTH + length
-            at_id += 1
+    def _position(self, entry_id: int, block: BlockRow, sequential: bool, stop: int) -> int:
+        """Where ``entry_id``'s header starts, checking the block's header
+        on the way when the read starts at the block's first entry."""
+        if self._cursor is not None and self._cursor[0] == entry_id and entry_id != block.first_entry_id:
+            return self._cursor[1]
+        if entry_id == block.first_entry_id:
+            self._check_block_header(block, sequential, stop)
+            return block.data_offset
+        table = self._positions(block)
+        if table is not None:
+            return table[entry_id - block.first_entry_id]
+        return self._walk(entry_id, block)
 
-    def _check_block_header(self, block: BlockRow) -> None:
+    def _positions(self, block: BlockRow) -> list[int] | None:
+        if self._entry_offsets is None:
+            return None
+        table = self._position_tables.get(block.part_id)
+        if table is None:
+            if len(self._position_tables) >= _POSITION_TABLES:
+                self._position_tables.pop(next(iter(self._position_tables)))
+            table = self._entry_offsets.positions(block.part_id - 1, block.data_offset)
+            self._position_tables[block.part_id] = table
+        return table
+
+    def _walk(self, entry_id: int, block: BlockRow) -> int:
+        """Follow entry headers to ``entry_id`` from the closest position
+        known in ``block`` (its first entry at worst)."""
+        self._check_block_header(block, False, entry_id)
+        block_end = self._index.block_end(block)
+        ids, positions = self._checkpoints.get(block.part_id, ([block.first_entry_id], [block.data_offset]))
+        nearest = bisect.bisect_right(ids, entry_id) - 1
+        at_id, position = ids[nearest], positions[nearest]
+        while at_id < entry_id:
+            length = self._header_at(block, at_id, position, block_end, False)
+            position += _HEADER + length
+            at_id += 1
+            self._checkpoint(block, at_id, position)
+        return position
+
+    def _checkpoint(self, block: BlockRow, entry_id: int, position: int) -> None:
+        if self._checkpoint_count >= _CHECKPOINTS:
+            self._checkpoints.clear()
+            self._checkpoint_count = 0
+        ids, positions = self._checkpoints.setdefault(block.part_id, ([block.first_entry_id], [block.data_offset]))
+        at = bisect.bisect_left(ids, entry_id)
+        if at < len(ids) and ids[at] == entry_id:
+            return
+        ids.insert(at, entry_id)
+        positions.insert(at, position)
+        self._checkpoint_count += 1
+
+    # -- checks --------------------------------------------------------------
+
+    def _check_block_header(self, block: BlockRow, sequential: bool, stop: int) -> None:
         """Decode ``block``'s header the first time it is touched and check
         it against the index row: magic, header length, zero fill, block
-        length and first entry id."""
+        length and first entry id. The GET that brings the header also
+        brings the entries after it."""
         if block.part_id in self._checked_blocks:
             return
-        try:
-            self._check_block_header_once(block)
-        except FormatError as exc:
-            raise self._lost(str(exc), block.first_entry_id, block) from None
-        self._checked_blocks.add(block.part_id)
-
-    def _check_block_header_once(self, block: BlockRow) -> None:
         expected_length = self._index.block_end(block) - block.offset
         if expected_length < v1.BLOCK_HEADER_LENGTH:
-            raise self._corrupt(
-                block.offset,
-                f"block {block.part_id} is cut short: the index's data object length ({self._index.data_object_length})"
-                " leaves it no room for a header (Pulsar writes this when an entry is larger than a block)",
+            raise self._lost(
+                self._at(
+                    block.offset,
+                    f"block {block.part_id} is cut short: the index's data object length "
+                    f"({self._index.data_object_length}) leaves it no room for a header (Pulsar writes this when an "
+                    "entry is larger than a block)",
+                ),
+                block.first_entry_id,
+                block,
             )
-        buffer, at = self._window(block.offset, v1.BLOCK_HEADER_LENGTH)
+        buffer, at, _ = self._bytes.get(block.offset, v1.BLOCK_HEADER_LENGTH, sequential=sequential)
         try:
             self._index.check_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH], block)
         except FormatError as exc:
-            raise self._corrupt(block.offset, str(exc)) from None
+            raise self._lost(self._at(block.offset, str(exc)), block.first_entry_id, block) from None
+        self._checked_blocks.add(block.part_id)
 
-    def _check_what_follows(self, entry_id: int, position: int, block_end: int, buffer: bytes, at: int) -> None:
+    def _check_what_follows(self, entry_id: int, position: int, sequential: bool) -> None:
         """After ``entry_id`` (ending at ``position``) comes the block's end,
         padding, or the header of entry ``entry_id + 1`` fitting the block;
         anything else means the entry's length field is wrong. The
         ledger's last entry, and the last of a block (the next block
         starts with the next entry), are followed by padding only, so a
         lowered ``lastEntryId`` cannot silently drop entries."""
-        remaining = block_end - position
+        block = self._index.lookup(entry_id)
+        remaining = self._index.block_end(block) - position
         if remaining == 0:
             return
-        peek = buffer[at : at + min(remaining, v1.ENTRY_HEADER_LENGTH)]
+        try:
+            buffer, at, _ = self._bytes.get(position, min(remaining, _HEADER), sequential=sequential)
+        except FormatError as exc:
+            raise self._lost(str(exc), entry_id, block) from None
+        peek = buffer[at : at + min(remaining, _HEADER)]
         if remaining < 4 or struct.unpack_from(">i", peek)[0] < 0:
             if peek[:4] != v1.PADDING[: len(peek[:4])]:
-                raise self._corrupt(position, f"after entry {entry_id} comes neither an entry nor padding")
+                raise self._lost(self._at(position, f"after entry {entry_id} comes neither an entry nor padding"),
+                                 entry_id, block)  # fmt: skip
             return
-        if entry_id == self.last_entry_id or self._starts_a_block(entry_id + 1):
+        if entry_id == self.last_entry_id or entry_id + 1 in self._index.block_starts:
             whose = "the ledger's last entry" if entry_id == self.last_entry_id else "its block's last entry"
-            raise self._corrupt(
-                position,
-                f"after entry {entry_id}, {whose}, comes another entry header instead of padding (the ledger "
-                "metadata's lastEntryId or the index's block table is wrong)",
-            )
-        if remaining < v1.ENTRY_HEADER_LENGTH:
-            raise self._corrupt(position, f"after entry {entry_id} an entry header is cut off by the block's end")
+            raise self._lost(
+                self._at(position, f"after entry {entry_id}, {whose}, comes another entry header instead of padding "
+                                   "(the ledger metadata's lastEntryId or the index's block table is wrong)"),
+                entry_id, block,
+            )  # fmt: skip
+        if remaining < _HEADER:
+            raise self._lost(self._at(position, f"after entry {entry_id} an entry header is cut off by the block's "
+                                                "end"), entry_id, block)  # fmt: skip
         length, next_id = _ENTRY_HEADER.unpack_from(peek)
-        if next_id != entry_id + 1 or v1.ENTRY_HEADER_LENGTH + length > remaining:
-            raise self._corrupt(
-                position,
-                f"after entry {entry_id} comes an entry header (id {next_id}, {length} bytes) that does not "
-                "follow it: the framing is broken",
-            )
+        if next_id != entry_id + 1 or _HEADER + length > remaining:
+            raise self._lost(
+                self._at(position, f"after entry {entry_id} comes an entry header (id {next_id}, {length} bytes) "
+                                   "that does not follow it: the framing is broken"),
+                entry_id, block,
+            )  # fmt: skip
 
-    def _remember(self, entry_id: int, position: int) -> None:
-        self._offsets[entry_id] = position
-        self._offsets.move_to_end(entry_id)
-        if len(self._offsets) > _OFFSETS_CACHE_ENTRIES:
-            self._offsets.popitem(last=False)
-
-    # -- buffered bytes ------------------------------------------------------
-
-    def _starts_a_block(self, entry_id: int) -> bool:
-        return entry_id in self._index.block_starts
-
-    def _window(self, position: int, count: int) -> tuple[bytes, int]:
-        """A buffer holding bytes ``[position, position + count)`` of the
-        data object, and where they start in it; fetches
-        ``read_buffer_size`` bytes (or ``count``, if more) when the current
-        buffer does not hold them."""
-        buffered_from = position - self._buffer_start
-        if buffered_from >= 0 and buffered_from + count <= len(self._buffer):
-            return self._buffer, buffered_from
-        end = min(position + max(count, self._buffer_size), self._object_end)
-        if position + count > end:
-            raise self._corrupt(position, f"needs {count} bytes past the end of the data object ({self._object_end})")
-        pieces = []
-        for start in range(position, end, _MAX_REQUEST):
-            stop = min(start + _MAX_REQUEST, end)
-            piece = self._driver.read(self._data_key, start, stop)
-            if len(piece) != stop - start:
-                raise self._corrupt(start, f"data object ends early ({len(piece)} of {stop - start} bytes came back)")
-            pieces.append(piece)
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self._buffer_start, self._buffer = position, data
-        return data, 0
+    # -- errors --------------------------------------------------------------
 
     def _at(self, position: int, problem: str) -> str:
         return f"offloaded ledger {self._ledger_id}, object {self._data_key!r}, byte offset {position}: {problem}"
@@ -248,6 +337,4 @@ class OffloadedReadHandle(LedgerMetadataView):
         )
 
     def _corrupt(self, position: int, problem: str) -> FormatError:
-        return FormatError(
-            f"offloaded ledger {self._ledger_id}, object {self._data_key!r}, byte offset {position}: {problem}"
-        )
+        return FormatError(self._at(position, problem))

@@ -28,6 +28,7 @@ from offload_core import (
     hookimpl,
     open_offloader,
 )
+from offload_core.formats import entry_offsets
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
 from offload_core.proto import LedgerMetadataFormat
@@ -118,10 +119,25 @@ VECTORS = load_vectors()
 def test_we_write_what_pulsar_writes(vector: Vector) -> None:
     store = MemoryDriver()
     metadata = LedgerMetadataFormat.FromString(bytes.fromhex(vector.spec["ledger_metadata"]["hex"]))
-    offloader = BlobStoreLedgerOffloader(store, max_block_size=vector.spec["max_block_size"])
+    offloader = BlobStoreLedgerOffloader(store, max_block_size=vector.spec["max_block_size"], entry_offsets=False)
     result = offloader.offload(InMemoryReadHandle(vector.ledger_id, vector.entries, metadata), UUID)
     assert store.read(result.data_key) == vector.data
     assert store.read(result.index_key) == vector.index
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v.name for v in VECTORS])
+def test_the_entry_offsets_section_only_grows_the_index(vector: Vector) -> None:
+    store = MemoryDriver()
+    metadata = LedgerMetadataFormat.FromString(bytes.fromhex(vector.spec["ledger_metadata"]["hex"]))
+    offloader = BlobStoreLedgerOffloader(store, max_block_size=vector.spec["max_block_size"])
+    result = offloader.offload(InMemoryReadHandle(vector.ledger_id, vector.entries, metadata), UUID)
+    assert store.read(result.data_key) == vector.data
+    index = store.read(result.index_key)
+    assert index[: len(vector.index)] == vector.index
+    section = entry_offsets.decode_section(index[len(vector.index) :])
+    blocks = v1.decode_index(vector.index).entries
+    assert section.block_count == len(blocks)
+    assert list(section.lengths) == [len(entry) for entry in vector.entries]
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v.name for v in VECTORS])
