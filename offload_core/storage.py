@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar, TypeVar
@@ -133,7 +134,11 @@ class StorageDriver(abc.ABC):
         return counts
 
     def _count_request(self, op: str, n: int = 1) -> None:
-        self.request_counts[op] += n
+        # Read-ahead threads send requests at once; ``+=`` on a Counter is
+        # a read and a write, so it needs the lock not to lose counts.
+        lock: threading.Lock = self.__dict__.setdefault("_count_lock", threading.Lock())
+        with lock:
+            self.request_counts[op] += n
 
     def _translate(self, exc: Exception, key: str) -> Exception:
         """Our error for a backend exception; ``exc`` itself if unknown.

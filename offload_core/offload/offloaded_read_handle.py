@@ -113,7 +113,12 @@ class OffloadedReadHandle(LedgerMetadataView):
             if stop < entry_id:  # the index gives this block no entries: the entry is nowhere
                 raise self._lost(self._at(block.offset, f"entry {entry_id} is not in block {block.part_id}"),
                                  entry_id, block)  # fmt: skip
-            position = self._position(entry_id, block, sequential, stop)
+            try:
+                position = self._position(entry_id, block, sequential)
+            except LostEntriesError:
+                raise
+            except FormatError as exc:  # the object ends before the entry
+                raise self._lost(str(exc), entry_id, block) from None
             position = self._decode(block, entry_id, stop, position, entries, sequential)
             entry_id = stop + 1
         self._check_what_follows(last, position, sequential)
@@ -201,18 +206,31 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- locating entries ----------------------------------------------------
 
-    def _position(self, entry_id: int, block: BlockRow, sequential: bool, stop: int) -> int:
+    def _position(self, entry_id: int, block: BlockRow, sequential: bool) -> int:
         """Where ``entry_id``'s header starts, checking the block's header
-        on the way when the read starts at the block's first entry."""
+        on the way when the read starts at the block's first entry. With
+        entry offsets, the window fetched holds the whole entry and the
+        header after it: one GET serves a random read."""
         if self._cursor is not None and self._cursor[0] == entry_id and entry_id != block.first_entry_id:
             return self._cursor[1]
-        if entry_id == block.first_entry_id:
-            self._check_block_header(block, sequential, stop)
-            return block.data_offset
         table = self._positions(block)
-        if table is not None:
-            return table[entry_id - block.first_entry_id]
-        return self._walk(entry_id, block)
+        if entry_id == block.first_entry_id:
+            self._check_block_header(block, sequential, self._entry_bytes(table, 0, block))
+            return block.data_offset
+        if table is None:
+            return self._walk(entry_id, block)
+        number = entry_id - block.first_entry_id
+        self._bytes.get(table[number], self._entry_bytes(table, number, block), sequential=sequential)
+        return table[number]
+
+    def _entry_bytes(self, table: list[int] | None, number: int, block: BlockRow) -> int:
+        """Bytes from the header of a block's ``number``-th entry to the end
+        of the header after it (just the header when positions are
+        unknown)."""
+        if table is None:
+            return _HEADER
+        end = table[number + 1]
+        return end - table[number] + min(_HEADER, self._index.block_end(block) - end)
 
     def _positions(self, block: BlockRow) -> list[int] | None:
         if self._entry_offsets is None:
@@ -228,7 +246,7 @@ class OffloadedReadHandle(LedgerMetadataView):
     def _walk(self, entry_id: int, block: BlockRow) -> int:
         """Follow entry headers to ``entry_id`` from the closest position
         known in ``block`` (its first entry at worst)."""
-        self._check_block_header(block, False, entry_id)
+        self._check_block_header(block, False, _HEADER)
         block_end = self._index.block_end(block)
         ids, positions = self._checkpoints.get(block.part_id, ([block.first_entry_id], [block.data_offset]))
         nearest = bisect.bisect_right(ids, entry_id) - 1
@@ -254,11 +272,11 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- checks --------------------------------------------------------------
 
-    def _check_block_header(self, block: BlockRow, sequential: bool, stop: int) -> None:
+    def _check_block_header(self, block: BlockRow, sequential: bool, following: int) -> None:
         """Decode ``block``'s header the first time it is touched and check
         it against the index row: magic, header length, zero fill, block
         length and first entry id. The GET that brings the header also
-        brings the entries after it."""
+        brings at least ``following`` bytes after it."""
         if block.part_id in self._checked_blocks:
             return
         expected_length = self._index.block_end(block) - block.offset
@@ -273,7 +291,8 @@ class OffloadedReadHandle(LedgerMetadataView):
                 block.first_entry_id,
                 block,
             )
-        buffer, at, _ = self._bytes.get(block.offset, v1.BLOCK_HEADER_LENGTH, sequential=sequential)
+        wanted = min(v1.BLOCK_HEADER_LENGTH + following, expected_length)
+        buffer, at, _ = self._bytes.get(block.offset, wanted, sequential=sequential)
         try:
             self._index.check_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH], block)
         except FormatError as exc:

@@ -1,0 +1,225 @@
+"""Read-ahead of offloaded ledgers: every entry once and in order, the
+byte budgets, cancellation on seek and close, single-flight downloads,
+and the entry-offsets section's one GET per cold random read."""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from offload_core import BlobStoreLedgerOffloader, ConfigError, InMemoryReadHandle
+from offload_core.formats import entry_offsets
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.memory import MemoryDriver
+from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.testing.faults import Fault, FaultyDriver, InjectedFault, SlowDriver
+
+UUID = uuid.UUID(int=5)
+ENTRIES = [random.Random(5).randbytes(n % 300 + 1) for n in range(3000)]
+RANGE = 4096
+
+
+@pytest.fixture
+def store() -> Iterator[MemoryDriver]:
+    driver = MemoryDriver()
+    BlobStoreLedgerOffloader(driver, max_block_size=64 * 1024).offload(InMemoryReadHandle(1, ENTRIES), UUID)
+    yield driver
+
+
+class Gate:
+    """Holds every request of a wrapped driver until opened (the
+    ``sleep`` of a :class:`SlowDriver` with no latency)."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.open.set()
+
+    def __call__(self, _seconds: float) -> None:
+        assert self.open.wait(10), "a test left the gate closed"
+
+
+def settled(pool: ReadAheadPool) -> int:
+    """The pool's charged bytes once downloads still running have ended
+    (a running GET cannot be interrupted; its bytes are freed when it ends)."""
+    for _ in range(500):
+        if pool.charged_bytes == 0:
+            break
+        threading.Event().wait(0.01)
+    return pool.charged_bytes
+
+
+def read_all(handle: object, last: int, batch: int = 37) -> list[bytes]:
+    out = []
+    for first in range(0, last + 1, batch):
+        out += [entry.data for entry in handle.read(first, min(first + batch - 1, last))]  # type: ignore[attr-defined]
+    return out
+
+
+def test_a_sequential_read_returns_every_entry_once_in_order_within_the_budget(store: MemoryDriver) -> None:
+    pool = ReadAheadPool(total_bytes=3 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE)
+    offloader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool)
+    handle = offloader.read_offloaded(1, UUID)
+    assert read_all(handle, len(ENTRIES) - 1) == ENTRIES
+    assert pool.fetches > 10  # the stream, not one window, served it
+    assert pool.peak_bytes <= 3 * RANGE
+    handle.close()
+    assert pool.charged_bytes == 0
+    pool.close()
+
+
+def test_readers_beyond_the_budget_still_progress_and_the_pool_stays_bounded(store: MemoryDriver) -> None:
+    pool = ReadAheadPool(total_bytes=2 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE)
+    offloader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool)
+    handles = [offloader.read_offloaded(1, UUID) for _ in range(4)]
+    results: list[list[bytes]] = [[] for _ in handles]
+
+    def consume(number: int) -> None:
+        results[number] = read_all(handles[number], len(ENTRIES) - 1, batch=10 + number)
+
+    threads = [threading.Thread(target=consume, args=(n,)) for n in range(len(handles))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(result == ENTRIES for result in results)
+    # Read-ahead is admitted only within the budget; what a reader needs
+    # to make progress (the range its next entry starts in and the one it
+    # runs into) is admitted on top of it.
+    assert pool.peak_bytes <= 2 * RANGE + 2 * len(handles) * RANGE
+    for handle in handles:
+        handle.close()
+    assert pool.charged_bytes == 0
+    pool.close()
+
+
+def test_a_seek_cancels_what_was_read_ahead(store: MemoryDriver) -> None:
+    gate = Gate()
+    slow = SlowDriver(store, 0.0, sleep=gate)
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=16 * RANGE, range_size=RANGE, workers=1)
+    offloader = BlobStoreLedgerOffloader(slow, read_buffer_size=512, read_ahead=pool)
+    handle = offloader.read_offloaded(1, UUID)
+    handle.read(0, 9)
+    handle.read(10, 19)  # sequential: the stream starts, 16 ranges asked for (the first one partly)
+    assert 15 * RANGE < pool.charged_bytes <= 16 * RANGE
+    gate.open.clear()
+    reads_before = offloader.requests.requests["read"]
+    released = threading.Timer(0.2, gate.open.set)
+    released.start()
+    assert handle.read(2500, 2500)[0].data == ENTRIES[2500]  # a seek: the stream is dropped
+    released.join()
+    offloader.read_ahead.close()
+    # One worker: at most the range it was running when the seek came
+    # still reached the store; the others were cancelled before they did.
+    assert offloader.requests.requests["read"] - reads_before <= 2
+    assert settled(pool) == 0
+    assert handle.read(2501, 2501)[0].data == ENTRIES[2501]
+
+
+def test_close_cancels_read_ahead_and_frees_the_budget(store: MemoryDriver) -> None:
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=16 * RANGE, range_size=RANGE, workers=2)
+    offloader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool)
+    handle = offloader.read_offloaded(1, UUID)
+    handle.read(0, 9)
+    handle.read(10, 19)
+    assert pool.charged_bytes > 0
+    handle.close()
+    pool.close()
+    assert settled(pool) == 0
+
+
+def test_concurrent_readers_of_one_range_share_its_download(store: MemoryDriver) -> None:
+    gate = Gate()
+    slow = SlowDriver(store, 0.0, sleep=gate)
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE)
+    offloader = BlobStoreLedgerOffloader(slow, read_buffer_size=512, read_ahead=pool)
+    alone = offloader.read_offloaded(1, UUID)
+    alone.read(0, 99)
+    fetches_before = pool.fetches
+    alone.read(100, 119)
+    one_stream = pool.fetches - fetches_before  # what one reader asks for: the range it needs and read-ahead
+    alone.close()
+    first, second = offloader.read_offloaded(1, UUID), offloader.read_offloaded(1, UUID)
+    for handle in (first, second):
+        handle.read(0, 99)
+    gate.open.clear()
+    fetches_before = pool.fetches
+    results: list[list[bytes]] = [[], []]
+
+    def follow(number: int, handle: object) -> None:
+        results[number] = [e.data for e in handle.read(100, 119)]  # type: ignore[attr-defined]
+
+    threads = [threading.Thread(target=follow, args=pair) for pair in enumerate((first, second))]
+    for thread in threads:
+        thread.start()
+    threading.Timer(0.2, gate.open.set).start()
+    for thread in threads:
+        thread.join()
+    assert results == [ENTRIES[100:120], ENTRIES[100:120]]
+    # Both streams start at the same entry, so they ask for the same
+    # aligned ranges while the first downloads are held: each is fetched once.
+    assert one_stream > 1
+    assert pool.fetches - fetches_before == one_stream
+    first.close()
+    second.close()
+    pool.close()
+
+
+def test_a_failed_range_reaches_the_reader_and_a_new_read_recovers(store: MemoryDriver) -> None:
+    data_key = v1.data_key(str(UUID), 1)
+    faulty = FaultyDriver(store, [Fault("read", key=data_key, nth=3, permanent=True)])
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE, workers=1)
+    handle = BlobStoreLedgerOffloader(faulty, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
+    with pytest.raises(InjectedFault):
+        read_all(handle, len(ENTRIES) - 1)
+    fresh = BlobStoreLedgerOffloader(faulty, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
+    assert read_all(fresh, len(ENTRIES) - 1) == ENTRIES
+    pool.close()
+
+
+def test_a_cold_random_read_is_one_get_with_entry_offsets_and_a_walk_without() -> None:
+    store = MemoryDriver()
+    with_section = BlobStoreLedgerOffloader(store, max_block_size=64 * 1024, read_buffer_size=256)
+    with_section.offload(InMemoryReadHandle(1, ENTRIES), UUID)
+    without = BlobStoreLedgerOffloader(store, max_block_size=64 * 1024, read_buffer_size=256, entry_offsets=False)
+    without.offload(InMemoryReadHandle(2, ENTRIES), UUID)
+    for entry_id in random.Random(2).sample(range(len(ENTRIES)), 40):
+        for ledger_id, offloader, most in ((1, with_section, 1), (2, without, None)):
+            handle = offloader.read_offloaded(ledger_id, UUID)
+            before = offloader.requests.requests["read"]
+            assert handle.read(entry_id, entry_id)[0].data == ENTRIES[entry_id]
+            gets = offloader.requests.requests["read"] - before
+            assert gets == most if most is not None else gets >= 1
+    # A Pulsar-written index (no section) and ours are read side by side
+    # by one reader: the same entries either way.
+    for ledger_id, offloader in ((1, with_section), (2, without)):
+        assert read_all(offloader.read_offloaded(ledger_id, UUID), len(ENTRIES) - 1) == ENTRIES
+
+
+def test_a_damaged_entry_offsets_section_costs_speed_not_data(store: MemoryDriver) -> None:
+    key = v1.index_key(str(UUID), 1)
+    index = v1.decode_index(store.read(key))
+    lengths = entry_offsets.decode_section(index.trailer)
+    wrong = [list(lengths.block_lengths(n)) for n in range(lengths.block_count)]
+    wrong[0] = wrong[0][:-1]  # one entry too few: the block table disagrees
+    for trailer in (entry_offsets.encode_section(wrong), index.trailer[:-1] + bytes([index.trailer[-1] ^ 1])):
+        damaged = v1.Index(index.data_object_length, index.ledger_metadata, index.entries, trailer=trailer)
+        store.write(key, v1.encode_index(damaged), metadata={v1.FORMAT_VERSION_KEY: "1"})
+        handle = BlobStoreLedgerOffloader(store, read_buffer_size=512).read_offloaded(1, UUID)
+        assert [handle.read(n, n)[0].data for n in (2999, 5, 1500)] == [ENTRIES[2999], ENTRIES[5], ENTRIES[1500]]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"total_bytes": 0}, "total bytes must be a positive integer"),
+        ({"range_size": 2**20, "reader_bytes": 2**19}, "at least one range"),
+        ({"workers": True}, "workers must be a positive integer"),
+    ],
+)
+def test_pool_settings_are_checked(options: dict[str, int], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ReadAheadPool(**options)
