@@ -109,6 +109,13 @@ def segment_index_key(uuid: str) -> str:
     return f"{uuid}-index"
 
 
+def segment_entry_offsets_key(uuid: str) -> str:
+    """``{uuid}-entry-offsets``: our entry-offsets section of the segment
+    (see :mod:`offload_core.formats.entry_offsets`), in an object of its
+    own because Pulsar's v2 reader reads the index object to its end."""
+    return f"{uuid}-entry-offsets"
+
+
 _KEY = re.compile(
     r"(?:^|(?<=[/_.:=-]))"
     r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -185,6 +192,7 @@ class EncodedSegmentBlock:
     last_entry_id: int
     payload_bytes: int
     data: bytearray
+    entry_lengths: Sequence[int] = ()
 
 
 class BlockGrouper:
@@ -209,6 +217,7 @@ class BlockGrouper:
         self._offset = 0
         self._part_id = 1
         self._ledgers_done: set[int] = set()
+        self._lengths: list[int] = []
 
     @property
     def offset(self) -> int:
@@ -234,6 +243,7 @@ class BlockGrouper:
             # The common case, kept short: the next entry of the open block's ledger.
             block += _ENTRY_HEADER.pack(size, entry_id)
             block += payload
+            self._lengths.append(size)
             self._payload += size
             self._next_entry_id = entry_id + 1
             return (self._finish(),) if self._payload >= self._size else ()
@@ -259,8 +269,10 @@ class BlockGrouper:
         if self._block is None:
             self._block = bytearray(BLOCK_HEADER_LENGTH)
             self._first_entry_id, self._payload = entry_id, 0
+            self._lengths = []
         self._block += _ENTRY_HEADER.pack(len(payload), entry_id)
         self._block += payload
+        self._lengths.append(len(payload))
         self._payload += len(payload)
         self._next_entry_id = entry_id + 1
         if self._payload >= self._size:
@@ -285,6 +297,7 @@ class BlockGrouper:
             last_entry_id=self._next_entry_id - 1,
             payload_bytes=self._payload,
             data=block,
+            entry_lengths=self._lengths,
         )
         self._block = None
         self._offset += length

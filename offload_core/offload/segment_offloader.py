@@ -15,6 +15,7 @@ from ..hooks import Event
 from ..instrument import InstrumentedDriver
 from ..retry import RetryPolicy, call_with_retries
 from .offloaded_read_handle import OffloadedReadHandle
+from .read_ahead import ReadAheadPool
 from .read_handle import ReadHandle
 from .segment_reads import OpenSegment, open_segment, segment_ledger_handle
 from .streaming_offload import LedgerInfoSource, OffloadHandle, SegmentLimits
@@ -64,6 +65,8 @@ class SegmentStreaming:
     max_index_size: int
     block_limit: int
     read_buffer_size: int
+    entry_offsets: bool
+    read_ahead: ReadAheadPool
     retry: RetryPolicy
     _emit: Callable[[Event], None] | None
     driver_metadata: Callable[[], dict[str, str]]
@@ -104,6 +107,7 @@ class SegmentStreaming:
             retry=self.retry,
             emit=self._emit,
             on_room=on_room,
+            entry_offsets=self.entry_offsets,
         )
 
     def open_segment(
@@ -128,7 +132,7 @@ class SegmentStreaming:
         holds none of the ledger."""
         segment = self.open_segment(uuid, driver_metadata)
         return segment_ledger_handle(self.driver, segment, ledger_id, last_entry_id=last_entry_id,
-                                     read_buffer_size=self.read_buffer_size)  # fmt: skip
+                                     read_buffer_size=self.read_buffer_size, read_ahead=self.read_ahead)  # fmt: skip
 
     def segment_size(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> int:
         """Bytes of the segment's data object (one stat). Raises
@@ -137,8 +141,9 @@ class SegmentStreaming:
         return call_with_retries(lambda: self.driver.stat(prefix + v2.segment_data_key(str(uuid))), self.retry).size
 
     def delete_segment(self, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None = None) -> None:
-        """Delete both objects of a segment; idempotent."""
+        """Delete a segment's objects (its entry offsets too); idempotent."""
         prefix = (driver_metadata or {}).get("prefix", self.prefix)
-        keys = [prefix + v2.segment_data_key(str(uuid)), prefix + v2.segment_index_key(str(uuid))]
+        keys = [prefix + key(str(uuid)) for key in
+                (v2.segment_data_key, v2.segment_index_key, v2.segment_entry_offsets_key)]  # fmt: skip
         call_with_retries(lambda: self.driver.delete(keys), self.retry)
         self._event("offload.deleted", uuid=str(uuid), streaming=True)

@@ -5,22 +5,27 @@ more than the limits allow."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..errors import FormatError, NotFoundError
+from ..formats import entry_offsets
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
+from ..formats.entry_offsets import EntryOffsets
 from ..model import Entry, ObjectInfo
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
-from .block_tables import SegmentLedgerTable
+from .block_tables import SegmentLedgerTable, check_entry_offsets
 from .offloaded_read_handle import OffloadedReadHandle
+from .read_ahead import ReadAheadPool
 
 __all__ = ["OpenSegment", "iter_segment_entries", "open_segment", "segment_ledger_handle"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # A block past this is refused before it is read (as for v1 blocks).
 _BLOCK_FLOOR = 128 * 2**20
@@ -36,6 +41,7 @@ class OpenSegment:
     index: v2.SegmentIndex
     data: ObjectInfo
     index_info: ObjectInfo
+    entry_offsets: EntryOffsets | None = None
 
 
 def open_segment(
@@ -67,7 +73,29 @@ def open_segment(
             f"segment {uuid}: data object {data_key!r} is {data_info.size} bytes, its index says "
             f"{index.data_object_length}; the segment is damaged (re-offload it from the hot tier if it is still there)"
         )
-    return OpenSegment(uuid, data_key, index_key, index, data_info, index_info)
+    offsets = _entry_offsets(driver, prefix + v2.segment_entry_offsets_key(uuid), index, retry)
+    return OpenSegment(uuid, data_key, index_key, index, data_info, index_info, offsets)
+
+
+def _entry_offsets(driver: StorageDriver, key: str, index: v2.SegmentIndex, retry: RetryPolicy) -> EntryOffsets | None:
+    """The segment's entry-offsets object when it has a sound one (Pulsar
+    writes none; a damaged one costs speed, not data: reads walk)."""
+    blocks = len(index.blocks)
+    # No section of this segment can be longer; a larger object is not read whole.
+    limit = 16 + 4 * blocks + 4 * (index.data_object_length // v1.ENTRY_HEADER_LENGTH)
+    try:
+        raw = call_with_retries(lambda: driver.read(key, 0, limit + 1), retry)
+        if len(raw) > limit:
+            raise FormatError(f"it is over {limit} bytes, more than any of this segment can be")
+        section = entry_offsets.decode_section(raw)
+        if section.block_count != blocks:
+            raise FormatError(f"it covers {section.block_count} blocks, the segment has {blocks}")
+    except NotFoundError:
+        return None
+    except FormatError as exc:
+        log.warning("segment entry offsets %r ignored, reads walk entry headers instead: %s", key, exc)
+        return None
+    return section
 
 
 def segment_ledger_handle(
@@ -77,6 +105,7 @@ def segment_ledger_handle(
     *,
     last_entry_id: int | None,
     read_buffer_size: int,
+    read_ahead: ReadAheadPool | None = None,
 ) -> OffloadedReadHandle:
     """A read handle over ledger ``ledger_id``'s entries in ``segment``.
 
@@ -94,8 +123,17 @@ def segment_ledger_handle(
     table = SegmentLedgerTable(segment.index, ledger_id, last_entry_id)
     info = section.info()
     metadata = v1.closed_ledger_metadata(length=int(info.size), last_entry_id=last_entry_id)
+    offsets = segment.entry_offsets
+    if offsets is not None:
+        try:
+            check_entry_offsets(offsets, table, section.rows, blocks=len(segment.index.blocks))
+        except FormatError as exc:
+            log.warning("segment %s: entry offsets of ledger %s ignored, reads walk instead: %s", segment.uuid,
+                        ledger_id, exc)  # fmt: skip
+            offsets = None
     return OffloadedReadHandle(ledger_id, table, driver, segment.data_key, read_buffer_size=read_buffer_size,
-                               object_size=segment.data.size, metadata=metadata)  # fmt: skip
+                               object_size=segment.data.size, metadata=metadata, entry_offsets=offsets,
+                               read_ahead=read_ahead)  # fmt: skip
 
 
 def iter_segment_entries(driver: StorageDriver, segment: OpenSegment, ledger_id: int | None = None) -> Iterator[Entry]:

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ..errors import OffloadError, StateError
+from ..formats import entry_offsets
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..hooks import Event
@@ -75,10 +76,12 @@ class OffloadHandle:
         retry: RetryPolicy = _DEFAULT_RETRY,
         emit: Callable[[Event], None] | None = None,
         on_room: Callable[[], None] | None = None,
+        entry_offsets: bool = True,
     ) -> None:
         self.uuid = uuid
         self.data_key = prefix + v2.segment_data_key(uuid)
         self.index_key = prefix + v2.segment_index_key(uuid)
+        self.entry_offsets_key = prefix + v2.segment_entry_offsets_key(uuid) if entry_offsets else None
         self.limits = limits
         self._driver = driver
         self._object_metadata = dict(object_metadata)
@@ -95,6 +98,7 @@ class OffloadHandle:
         self._first_entry = 0
         self._last_entry = -1
         self._rows: list[tuple[int, v2.SegmentRow]] = []
+        self._lengths: list[Sequence[int]] = []
         self._queue: deque[bytearray] = deque()
         self._queued_bytes = 0
         self._in_flight = 0
@@ -247,6 +251,8 @@ class OffloadHandle:
 
     def _enqueue(self, block: v2.EncodedSegmentBlock) -> None:
         self._rows.append((block.ledger_id, block.row))
+        if self.entry_offsets_key is not None:
+            self._lengths.append(block.entry_lengths)
         self._queue.append(block.data)
         self._queued_bytes += len(block.data)
         self._changed.notify_all()
@@ -300,7 +306,12 @@ class OffloadHandle:
             self._event("offload.started", uuid=self.uuid, key=self.data_key)
             info = self._driver.write(self.data_key, self._parts(first), metadata=self._object_metadata)
             with self._lock:
-                rows, ranges = list(self._rows), self._all_ranges()
+                rows, ranges, lengths = list(self._rows), self._all_ranges(), list(self._lengths)
+            if self.entry_offsets_key is not None:
+                # Before the index: a segment with an index has its entry
+                # offsets complete, or none (a crash in between).
+                self._driver.write(self.entry_offsets_key, entry_offsets.encode_section(lengths),
+                                   metadata=self._object_metadata)  # fmt: skip
             index = v2.index_for_blocks(
                 rows,
                 data_object_length=info.size,
@@ -335,7 +346,7 @@ class OffloadHandle:
             self._done.set()
 
     def _remove_quietly(self, cause: BaseException) -> None:
-        keys = [self.data_key, self.index_key]
+        keys = [self.data_key, self.index_key, *([self.entry_offsets_key] if self.entry_offsets_key else [])]
         try:
             call_with_retries(lambda: self._driver.delete(keys), self._retry)
         except OffloadError as exc:
