@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..offload.read_ahead import ReadAheadPool
 from ..plugins import PluginManager
 from .background import BackgroundWork
 from .config import BrokerConfig
@@ -56,7 +57,14 @@ class Broker:
         self.plugins = plugin_manager if plugin_manager is not None else PluginManager()
         self.store = store if store is not None else SqliteMetadataStore(self.data_dir / "metadata.db")
         self.policies = PolicyStore(self.store, self.config.policies)
-        self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit)
+        self.read_ahead = ReadAheadPool(
+            total_bytes=self.config.read_ahead_bytes,
+            reader_bytes=self.config.read_ahead_bytes_per_reader,
+            range_size=self.config.read_ahead_range_bytes,
+        )
+        self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit,
+                                            read_ahead=self.read_ahead,
+                                            entry_offsets=self.config.entry_offsets)  # fmt: skip
         self._clock = clock
         self._open: dict[TopicName, ManagedLedger] = {}
         self.background = BackgroundWork(self.plugins.emit)
@@ -126,6 +134,7 @@ class Broker:
         if self.offload_workers is not None:
             self.offload_workers.close()
         self.offloaders.close()
+        self.read_ahead.close()
         self.store.close()
 
     def __enter__(self) -> Broker:

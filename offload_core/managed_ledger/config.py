@@ -60,6 +60,10 @@ class BrokerConfig:
     fsync_policy: FsyncPolicy = FsyncPolicy.BATCH
     maintenance_interval_seconds: int = 120
     offload_worker_processes: int = 1
+    entry_offsets: bool = True
+    read_ahead_bytes: int = 256 * 2**20
+    read_ahead_bytes_per_reader: int = 32 * 2**20
+    read_ahead_range_bytes: int = 8 * 2**20
     source: str = field(default="(defaults)", compare=False)
 
 
@@ -128,6 +132,12 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "retentionCheckIntervalInSeconds": ("broker", "maintenance_interval_seconds", _not_negative),
     # Ours: processes that write whole-ledger offloads (0: the broker's own threads do).
     "managedLedgerOffloadWorkerProcesses": ("broker", "offload_worker_processes", _not_negative),
+    # Ours: the entry-offsets section (one GET per cold random read; off: indexes exactly as Pulsar's).
+    "managedLedgerOffloadEntryOffsetsEnabled": ("broker", "entry_offsets", _boolean),
+    # Ours: read-ahead of offloaded data for catch-up readers, bounded for the whole broker and per reader.
+    "managedLedgerOffloadReadAheadBytes": ("broker", "read_ahead_bytes", _positive),
+    "managedLedgerOffloadReadAheadBytesPerReader": ("broker", "read_ahead_bytes_per_reader", _positive),
+    "managedLedgerOffloadReadAheadRangeBytes": ("broker", "read_ahead_range_bytes", _positive),
 }
 
 
@@ -148,7 +158,13 @@ def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> Brok
         (policies if where == "policies" else broker)[name] = parse(key, value)
     merged = OffloadPolicies(**policies).over(DEFAULT_POLICIES)
     validate_policies(merged)
-    return BrokerConfig(policies=merged, source=source, **broker)
+    config = BrokerConfig(policies=merged, source=source, **broker)
+    if config.read_ahead_bytes_per_reader < config.read_ahead_range_bytes:
+        raise ConfigError(
+            f"managedLedgerOffloadReadAheadBytesPerReader ({config.read_ahead_bytes_per_reader}) is below one range "
+            f"(managedLedgerOffloadReadAheadRangeBytes, {config.read_ahead_range_bytes}) in {source}; raise it"
+        )
+    return config
 
 
 def load_config(path: str | Path | None) -> BrokerConfig:

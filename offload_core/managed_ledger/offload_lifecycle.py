@@ -317,6 +317,7 @@ class OffloadLifecycle(LedgerCore):
             max_block_size=policies.max_block_size,
             read_buffer_size=policies.read_buffer_size,
             ctime_ms=ctime_ms,
+            entry_offsets=self._config.entry_offsets,
         )
 
     def complete_offload(self, ticket: OffloadTicket) -> None:

@@ -42,6 +42,7 @@ class OffloadTicket:
     max_block_size: int
     read_buffer_size: int
     ctime_ms: int
+    entry_offsets: bool = True
 
 
 class SealedLedgerReadHandle(LedgerMetadataView):
@@ -81,7 +82,7 @@ def write_offload(ticket: OffloadTicket, plugin_manager: PluginManager | None = 
     says (it changed or was trimmed), :class:`FormatError` if it is corrupt,
     and the offloader's errors; a failed write leaves no objects."""
     manager = plugin_manager or default_plugin_manager()
-    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit)
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets)
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import ConfigError, OffloadError, mask_secrets
 from ..hooks import Event
 from ..offload.ledger import LedgerOffloader
+from ..offload.read_ahead import ReadAheadPool
 from ..plugins import OffloaderSpec, PluginManager
 from ..storage import StorageDriver
 from ..urls import redact_url_text
@@ -44,10 +45,20 @@ class OffloaderProvider:
     ledger recorded (``offloader`` in its driver metadata) when reading it
     back."""
 
-    def __init__(self, plugins: PluginManager, data_dir: Path, emit: Callable[[Event], None] | None = None) -> None:
+    def __init__(
+        self,
+        plugins: PluginManager,
+        data_dir: Path,
+        emit: Callable[[Event], None] | None = None,
+        *,
+        read_ahead: ReadAheadPool | None = None,
+        entry_offsets: bool = True,
+    ) -> None:
         self._plugins = plugins
         self._data_dir = data_dir
         self._emit = emit
+        self._read_ahead = read_ahead
+        self._entry_offsets = entry_offsets
         self._cache: dict[tuple[tuple[str, str], ...], tuple[LedgerOffloader, StorageDriver]] = {}
 
     def for_settings(
@@ -72,8 +83,15 @@ class OffloaderProvider:
             return cached
         spec = self._spec_for(settings)
         driver = self._open_driver(settings)
-        options = {"max_block_size": max_block_size, "read_buffer_size": read_buffer_size,
-                   "prefix": settings.get("prefix", ""), "emit": self._emit}  # fmt: skip
+        options: dict[str, object] = {
+            "max_block_size": max_block_size,
+            "read_buffer_size": read_buffer_size,
+            "prefix": settings.get("prefix", ""),
+            "emit": self._emit,
+            "entry_offsets": self._entry_offsets,
+        }
+        if self._read_ahead is not None:
+            options["read_ahead"] = self._read_ahead  # one pool for every offloader: one budget for the broker
         accepted = inspect.signature(spec.factory).parameters
         offloader: LedgerOffloader = spec.factory(
             driver, **{name: value for name, value in options.items() if name in accepted}
@@ -135,6 +153,7 @@ class OffloaderProvider:
         return offloader, recorded
 
     def close(self) -> None:
+        """Close every offloader opened (the read-ahead pool stays with its owner)."""
         for offloader, _ in self._cache.values():
             offloader.close()
         self._cache.clear()

@@ -76,6 +76,7 @@ class SegmentBackfill(LedgerCore):
                         block_size=policies.max_block_size,
                         buffer_size=policies.streaming_buffer_bytes,
                         read_buffer_size=policies.read_buffer_size,
+                        entry_offsets=self._config.entry_offsets,
                     )
                 )
             return tickets

@@ -54,6 +54,7 @@ class SegmentTicket:
     block_size: int
     buffer_size: int
     read_buffer_size: int
+    entry_offsets: bool = True
 
 
 def split_into_segments(
@@ -109,7 +110,7 @@ def write_segment(ticket: SegmentTicket, plugin_manager: PluginManager | None = 
     ticket names, :class:`FormatError` if one is corrupt, and the store's
     errors; a failed write leaves no object."""
     manager = plugin_manager or default_plugin_manager()
-    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit)
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets)
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.block_size, read_buffer_size=ticket.read_buffer_size

@@ -14,15 +14,24 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from ..offload.offloaded_read_handle import OffloadedReadHandle
 from ..offload.read_handle import ReadHandle
+from ..offload.segmented_read_handle import SegmentedReadHandle
 
-__all__ = ["SharedHandle", "SharedHandleCache"]
+__all__ = ["READERS_PER_HANDLE", "SharedHandle", "SharedHandleCache"]
+
+
+# Subscriptions catching up on one ledger share its handle: each keeps its
+# own read-ahead stream as long as no more than this many read it at once.
+READERS_PER_HANDLE = 8
 
 
 class SharedHandle:
     """One open read handle, its users, and its read lock."""
 
     def __init__(self, handle: ReadHandle) -> None:
+        if isinstance(handle, OffloadedReadHandle | SegmentedReadHandle):
+            handle.readers = READERS_PER_HANDLE
         self.handle = handle
         self.read_lock = threading.Lock()
         self.users = 0

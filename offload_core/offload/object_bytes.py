@@ -1,6 +1,6 @@
-"""The bytes of one data object as one reader consumes them: a single
-window for random reads, a stream of ranges read ahead for sequential
-ones."""
+"""The bytes of one data object as its readers consume them: one window
+for random reads, and a stream of ranges read ahead for each sequential
+reader."""
 
 from __future__ import annotations
 
@@ -11,24 +11,37 @@ from ..errors import FormatError
 from ..storage import StorageDriver
 from .read_ahead import ReadAheadPool, SharedRange
 
-__all__ = ["MAX_REQUEST", "ObjectBytes"]
+__all__ = ["MAX_REQUEST", "ObjectBytes", "Stream"]
 
 # Largest single range request: a larger entry is fetched in pieces, so no
 # length read from an object is ever one allocation of its own.
 MAX_REQUEST = 8 * 2**20
 
 
+class Stream:
+    """One sequential reader's ranges: consecutive, the first holding (or
+    about to hold) where the reader is, the rest read ahead."""
+
+    def __init__(self) -> None:
+        self.ranges: deque[SharedRange] = deque()
+        self.next = 0
+
+    def held_bytes(self) -> int:
+        return sum(shared.size for shared in self.ranges)
+
+
 class ObjectBytes:
     """Bytes ``[0, end)`` of object ``key``.
 
-    :meth:`get` serves a random read from one window of ``buffer_size``
-    bytes fetched where the reader asks (one GET, as Pulsar's read buffer
-    does). Once the reader says it reads sequentially, ranges of the
-    pool's range size are fetched ahead of it on the pool's threads,
-    aligned to multiples of the range size so that readers of one object
-    ask for the same ranges and share their downloads. A read elsewhere
-    cancels what was read ahead. ``corrupt(position, problem)`` makes the
-    error for an object that ends before ``end``.
+    :meth:`get` without a stream serves a random read from one window of
+    ``buffer_size`` bytes fetched where the reader asks (one GET, as
+    Pulsar's read buffer does). With a :class:`Stream` (one per
+    sequential reader, from :meth:`stream`), ranges of the pool's range
+    size are fetched ahead of that reader on the pool's threads, aligned to
+    multiples of the range size so that readers of one object ask for the
+    same ranges and share their downloads; a read outside the stream's
+    ranges starts it over where the reader now is. ``corrupt(position,
+    problem)`` makes the error for an object that ends before ``end``.
     """
 
     def __init__(
@@ -49,10 +62,21 @@ class ObjectBytes:
         self._corrupt = corrupt
         self._window_start = 0
         self._window = b""
-        self._stream: deque[SharedRange] = deque()
-        self._stream_next = 0
+        self._streams: set[Stream] = set()
 
-    def get(self, start: int, count: int, *, sequential: bool) -> tuple[bytes, int, int]:
+    def stream(self) -> Stream:
+        """A new stream for one sequential reader; nothing is fetched until
+        it is first read. Give it back with :meth:`drop`."""
+        stream = Stream()
+        self._streams.add(stream)
+        return stream
+
+    def drop(self, stream: Stream) -> None:
+        """Cancel what ``stream`` read ahead and free its budget."""
+        self._streams.discard(stream)
+        self._release(stream)
+
+    def get(self, start: int, count: int, stream: Stream | None = None) -> tuple[bytes, int, int]:
         """A buffer holding bytes ``[start, start + count)``, where ``start``
         is in it, and how many bytes from ``start`` on it holds (at least
         ``count``). Raises :class:`FormatError` (through ``corrupt``) when
@@ -62,15 +86,16 @@ class ObjectBytes:
             return self._window, at, len(self._window) - at
         if start + count > self._end:
             raise self._corrupt(start, f"needs {count} bytes past the end of the data object ({self._end})")
-        if sequential and self._pool is not None:
-            return self._from_stream(self._pool, start, count)
-        self._drop_stream()
+        if stream is not None and self._pool is not None:
+            return self._from_stream(self._pool, stream, start, count)
         stop = min(start + max(count, self._buffer_size), self._end)
         self._window_start, self._window = start, self._fetch(start, stop)
         return self._window, 0, len(self._window)
 
     def close(self) -> None:
-        self._drop_stream()
+        """Drop every stream and the window."""
+        for stream in list(self._streams):
+            self.drop(stream)
         self._window = b""
 
     # -- random reads --------------------------------------------------------
@@ -89,17 +114,19 @@ class ObjectBytes:
 
     # -- sequential reads ----------------------------------------------------
 
-    def _from_stream(self, pool: ReadAheadPool, start: int, count: int) -> tuple[bytes, int, int]:
-        stream = self._stream
-        if not stream or not stream[0].start <= start < self._stream_next:
-            self._drop_stream()
-            self._stream_next = start
-        while stream and stream[0].end <= start:
-            pool.release(self._driver, stream.popleft())
-        while self._stream_next < start + count:
-            self._extend(pool, needed=True)
-        self._read_ahead(pool)
-        first = stream[0]
+    def _from_stream(self, pool: ReadAheadPool, stream: Stream, start: int, count: int) -> tuple[bytes, int, int]:
+        ranges = stream.ranges
+        if not ranges or not ranges[0].start <= start < stream.next:
+            self._release(stream)
+            stream.next = start
+        while ranges and ranges[0].end <= start:
+            pool.release(self._driver, ranges.popleft())
+        while stream.next < start + count:
+            self._extend(pool, stream, needed=True)
+        while stream.next < self._end and stream.held_bytes() + pool.range_size <= pool.reader_bytes:
+            if not self._extend(pool, stream, needed=False):
+                break
+        first = ranges[0]
         data = self._checked(first.start, first.end, first.future.result())
         at = start - first.start
         if at + count <= len(data):
@@ -108,7 +135,7 @@ class ObjectBytes:
         # The bytes straddle ranges: copy just them, and keep serving the
         # ranges themselves (no copy) for what follows.
         pieces, need = [data[at:]], count - (len(data) - at)
-        for shared in list(stream)[1:]:
+        for shared in list(ranges)[1:]:
             if need <= 0:
                 break
             piece = self._checked(shared.start, shared.end, shared.future.result())
@@ -117,25 +144,20 @@ class ObjectBytes:
         joined = b"".join(pieces)
         return joined, 0, len(joined)
 
-    def _read_ahead(self, pool: ReadAheadPool) -> None:
-        while (
-            self._stream_next < self._end and sum(r.size for r in self._stream) + pool.range_size <= pool.reader_bytes
-        ):
-            if not self._extend(pool, needed=False):
-                return
-
-    def _extend(self, pool: ReadAheadPool, *, needed: bool) -> bool:
-        start = self._stream_next
+    def _extend(self, pool: ReadAheadPool, stream: Stream, *, needed: bool) -> bool:
+        start = stream.next
         stop = min((start // pool.range_size + 1) * pool.range_size, self._end)
         shared = pool.acquire(self._driver, self._key, start, stop, needed=needed)
         if shared is None:
             return False
-        self._stream.append(shared)
-        self._stream_next = stop
+        stream.ranges.append(shared)
+        stream.next = stop
         return True
 
-    def _drop_stream(self) -> None:
+    def _release(self, stream: Stream) -> None:
+        if stream.ranges and self._window_start >= stream.ranges[0].start and self._window_start < stream.next:
+            self._window = b""  # the window is one of the ranges let go: do not keep it alive
         if self._pool is not None:
-            while self._stream:
-                self._pool.release(self._driver, self._stream.popleft())
-        self._stream.clear()
+            while stream.ranges:
+                self._pool.release(self._driver, stream.ranges.popleft())
+        stream.ranges.clear()

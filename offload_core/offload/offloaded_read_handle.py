@@ -10,10 +10,11 @@ where each read stopped, never one per entry decoded.
 
 Entries are decoded a window at a time: one ``unpack_from`` per entry
 header over the buffered bytes, one ``bytes`` copy per payload. A read
-that continues where the previous one stopped is sequential: its bytes
-come from ranges read ahead on the offloader's read-ahead pool (see
-:mod:`offload_core.offload.read_ahead`), so a catch-up reader does not
-wait for each GET.
+that continues where an earlier one stopped is sequential: its bytes come
+from that reader's stream of ranges read ahead on the offloader's
+read-ahead pool (see :mod:`offload_core.offload.read_ahead`), so a
+catch-up reader does not wait for each GET. A handle follows ``readers``
+such readers at once (one by default; a shared handle, more).
 
 Nothing read is trusted: a block's header is decoded and checked against
 its index row whenever a read starts at the block's first entry, every
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from collections import OrderedDict
 
 from ..errors import FormatError, LostEntriesError, StateError
 from ..formats import pulsar_v1 as v1
@@ -35,7 +37,7 @@ from ..model import Entry
 from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
 from .block_tables import BlockRow, BlockTable, V1BlockTable
-from .object_bytes import ObjectBytes
+from .object_bytes import ObjectBytes, Stream
 from .read_ahead import ReadAheadPool
 from .read_handle import LedgerMetadataView, check_read_range
 
@@ -92,7 +94,12 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._bytes = ObjectBytes(
             driver, data_key, object_end, buffer_size=read_buffer_size, pool=read_ahead, corrupt=self._corrupt
         )
-        self._cursor: tuple[int, int] | None = None
+        self._cursors: OrderedDict[int, tuple[int, Stream]] = OrderedDict()
+        self.readers = 1
+        """How many sequential readers the handle follows at once, each with
+        its own read-ahead stream (one: a read elsewhere is a seek, and
+        cancels what was read ahead). A handle shared by several readers
+        should follow as many."""
         self._checkpoints: dict[int, tuple[list[int], list[int]]] = {}
         self._checkpoint_count = 0
         self._position_tables: dict[int, list[int]] = {}
@@ -104,9 +111,25 @@ class OffloadedReadHandle(LedgerMetadataView):
         if self._closed:
             raise StateError(f"ledger {self._ledger_id}: read handle is closed")
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
-        sequential = self._cursor is not None and self._cursor[0] == first
+        cursor = self._cursors.pop(first, None)
+        stream = cursor[1] if cursor is not None else None
+        try:
+            entries, position = self._read(first, last, cursor[0] if cursor is not None else None, stream)
+        except BaseException:
+            if stream is not None:
+                self._bytes.drop(stream)
+            raise
+        # The reader that goes on from here reads sequentially: give it a
+        # stream (fetching nothing until it reads again).
+        self._cursors[last + 1] = (position, stream if stream is not None else self._bytes.stream())
+        while len(self._cursors) > self.readers:
+            self._bytes.drop(self._cursors.popitem(last=False)[1][1])
+        return entries
+
+    def _read(self, first: int, last: int, known: int | None, stream: Stream | None) -> tuple[list[Entry], int]:
         entries: list[Entry] = []
         entry_id = first
+        position = -1
         while entry_id <= last:
             block = self._index.lookup(entry_id)
             stop = min(last, self._index.block_entries(block)[1])
@@ -114,20 +137,20 @@ class OffloadedReadHandle(LedgerMetadataView):
                 raise self._lost(self._at(block.offset, f"entry {entry_id} is not in block {block.part_id}"),
                                  entry_id, block)  # fmt: skip
             try:
-                position = self._position(entry_id, block, sequential)
+                position = self._position(entry_id, block, known if entry_id == first else None, stream)
             except LostEntriesError:
                 raise
             except FormatError as exc:  # the object ends before the entry
                 raise self._lost(str(exc), entry_id, block) from None
-            position = self._decode(block, entry_id, stop, position, entries, sequential)
+            position = self._decode(block, entry_id, stop, position, entries, stream)
             entry_id = stop + 1
-        self._check_what_follows(last, position, sequential)
-        self._cursor = (last + 1, position)
-        return entries
+        self._check_what_follows(last, position, stream)
+        return entries, position
 
     def close(self) -> None:
         """Release the buffers and cancel whatever was read ahead."""
         self._closed = True
+        self._cursors.clear()
         self._bytes.close()
         self._checkpoints.clear()
         self._position_tables.clear()
@@ -136,12 +159,12 @@ class OffloadedReadHandle(LedgerMetadataView):
     # -- decoding ------------------------------------------------------------
 
     def _decode(
-        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], sequential: bool
+        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], stream: Stream | None
     ) -> int:
         """Append entries ``entry_id..stop`` of ``block``, the first at
         ``position``; return where the last one ends."""
         try:
-            position = self._decode_entries(block, entry_id, stop, position, out, sequential)
+            position = self._decode_entries(block, entry_id, stop, position, out, stream)
         except LostEntriesError:
             raise
         except FormatError as exc:  # the object ends early: what is past its end is lost
@@ -152,7 +175,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         return position
 
     def _decode_entries(
-        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], sequential: bool
+        self, block: BlockRow, entry_id: int, stop: int, position: int, out: list[Entry], stream: Stream | None
     ) -> int:
         block_end = self._index.block_end(block)
         ledger_id = self._ledger_id
@@ -160,8 +183,8 @@ class OffloadedReadHandle(LedgerMetadataView):
         append = out.append
         while entry_id <= stop:
             if block_end - position < _HEADER:
-                self._header_at(block, entry_id, position, block_end, sequential)  # raises: it cannot fit
-            buffer, at, available = self._bytes.get(position, _HEADER, sequential=sequential)
+                self._header_at(block, entry_id, position, block_end, stream)  # raises: it cannot fit
+            buffer, at, available = self._bytes.get(position, _HEADER, stream)
             limit = at + min(available, block_end - position)
             base = position - at
             # The hot loop: whole entries in the buffered window. Anything
@@ -178,24 +201,24 @@ class OffloadedReadHandle(LedgerMetadataView):
             position = base + at
             if entry_id > stop:
                 break
-            length = self._header_at(block, entry_id, position, block_end, sequential)
+            length = self._header_at(block, entry_id, position, block_end, stream)
             # The next header comes in the same request as the payload, so
             # checking what follows the entry costs no extra round trip.
             framed = _HEADER + length
             framed_and_next = framed + min(_HEADER, block_end - position - framed)
-            buffer, at, _ = self._bytes.get(position, framed_and_next, sequential=sequential)
+            buffer, at, _ = self._bytes.get(position, framed_and_next, stream)
             append(Entry(ledger_id, entry_id, buffer[at + _HEADER : at + framed]))
             position += framed
             entry_id += 1
         return position
 
-    def _header_at(self, block: BlockRow, entry_id: int, position: int, block_end: int, sequential: bool) -> int:
+    def _header_at(self, block: BlockRow, entry_id: int, position: int, block_end: int, stream: Stream | None) -> int:
         """The payload length of ``entry_id``'s header at ``position``,
         checked; raises :class:`LostEntriesError` for anything else."""
         count = min(_HEADER, block_end - position)
         if count <= 0:
             raise self._lost(self._at(position, f"entry {entry_id} is not in block {block.part_id}"), entry_id, block)
-        buffer, at, _ = self._bytes.get(position, count, sequential=sequential)
+        buffer, at, _ = self._bytes.get(position, count, stream)
         try:
             length = v1.read_entry_header(buffer, at, end=at + block_end - position, expected_id=entry_id)
         except FormatError as exc:
@@ -206,21 +229,21 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- locating entries ----------------------------------------------------
 
-    def _position(self, entry_id: int, block: BlockRow, sequential: bool) -> int:
+    def _position(self, entry_id: int, block: BlockRow, known: int | None, stream: Stream | None) -> int:
         """Where ``entry_id``'s header starts, checking the block's header
         on the way when the read starts at the block's first entry. With
         entry offsets, the window fetched holds the whole entry and the
         header after it: one GET serves a random read."""
-        if self._cursor is not None and self._cursor[0] == entry_id and entry_id != block.first_entry_id:
-            return self._cursor[1]
+        if known is not None and entry_id != block.first_entry_id:
+            return known
         table = self._positions(block)
         if entry_id == block.first_entry_id:
-            self._check_block_header(block, sequential, self._entry_bytes(table, 0, block))
+            self._check_block_header(block, stream, self._entry_bytes(table, 0, block))
             return block.data_offset
         if table is None:
             return self._walk(entry_id, block)
         number = entry_id - block.first_entry_id
-        self._bytes.get(table[number], self._entry_bytes(table, number, block), sequential=sequential)
+        self._bytes.get(table[number], self._entry_bytes(table, number, block), stream)
         return table[number]
 
     def _entry_bytes(self, table: list[int] | None, number: int, block: BlockRow) -> int:
@@ -246,13 +269,13 @@ class OffloadedReadHandle(LedgerMetadataView):
     def _walk(self, entry_id: int, block: BlockRow) -> int:
         """Follow entry headers to ``entry_id`` from the closest position
         known in ``block`` (its first entry at worst)."""
-        self._check_block_header(block, False, _HEADER)
+        self._check_block_header(block, None, _HEADER)
         block_end = self._index.block_end(block)
         ids, positions = self._checkpoints.get(block.part_id, ([block.first_entry_id], [block.data_offset]))
         nearest = bisect.bisect_right(ids, entry_id) - 1
         at_id, position = ids[nearest], positions[nearest]
         while at_id < entry_id:
-            length = self._header_at(block, at_id, position, block_end, False)
+            length = self._header_at(block, at_id, position, block_end, None)
             position += _HEADER + length
             at_id += 1
             self._checkpoint(block, at_id, position)
@@ -272,7 +295,7 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     # -- checks --------------------------------------------------------------
 
-    def _check_block_header(self, block: BlockRow, sequential: bool, following: int) -> None:
+    def _check_block_header(self, block: BlockRow, stream: Stream | None, following: int) -> None:
         """Decode ``block``'s header the first time it is touched and check
         it against the index row: magic, header length, zero fill, block
         length and first entry id. The GET that brings the header also
@@ -292,14 +315,14 @@ class OffloadedReadHandle(LedgerMetadataView):
                 block,
             )
         wanted = min(v1.BLOCK_HEADER_LENGTH + following, expected_length)
-        buffer, at, _ = self._bytes.get(block.offset, wanted, sequential=sequential)
+        buffer, at, _ = self._bytes.get(block.offset, wanted, stream)
         try:
             self._index.check_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH], block)
         except FormatError as exc:
             raise self._lost(self._at(block.offset, str(exc)), block.first_entry_id, block) from None
         self._checked_blocks.add(block.part_id)
 
-    def _check_what_follows(self, entry_id: int, position: int, sequential: bool) -> None:
+    def _check_what_follows(self, entry_id: int, position: int, stream: Stream | None) -> None:
         """After ``entry_id`` (ending at ``position``) comes the block's end,
         padding, or the header of entry ``entry_id + 1`` fitting the block;
         anything else means the entry's length field is wrong. The
@@ -311,7 +334,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         if remaining == 0:
             return
         try:
-            buffer, at, _ = self._bytes.get(position, min(remaining, _HEADER), sequential=sequential)
+            buffer, at, _ = self._bytes.get(position, min(remaining, _HEADER), stream)
         except FormatError as exc:
             raise self._lost(str(exc), entry_id, block) from None
         peek = buffer[at : at + min(remaining, _HEADER)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..errors import InvalidRangeError, StateError
 from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..model import Entry
+from .offloaded_read_handle import OffloadedReadHandle
 from .read_handle import LedgerMetadataView, ReadHandle, check_read_range
 
 __all__ = ["LedgerSegment", "SegmentedReadHandle"]
@@ -57,6 +58,9 @@ class SegmentedReadHandle(LedgerMetadataView):
         self._handles: dict[str, ReadHandle] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self.readers = 1
+        """How many sequential readers each segment's handle follows (see
+        :attr:`OffloadedReadHandle.readers`)."""
 
     @property
     def segments(self) -> tuple[LedgerSegment, ...]:
@@ -81,6 +85,8 @@ class SegmentedReadHandle(LedgerMetadataView):
             handle = self._handles.get(segment.uuid)
             if handle is None:
                 handle = self._opener(segment)
+                if isinstance(handle, OffloadedReadHandle):
+                    handle.readers = self.readers
                 self._handles[segment.uuid] = handle
             return handle
 

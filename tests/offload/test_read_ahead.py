@@ -223,3 +223,30 @@ def test_a_damaged_entry_offsets_section_costs_speed_not_data(store: MemoryDrive
 def test_pool_settings_are_checked(options: dict[str, int], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ReadAheadPool(**options)
+
+
+def interleaved_gets(store: MemoryDriver, readers: int) -> tuple[int, list[bytes], list[bytes]]:
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE)
+    offloader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool)
+    handle = offloader.read_offloaded(1, UUID)
+    handle.readers = readers
+    before = offloader.requests.requests["read"]
+    low: list[bytes] = []
+    high: list[bytes] = []
+    for batch in range(50):  # two subscriptions taking turns on one shared handle
+        low += [e.data for e in handle.read(batch * 20, batch * 20 + 19)]
+        high += [e.data for e in handle.read(1500 + batch * 20, 1500 + batch * 20 + 19)]
+    gets = offloader.requests.requests["read"] - before
+    handle.close()
+    pool.close()
+    return gets, low, high
+
+
+def test_a_shared_handle_keeps_one_stream_per_reader(store: MemoryDriver) -> None:
+    shared_gets, low, high = interleaved_gets(store, readers=2)
+    assert low == ENTRIES[:1000] and high == ENTRIES[1500:2500]
+    single_gets, low, high = interleaved_gets(store, readers=1)
+    assert low == ENTRIES[:1000] and high == ENTRIES[1500:2500]
+    # Followed as one reader, each turn looks like a seek: a fresh window per read.
+    assert single_gets >= 100
+    assert shared_gets < single_gets / 2
