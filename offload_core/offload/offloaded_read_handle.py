@@ -113,6 +113,11 @@ class OffloadedReadHandle(LedgerMetadataView):
         check_read_range(self._ledger_id, first, last, self.last_entry_id)
         cursor = self._cursors.pop(first, None)
         stream = cursor[1] if cursor is not None else None
+        if cursor is None:
+            # A new reader, or one that moved: make room for it before its
+            # read, so a single reader's seek cancels what it read ahead at once.
+            while self._cursors and len(self._cursors) >= self.readers:
+                self._bytes.drop(self._cursors.popitem(last=False)[1][1])
         try:
             entries, position = self._read(first, last, cursor[0] if cursor is not None else None, stream)
         except BaseException:
