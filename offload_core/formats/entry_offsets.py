@@ -34,7 +34,6 @@ import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 
 import google_crc32c
 
@@ -68,13 +67,17 @@ class EntryOffsets:
     def block_lengths(self, block: int) -> Sequence[int]:
         return self.lengths[self.starts[block] : self.starts[block + 1]]
 
-    def positions(self, block: int, data_offset: int) -> list[int]:
-        """Where each entry header of block ``block`` starts, given where its
-        first entry starts, followed by where its last entry ends (one more
-        position than entries)."""
-        return list(
-            accumulate((ENTRY_HEADER_LENGTH + length for length in self.block_lengths(block)), initial=data_offset)
-        )
+    def position(self, block: int, number: int, data_offset: int) -> int:
+        """Where the header of entry ``number`` (0-based) of block ``block``
+        starts, given where the block's first entry starts; ``number`` may
+        be the block's entry count (where its last entry ends). One C-level
+        sum over the lengths before it, no per-entry table."""
+        first = self.starts[block]
+        return data_offset + ENTRY_HEADER_LENGTH * number + sum(self.lengths[first : first + number])
+
+    def length(self, block: int, number: int) -> int:
+        """The payload length of entry ``number`` of block ``block``."""
+        return self.lengths[self.starts[block] + number]
 
     def content_length(self, block: int) -> int:
         """Bytes the block's framed entries take (headers and payloads)."""

@@ -8,7 +8,9 @@ see :mod:`offload_core.offload.streaming_offload`) and reads them back.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 import uuid as uuid_module
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +50,8 @@ T = TypeVar("T")
 # Pulsar reads 100 entries per call; we also cap a batch's expected bytes
 # at one block so that huge entries do not blow the memory bound.
 _ENTRIES_PER_READ = 100
+_ENTRY_ID = operator.attrgetter("entry_id")
+_ENTRY_DATA = operator.attrgetter("data")
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,7 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
         table: list[v1.IndexEntry] = []
         try:
             blocks = v1.encode_data_blocks(
-                _payloads(handle, self.max_block_size),
+                itertools.chain.from_iterable(_payload_batches(handle, self.max_block_size)),
                 entry_count=handle.last_entry_id + 1,
                 ledger_length=handle.length,
                 max_block_size=self.max_block_size,
@@ -357,9 +361,10 @@ def _without_password(metadata: LedgerMetadataFormat) -> LedgerMetadataFormat:
     return copy
 
 
-def _payloads(handle: ReadHandle, max_block_size: int) -> Iterator[bytes]:
-    """The ledger's entries in order, read in batches small enough that one
-    batch holds about a block's worth of bytes."""
+def _payload_batches(handle: ReadHandle, max_block_size: int) -> Iterator[list[bytes]]:
+    """The ledger's payloads in order, a batch per read, each read small
+    enough to hold about a block's worth of bytes. Ids are checked a batch
+    at a time."""
     last = handle.last_entry_id
     average = max(1, handle.length // (last + 1))
     batch = max(1, min(_ENTRIES_PER_READ, max_block_size // average))
@@ -367,17 +372,18 @@ def _payloads(handle: ReadHandle, max_block_size: int) -> Iterator[bytes]:
     while first <= last:
         end = min(first + batch - 1, last)
         entries = handle.read(first, end)
-        for expected, entry in enumerate(entries, start=first):
-            if entry.entry_id != expected:
-                raise FormatError(
-                    f"ledger {handle.ledger_id}: the read handle returned entry {entry.entry_id} "
-                    f"where {expected} was asked for"
-                )
-            yield entry.data
         if len(entries) != end - first + 1:
             raise FormatError(
                 f"ledger {handle.ledger_id}: asked for entries {first}..{end}, the read handle returned {len(entries)}"
             )
+        ids = list(map(_ENTRY_ID, entries))
+        if ids != list(range(first, end + 1)):
+            wrong = next(n for n, entry_id in enumerate(ids, start=first) if entry_id != n)
+            raise FormatError(
+                f"ledger {handle.ledger_id}: the read handle returned entry {ids[wrong - first]} where {wrong} was "
+                "asked for"
+            )
+        yield list(map(_ENTRY_DATA, entries))
         first = end + 1
 
 

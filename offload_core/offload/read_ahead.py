@@ -106,33 +106,45 @@ class ReadAheadPool:
         with self._lock:
             return self._charged
 
+    @property
+    def ranges(self) -> int:
+        """Distinct ranges held (being fetched, or fetched and not yet let go)."""
+        with self._lock:
+            return len(self._ranges)
+
+    @property
+    def holds(self) -> int:
+        """Ranges held, counted once per reader holding each (a range two
+        readers share counts twice); for metrics and tests."""
+        with self._lock:
+            return sum(shared.holders for shared in self._ranges.values())
+
     def acquire(self, driver: StorageDriver, key: str, start: int, end: int, *, needed: bool) -> SharedRange | None:
         """Hold bytes ``[start, end)`` of ``key``: join the download another
         reader started, or start one. Returns ``None`` when the range is
         not ``needed`` (only read ahead) and the budget has no room for it.
         Every range returned must be given back with :meth:`release`."""
         slot = (id(driver), key, start, end)
+        size = end - start
         with self._lock:
             shared = self._ranges.get(slot)
             if shared is not None and not (shared.future.done() and shared.future.exception() is not None):
                 shared.holders += 1
                 return shared
-            size = end - start
-            closed = self._closed
-            if not needed and (closed or self._charged + size > self.total_bytes):
+            if not needed and (self._closed or self._charged + size > self.total_bytes):
                 return None
-        if closed:
-            return self._fetch_now(driver, key, start, end)
-        with self._lock:
-            self._charged += size
-            self.peak_bytes = max(self.peak_bytes, self._charged)
-            self.fetches += 1
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="offload-read-ahead")
-            future = self._executor.submit(driver.read, key, start, end)
-            shared = SharedRange(key, start, end, future)
-            self._ranges[slot] = shared
-        return shared
+            if not self._closed:
+                # Looked up, charged and registered under one lock: two
+                # readers asking at once cannot both start the download.
+                self._charged += size
+                self.peak_bytes = max(self.peak_bytes, self._charged)
+                self.fetches += 1
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="offload-read-ahead")
+                shared = SharedRange(key, start, end, self._executor.submit(driver.read, key, start, end))
+                self._ranges[slot] = shared
+                return shared
+        return self._fetch_now(driver, key, start, end)
 
     def release(self, driver: StorageDriver, shared: SharedRange) -> None:
         """Let go of ``shared``; the last holder frees its budget (once the

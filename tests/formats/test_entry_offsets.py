@@ -32,11 +32,12 @@ def test_positions_are_where_the_writer_put_each_entry(lengths: list[int], block
     section = entry_offsets.decode_section(entry_offsets.encode_section([lengths]))
     payloads = [bytes(n) for n in lengths]
     block = v1.encode_block(0, v1.BLOCK_HEADER_LENGTH + sum(12 + n for n in lengths), payloads)
-    positions = section.positions(0, block_offset + v1.BLOCK_HEADER_LENGTH)
-    for entry_id, position in enumerate(positions[:-1]):
+    data_offset = block_offset + v1.BLOCK_HEADER_LENGTH
+    for entry_id in range(len(lengths)):
+        position = section.position(0, entry_id, data_offset)
         length, found = struct.unpack_from(">iq", block, position - block_offset)
-        assert (length, found) == (lengths[entry_id], entry_id)
-    assert positions[-1] - block_offset == len(block)
+        assert (length, found) == (lengths[entry_id], entry_id) == (section.length(0, entry_id), entry_id)
+    assert section.position(0, len(lengths), data_offset) - block_offset == len(block)
     assert section.content_length(0) == len(block) - v1.BLOCK_HEADER_LENGTH
 
 

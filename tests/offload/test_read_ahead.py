@@ -37,9 +37,17 @@ class Gate:
     def __init__(self) -> None:
         self.open = threading.Event()
         self.open.set()
+        self.waiting = 0
+        self._lock = threading.Lock()
 
     def __call__(self, _seconds: float) -> None:
-        assert self.open.wait(10), "a test left the gate closed"
+        with self._lock:
+            self.waiting += 1
+        try:
+            assert self.open.wait(10), "a test left the gate closed"
+        finally:
+            with self._lock:
+                self.waiting -= 1
 
 
 def settled(pool: ReadAheadPool) -> int:
@@ -97,25 +105,22 @@ def test_readers_beyond_the_budget_still_progress_and_the_pool_stays_bounded(sto
 
 
 def test_a_seek_cancels_what_was_read_ahead(store: MemoryDriver) -> None:
-    gate = Gate()
-    slow = SlowDriver(store, 0.0, sleep=gate)
+    # One worker and 50 ms a request: the ranges asked ahead queue behind
+    # each other, so all but the one running are still waiting at the seek.
+    slow = SlowDriver(store, 0.05)
     pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=16 * RANGE, range_size=RANGE, workers=1)
     offloader = BlobStoreLedgerOffloader(slow, read_buffer_size=512, read_ahead=pool)
     handle = offloader.read_offloaded(1, UUID)
     handle.read(0, 9)
+    reads_before = offloader.requests.requests["read"]
     handle.read(10, 19)  # sequential: the stream starts, 16 ranges asked for (the first one partly)
     assert 15 * RANGE < pool.charged_bytes <= 16 * RANGE
-    gate.open.clear()
-    reads_before = offloader.requests.requests["read"]
-    released = threading.Timer(0.2, gate.open.set)
-    released.start()
-    assert handle.read(2500, 2500)[0].data == ENTRIES[2500]  # a seek: the stream is dropped
-    released.join()
-    offloader.read_ahead.close()
-    # One worker: at most the range it was running when the seek came
-    # still reached the store; the others were cancelled before they did.
-    assert offloader.requests.requests["read"] - reads_before <= 2
+    assert handle.read(2500, 2500)[0].data == ENTRIES[2500]  # a seek: the stream is dropped first
+    pool.close()
     assert settled(pool) == 0
+    # The range the reader needed, at most one more running at the seek,
+    # and the seek's own window reached the store; the others never did.
+    assert offloader.requests.requests["read"] - reads_before <= 3
     assert handle.read(2501, 2501)[0].data == ENTRIES[2501]
 
 
@@ -140,7 +145,7 @@ def test_concurrent_readers_of_one_range_share_its_download(store: MemoryDriver)
     alone.read(0, 99)
     fetches_before = pool.fetches
     alone.read(100, 119)
-    one_stream = pool.fetches - fetches_before  # what one reader asks for: the range it needs and read-ahead
+    one_stream = pool.fetches - fetches_before  # what one reader fetches for these entries
     alone.close()
     first, second = offloader.read_offloaded(1, UUID), offloader.read_offloaded(1, UUID)
     for handle in (first, second):
@@ -155,7 +160,17 @@ def test_concurrent_readers_of_one_range_share_its_download(store: MemoryDriver)
     threads = [threading.Thread(target=follow, args=pair) for pair in enumerate((first, second))]
     for thread in threads:
         thread.start()
-    threading.Timer(0.2, gate.open.set).start()
+    # Until both readers hold every range asked for (none can arrive yet):
+    # each range held twice, and nothing more asked for over 20 polls.
+    seen, steady = (0, 0), 0
+    for _ in range(2000):
+        now = (pool.ranges, pool.holds)
+        steady = steady + 1 if now == seen else 0
+        seen = now
+        if steady >= 20 and now[0] and now[1] == 2 * now[0]:
+            break
+        threading.Event().wait(0.005)
+    gate.open.set()
     for thread in threads:
         thread.join()
     assert results == [ENTRIES[100:120], ENTRIES[100:120]]

@@ -1,0 +1,234 @@
+"""Read path, offload and cold reads against their physical limits, each
+ratio measured side by side in one run (issues "read path at the speed of
+the hardware" and "cold reads at real object-store latency").
+
+Warm (filesystem store, page cache warm; 40,000 entries of 100-2,000 B,
+4 MiB blocks, 1 MiB read buffer):
+
+* sequential read through ``read_offloaded(...).read()`` vs a bare
+  ``struct.unpack_from`` loop over the same data object in memory (entries/s);
+* GETs per cold random entry read (fresh handle, index loaded);
+* offload vs a raw driver write of the same bytes (throughput).
+
+Cold (the filesystem store behind ``SlowDriver``: 100 ms to first byte;
+1 KiB entries):
+
+* sequential MB/s of one reader of one ledger, and two readers' aggregate;
+* GETs per GiB replayed and read amplification (bytes fetched / bytes of
+  the object the replay consumed);
+* peak traced memory of a replay against the read-ahead budget.
+
+S3 (moto's server), when moto is installed: sequential read vs a raw
+sequential ranged read of the same object with the same buffer size.
+
+Run: ``make bench`` (or ``.venv/bin/python bench/bench_read_path.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import struct
+import tempfile
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
+
+from offload_driver_filesystem import FilesystemDriver
+
+from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDriver
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.instrument import InstrumentedDriver
+from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.testing.faults import Latency, SlowDriver
+
+_HEADER = struct.Struct(">iq")
+_BLOCK_LENGTH = struct.Struct(">q")
+UUID = uuid.UUID(int=13)
+
+
+def median_seconds(action: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def bare_parse(data: bytes) -> int:
+    """The limit: walk every block's entry headers and slice each payload."""
+    unpack = _HEADER.unpack_from
+    payloads = []
+    block = 0
+    while block < len(data):
+        (length,) = _BLOCK_LENGTH.unpack_from(data, block + 12)
+        end, position = block + length, block + v1.BLOCK_HEADER_LENGTH
+        while position + 12 <= end:
+            size, _ = unpack(data, position)
+            if size < 0:
+                break
+            payloads.append(data[position + 12 : position + 12 + size])
+            position += 12 + size
+        block = end
+    return len(payloads)
+
+
+def read_sequentially(offloader: BlobStoreLedgerOffloader, ledger_id: int, count: int, batch: int = 100) -> int:
+    handle = offloader.read_offloaded(ledger_id, UUID)
+    read = 0
+    for first in range(0, count, batch):
+        read += len(handle.read(first, min(first + batch - 1, count - 1)))
+    handle.close()
+    return read
+
+
+def warm(root: str, args: argparse.Namespace) -> dict[str, float]:
+    rng = random.Random(7)
+    entries = [rng.randbytes(rng.randrange(100, 2000)) for _ in range(args.entries)]
+    driver = FilesystemDriver(f"{root}/warm", fsync=False)
+    offloader = BlobStoreLedgerOffloader(driver, max_block_size=4 * 2**20, read_buffer_size=2**20)
+    handle = InMemoryReadHandle(1, entries)
+    ids = iter(range(10**6))
+    offload_time = median_seconds(lambda: offloader.offload(handle, uuid.UUID(int=100 + next(ids))), args.repeat)
+    result = offloader.offload(handle, UUID)
+    data = driver.read(result.data_key)
+    parts = [data[i : i + 4 * 2**20] for i in range(0, len(data), 4 * 2**20)]
+    raw_time = median_seconds(lambda: driver.write(f"raw-{next(ids)}", iter(parts)), args.repeat)
+    assert bare_parse(data) == len(entries)
+    bare_time = median_seconds(lambda: bare_parse(data), args.repeat)
+    read_time = median_seconds(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
+    counted = InstrumentedDriver(driver)
+    reader = BlobStoreLedgerOffloader(counted, read_buffer_size=2**20)
+    gets = 0
+    picks = [rng.randrange(len(entries)) for _ in range(args.random_reads)]
+    for entry_id in picks:
+        handle_ = reader.read_offloaded(1, UUID)
+        before = counted.counts.requests["read"]
+        assert handle_.read(entry_id, entry_id)[0].data == entries[entry_id]
+        gets += counted.counts.requests["read"] - before
+    offloader.close()
+    reader.close()
+    return {
+        "sequential read / bare unpack loop (entries/s)": bare_time / read_time,
+        "GETs per cold random entry (index loaded)": gets / len(picks),
+        "offload / raw write (throughput)": raw_time / offload_time,
+    }
+
+
+def cold(root: str, args: argparse.Namespace) -> dict[str, float]:
+    count = args.cold_mib * 1024
+    payload = random.Random(3).randbytes(1024)
+    store = FilesystemDriver(f"{root}/cold", fsync=False)
+    BlobStoreLedgerOffloader(store, max_block_size=64 * 2**20).offload(InMemoryReadHandle(1, [payload] * count), UUID)
+    object_size = store.stat(v1.data_key(str(UUID), 1)).size
+    budget = args.budget_mib * 2**20
+
+    def fresh() -> tuple[BlobStoreLedgerOffloader, InstrumentedDriver, ReadAheadPool]:
+        slow = InstrumentedDriver(SlowDriver(store, Latency(args.latency)))
+        pool = ReadAheadPool(total_bytes=budget, reader_bytes=budget // 2, range_size=8 * 2**20, workers=16)
+        return BlobStoreLedgerOffloader(slow, read_ahead=pool), slow, pool
+
+    offloader, slow, pool = fresh()
+    before = slow.counts.snapshot()
+    started = time.perf_counter()
+    assert read_sequentially(offloader, 1, count) == count
+    one = count * 1024 / (time.perf_counter() - started) / 1e6
+    spent = slow.counts.since(before)
+    offloader.close()
+
+    offloader, slow, pool = fresh()
+    started = time.perf_counter()
+    threads = [threading.Thread(target=read_sequentially, args=(offloader, 1, count)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    two = 2 * count * 1024 / (time.perf_counter() - started) / 1e6
+    offloader.close()
+
+    offloader, slow, pool = fresh()
+    tracemalloc.start()
+    baseline = tracemalloc.get_traced_memory()[0]
+    read_sequentially(offloader, 1, count)
+    peak = tracemalloc.get_traced_memory()[1] - baseline
+    tracemalloc.stop()
+    offloader.close()
+    data_gets = spent.requests["read"]
+    return {
+        f"cold sequential MB/s, one reader ({args.latency * 1000:.0f} ms to first byte)": one,
+        "cold: two readers' aggregate / one reader": two / one,
+        "cold: GETs per GiB replayed": data_gets / (object_size / 2**30),
+        "cold: read amplification (fetched / object bytes)": spent.bytes_read / object_size,
+        "cold: peak traced memory / read-ahead budget": peak / budget,
+    }
+
+
+def s3(args: argparse.Namespace) -> dict[str, float]:
+    try:
+        from offload_driver_s3 import S3Driver
+
+        from tests.emulators import MotoS3
+    except ImportError:
+        return {}
+    server = MotoS3.start()
+    try:
+        server.create_bucket("bench")
+        driver: StorageDriver = S3Driver("bench", **server.client_options())  # type: ignore[arg-type]
+        rng = random.Random(5)
+        entries = [rng.randbytes(rng.randrange(100, 2000)) for _ in range(args.entries)]
+        offloader = BlobStoreLedgerOffloader(driver, max_block_size=8 * 2**20, read_buffer_size=2**20)
+        result = offloader.offload(InMemoryReadHandle(1, entries), UUID)
+        size = result.data_object_length
+
+        def raw() -> None:
+            for start in range(0, size, 2**20):
+                driver.read(result.data_key, start, min(start + 2**20, size))
+
+        raw_time = median_seconds(raw, args.repeat)
+        read_time = median_seconds(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
+        offloader.close()
+        return {"S3 (moto) sequential read / raw ranged reads of 1 MiB (throughput)": raw_time / read_time}
+    finally:
+        server.stop()
+
+
+GOALS = {
+    "sequential read / bare unpack loop (entries/s)": ">= 0.8",
+    "GETs per cold random entry (index loaded)": "<= 1.0",
+    "offload / raw write (throughput)": ">= 0.9",
+    "cold: two readers' aggregate / one reader": ">= 1.8",
+    "cold: GETs per GiB replayed": "<= 128",
+    "cold: read amplification (fetched / object bytes)": "<= 1.05",
+    "cold: peak traced memory / read-ahead budget": "<= 1.1",
+    "S3 (moto) sequential read / raw ranged reads of 1 MiB (throughput)": ">= 0.9",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, default=40000)
+    parser.add_argument("--random-reads", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cold-mib", type=int, default=256, help="ledger size of the cold scenario")
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--budget-mib", type=int, default=128)
+    parser.add_argument("--no-s3", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as root:
+        results.update(warm(root, args))
+        results.update(cold(root, args))
+    if not args.no_s3:
+        results.update(s3(args))
+    print(f"\n{'read path and cold reads (one run)':<72} {'value':>9}  goal")
+    for name, value in results.items():
+        goal = GOALS.get(name, ">= 160" if name.startswith("cold sequential") else "")
+        print(f"  {name:<70} {value:9.3f}  {goal}")
+
+
+if __name__ == "__main__":
+    main()
