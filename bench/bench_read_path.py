@@ -129,7 +129,7 @@ def cold(root: str, args: argparse.Namespace) -> dict[str, float]:
 
     def fresh() -> tuple[BlobStoreLedgerOffloader, InstrumentedDriver, ReadAheadPool]:
         slow = InstrumentedDriver(SlowDriver(store, Latency(args.latency)))
-        pool = ReadAheadPool(total_bytes=budget, reader_bytes=budget // 2, range_size=8 * 2**20, workers=16)
+        pool = ReadAheadPool(total_bytes=budget, reader_bytes=budget // 2, workers=16)
         return BlobStoreLedgerOffloader(slow, read_ahead=pool), slow, pool
 
     offloader, slow, pool = fresh()

@@ -62,8 +62,8 @@ class BrokerConfig:
     offload_worker_processes: int = 1
     entry_offsets: bool = True
     read_ahead_bytes: int = 256 * 2**20
-    read_ahead_bytes_per_reader: int = 32 * 2**20
-    read_ahead_range_bytes: int = 8 * 2**20
+    read_ahead_bytes_per_reader: int = 64 * 2**20
+    read_ahead_range_bytes: int = 16 * 2**20
     source: str = field(default="(defaults)", compare=False)
 
 
