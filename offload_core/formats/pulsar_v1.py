@@ -63,6 +63,7 @@ __all__ = [
     "decode_index",
     "encode_block",
     "encode_block_header",
+    "block_entry_positions",
     "encode_data_blocks",
     "encode_index",
     "entry_fits",
@@ -378,12 +379,41 @@ def decode_block_body(view: memoryview, first_entry_id: int) -> tuple[tuple[tupl
     whole block), and where the padding starts. Shared by the v1 and the
     streaming (v2) block, which frame entries alike. Raises
     :class:`FormatError` naming the block offset where framing breaks."""
-    entries: list[tuple[int, bytes]] = []
+    positions = block_entry_positions(view, first_entry_id)
+    entries = tuple(
+        (entry_id, bytes(view[position + ENTRY_HEADER_LENGTH : after]))
+        for entry_id, position, after in zip(
+            itertools.count(first_entry_id), positions[:-1], positions[1:], strict=False
+        )
+    )
+    return entries, positions[-1]
+
+
+def block_entry_positions(view: memoryview | bytes, first_entry_id: int) -> list[int]:
+    """Where each entry header of a block starts (``view`` is the whole
+    block), then where its padding starts: one more position than entries.
+    Entry ids must run from ``first_entry_id``, every entry must fit the
+    block, and the rest must be padding in phase. Raises
+    :class:`FormatError` naming the block offset where framing breaks."""
+    positions: list[int] = []
+    append = positions.append
+    unpack = _ENTRY_HEADER.unpack_from
+    end = len(view)
     position = previous = BLOCK_HEADER_LENGTH
     next_id = first_entry_id
-    while position < len(view):
+    # Whole, well-formed entries in one tight pass; the checked path below
+    # explains whatever stops it.
+    while position + ENTRY_HEADER_LENGTH <= end:
+        length, found = unpack(view, position)
+        after = position + ENTRY_HEADER_LENGTH + length
+        if length < 0 or found != next_id or after > end:
+            break
+        append(position)
+        previous, position = position, after
+        next_id += 1
+    if position < end:
         try:
-            length = read_entry_header(view, position, end=len(view), expected_id=next_id)
+            length = read_entry_header(view, position, end=end, expected_id=next_id)
         except FormatError as exc:
             if next_id > first_entry_id and str(exc).startswith("found entry id"):
                 # The header where entry next_id should start is garbage: the
@@ -394,21 +424,17 @@ def decode_block_body(view: memoryview, first_entry_id: int) -> tuple[tuple[tupl
                     f"at block offset {position}, where entry {next_id} should start, {exc}"
                 ) from None
             raise FormatError(f"block offset {position}: {exc}") from None
-        if length is None:
-            break
-        start = position + ENTRY_HEADER_LENGTH
-        entries.append((next_id, bytes(view[start : start + length])))
-        previous, position = position, start + length
-        next_id += 1
-    if view[position:] != padding(len(view) - position):
-        if entries:
+        assert length is None  # a whole entry would have been taken above
+    if view[position:] != padding(end - position):
+        if positions:
             (broken_length,) = _LENGTH.unpack_from(view, previous)
             raise FormatError(
                 f"block offset {previous}: entry {next_id - 1}'s length ({broken_length}) does not frame it: what "
                 f"follows at block offset {position} is neither an entry header nor the FE DC DE AD padding"
             )
         raise FormatError(f"padding from block offset {position} is not the FE DC DE AD pattern")
-    return tuple(entries), position
+    append(position)
+    return positions
 
 
 def format_version_problem(metadata: Mapping[str, str]) -> str | None:

@@ -77,17 +77,17 @@ def spark_tuple(row: MessageRow) -> tuple[Any, ...]:
 
 def arrow_batch(rows: Sequence[MessageRow], schema: Any) -> Any:
     """``rows`` as one ``pyarrow.RecordBatch`` of the Arrow ``schema`` Spark
-    expects for the source's columns (times in microseconds, UTC)."""
+    expects (any subset of the source's columns, by name; times in
+    microseconds, UTC). Only the columns ``schema`` names are built."""
     import pyarrow as pa
 
     columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
-    values = [
-        *columns[:4],
-        [None if ms is None else ms * 1000 for ms in columns[4]],
-        [None if ms is None else ms * 1000 for ms in columns[5]],
-        columns[6],
-        [None if props is None else list(props.items()) for props in columns[7]],
-        *columns[8:],
-    ]
-    arrays = [pa.array(column, field.type) for column, field in zip(values, schema, strict=True)]
+    arrays = []
+    for field in schema:
+        values = columns[COLUMNS.index(field.name)]
+        if field.name in ("publish_time", "event_time"):
+            values = [None if ms is None else ms * 1000 for ms in values]
+        elif field.name == "properties":
+            values = [None if props is None else list(props.items()) for props in values]
+        arrays.append(pa.array(values, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -51,14 +51,16 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
-from ..errors import FormatError
+from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.inventory import find_offloaded_ledgers
 from ..plugins import open_driver
+from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .message_rows import MessageRow, arrow_batch, entry_rows, spark_tuple
+from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import read_objects
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
@@ -160,6 +162,43 @@ def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[M
         driver.close()
 
 
+def _check_block_header(partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int) -> None:
+    """Check a block's header against what the index named (the framing
+    is checked as its entries are read)."""
+    view = memoryview(data)
+    if partition.streaming:
+        segment_header = v2.decode_block_header(view)
+        found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
+        expected = (partition.ledger_id, first_entry_id, len(data))
+    else:
+        header = v1.decode_block_header(view)
+        found = (partition.ledger_id, header.first_entry_id, header.block_length)
+        expected = (partition.ledger_id, first_entry_id, len(data))
+    if found != expected:
+        raise FormatError(
+            f"{partition.data_key} at byte {offset}: block header says ledger {found[0]} from entry {found[1]}, "
+            f"{found[2]} bytes; the index says ledger {expected[0]} from entry {expected[1]}, {expected[2]} bytes"
+        )
+
+
+def read_partition_batches(partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
+    """Undecoded entries of one partition as Arrow record batches of
+    ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in the task."""
+    options: dict[str, Any] = dict(partition.driver_options)
+    driver = open_driver(partition.url, **options)
+    try:
+        for offset, end, first_entry_id in partition.blocks:
+            data = driver.read(partition.data_key, offset, end)
+            try:
+                _check_block_header(partition, data, offset, first_entry_id)
+                yield from entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
+                                         bounds=partition.entry_bounds, schema=schema, max_rows=max_rows)  # fmt: skip
+            except FormatError as exc:
+                raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
+    finally:
+        driver.close()
+
+
 def _block_entries(
     partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int
 ) -> tuple[tuple[int, bytes], ...]:
@@ -183,8 +222,9 @@ def _block_entries(
 
 
 class PulsarOffloadReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType = SCHEMA) -> None:
         self.options = parse_read_options(options)
+        self.schema = checked_schema(schema)
         self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE}
 
     def partitions(self) -> list[BlockRangePartition]:
@@ -195,11 +235,17 @@ class PulsarOffloadReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, BlockRangePartition):
             raise TypeError(f"pulsar-offload cannot read a {type(partition).__name__}")
-        rows = read_partition(partition, self.options.decode)
-        if not self.options.arrow:
-            yield from map(spark_tuple, rows)
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        if self.options.arrow and self.options.decode is Decode.NONE:
+            yield from read_partition_batches(partition, schema, self.options.max_records_per_batch)
             return
-        schema = to_arrow_schema(SCHEMA, timezone="UTC")
+        rows = read_partition(partition, self.options.decode)
+        names = [field.name for field in self.schema.fields]
+        if not self.options.arrow:
+            picked = [COLUMNS.index(name) for name in names]
+            for row in map(spark_tuple, rows):
+                yield tuple(row[at] for at in picked)
+            return
         pending: list[MessageRow] = []
         for row in rows:
             pending.append(row)
@@ -248,8 +294,26 @@ def _narrowed(bounds: ColumnBounds, pushed: Filter) -> ColumnBounds:
     return bounds
 
 
-def make_reader(options: Mapping[str, str]) -> PulsarOffloadReader:
-    """The reader for a ``pulsar-offload`` read with ``options``."""
+def checked_schema(schema: StructType) -> StructType:
+    """``schema`` if every field is one of the source's columns with its
+    type (a subset, in any order: the columns a query builds, so the rest
+    are never made). Raises :class:`ConfigError` naming the field."""
+    known = {field.name: field for field in SCHEMA.fields}
+    for field in schema.fields:
+        ours = known.get(field.name)
+        if ours is None:
+            raise ConfigError(f"pulsar-offload has no column {field.name!r}; its columns are {', '.join(COLUMNS)}")
+        if ours.dataType != field.dataType:
+            raise ConfigError(
+                f"pulsar-offload column {field.name!r} is {ours.dataType.simpleString()}, the schema given says "
+                f"{field.dataType.simpleString()}"
+            )
+    return schema
+
+
+def make_reader(options: Mapping[str, str], schema: StructType = SCHEMA) -> PulsarOffloadReader:
+    """The reader for a ``pulsar-offload`` read with ``options``, building
+    the columns of ``schema`` (the source's, or a subset a user gave)."""
     if parse_read_options(options).filter_pushdown:
-        return FilterPushdownReader(options)
-    return PulsarOffloadReader(options)
+        return FilterPushdownReader(options, schema)
+    return PulsarOffloadReader(options, schema)

@@ -79,4 +79,6 @@ class PulsarOffloadDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: Any) -> Any:
-        return _reader_module().make_reader(self.options)
+        # ``schema`` is the user's (``.schema(...)``) when given: a subset of
+        # the columns is column pruning, so only those are built.
+        return _reader_module().make_reader(self.options, schema)

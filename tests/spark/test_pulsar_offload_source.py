@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -168,3 +171,41 @@ def test_pushdown_without_the_session_setting_says_what_to_set(
     frame = spark.read.format("pulsar-offload").option("filterPushdown", "true").load(url)
     with pytest.raises(Exception, match="spark.sql.python.filterPushdown.enabled"):
         frame.where("ledger_id = 4").collect()
+
+
+@pytest.mark.parametrize("options", [{"decode": "none"}, {"decode": "auto"}, {"decode": "none", "arrow": "false"}])
+def test_a_schema_of_some_columns_builds_only_those(
+    spark: Any, bucket: tuple[str, dict[int, list[bytes]]], options: dict[str, str]
+) -> None:
+    url, ledgers = bucket
+    frame = spark.read.format("pulsar-offload").schema("payload binary, entry_id long").options(**options).load(url)
+    assert frame.columns == ["payload", "entry_id"]
+    got = sorted((r.entry_id, bytes(r.payload)) for r in frame.where("entry_id < 5").collect())
+    assert got == sorted((e, entries[e]) for entries in ledgers.values() for e in range(5))
+
+
+def test_a_schema_naming_an_unknown_column_is_refused(spark: Any, bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, _ = bucket
+    frame = spark.read.format("pulsar-offload").schema("entry_id long, offset long").load(url)
+    with pytest.raises(Exception, match="pulsar-offload has no column 'offset'"):
+        frame.collect()
+
+
+FRESH_SESSION = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
+frame = spark.read.format("pulsar-offload").option("decode", "none").load(sys.argv[1])
+print("ROWS", frame.count())
+"""
+
+
+def test_a_fresh_session_finds_the_source_without_registering_it(
+    bucket: tuple[str, dict[int, list[bytes]]], tmp_path: Path
+) -> None:
+    url, ledgers = bucket
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    result = subprocess.run([sys.executable, "-c", FRESH_SESSION, url], capture_output=True, text=True,
+                            cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
+    assert f"ROWS {sum(map(len, ledgers.values()))}" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]

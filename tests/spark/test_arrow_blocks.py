@@ -1,0 +1,81 @@
+"""Undecoded entries of a block straight into Arrow (no Spark session)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from offload_core.errors import FormatError
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.formats import pulsar_v2 as v2
+from offload_core.spark.arrow_blocks import entry_batches
+from offload_core.spark.column_bounds import ANY_VALUE, ColumnBounds
+
+pa = pytest.importorskip("pyarrow")
+types = pytest.importorskip("pyspark.sql.pandas.types")
+from offload_core.spark.source import SCHEMA  # noqa: E402  (needs pyspark, skipped above without it)
+
+ARROW_SCHEMA = types.to_arrow_schema(SCHEMA, timezone="UTC")
+PAYLOADS = [random.Random(9).randbytes(n * 7 % 300) for n in range(60)]
+FIRST = 1000
+
+
+def block() -> bytes:
+    size = v1.BLOCK_HEADER_LENGTH + sum(12 + len(p) for p in PAYLOADS) + 40  # some padding after the entries
+    return v1.encode_block(FIRST, size, PAYLOADS)
+
+
+def rows(batches: list[object]) -> list[dict[str, object]]:
+    return [row for batch in batches for row in batch.to_pylist()]  # type: ignore[attr-defined]
+
+
+def test_every_entry_once_with_null_message_columns() -> None:
+    got = rows(list(entry_batches(7, block(), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
+                                  max_rows=1000)))  # fmt: skip
+    assert [(r["ledger_id"], r["entry_id"], r["payload"]) for r in got] == [
+        (7, FIRST + n, payload) for n, payload in enumerate(PAYLOADS)
+    ]
+    assert all(r["publish_time"] is None and r["properties"] is None for r in got)
+
+
+def test_ranges_and_bounds_keep_exactly_the_entries_they_admit() -> None:
+    wanted = ((FIRST + 5, FIRST + 9), (FIRST + 40, None))
+    bounds = ColumnBounds(high=FIRST + 50).one_of(frozenset(range(FIRST, FIRST + 60, 2)))
+    got = rows(list(entry_batches(7, block(), FIRST, wanted=wanted, bounds=bounds, schema=ARROW_SCHEMA,
+                                  max_rows=1000)))  # fmt: skip
+    expected = [e for e in range(FIRST, FIRST + 60) if (e <= FIRST + 9 and e >= FIRST + 5 or e >= FIRST + 40)
+                and bounds.admits(e)]  # fmt: skip
+    assert [r["entry_id"] for r in got] == expected
+    assert [r["payload"] for r in got] == [PAYLOADS[e - FIRST] for e in expected]
+
+
+def test_a_column_subset_in_any_order_and_batches_of_at_most_max_rows() -> None:
+    subset = pa.schema([ARROW_SCHEMA.field("payload"), ARROW_SCHEMA.field("entry_id")])
+    batches = list(entry_batches(7, block(), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=subset, max_rows=25))
+    assert [batch.num_rows for batch in batches] == [25, 25, 10]
+    assert all(batch.schema.names == ["payload", "entry_id"] for batch in batches)
+    assert [r["payload"] for r in rows(batches)] == PAYLOADS
+
+
+def test_streaming_blocks_frame_entries_alike() -> None:
+    (encoded,) = [b for b in v2.encode_segment_blocks([(4, FIRST + n, p) for n, p in enumerate(PAYLOADS)],
+                                                     streaming_block_size=1 << 20)]  # fmt: skip
+    got = rows(list(entry_batches(4, bytes(encoded.data), FIRST, wanted=((0, None),), bounds=ANY_VALUE,
+                                  schema=ARROW_SCHEMA, max_rows=1000)))  # fmt: skip
+    assert [r["payload"] for r in got] == PAYLOADS
+
+
+@pytest.mark.parametrize("where", ["length", "id", "padding"])
+def test_broken_framing_raises_format_error(where: str) -> None:
+    data = bytearray(block())
+    second = v1.BLOCK_HEADER_LENGTH + 12 + len(PAYLOADS[0])
+    if where == "length":
+        data[second : second + 4] = (10**6).to_bytes(4, "big")
+    elif where == "id":
+        data[second + 4 : second + 12] = (5).to_bytes(8, "big")
+    else:
+        data[-3] ^= 0xFF
+    with pytest.raises(FormatError, match="block offset"):
+        list(entry_batches(7, bytes(data), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
+                           max_rows=1000))  # fmt: skip
