@@ -27,6 +27,7 @@ Run: ``make bench`` (or ``.venv/bin/python bench/bench_read_path.py``).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import struct
@@ -36,6 +37,7 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from offload_driver_filesystem import FilesystemDriver
 
@@ -196,6 +198,44 @@ def s3(args: argparse.Namespace) -> dict[str, float]:
         server.stop()
 
 
+def spark(root: str, args: argparse.Namespace) -> dict[str, float]:
+    """The source's scan against Spark's own Parquet scan of the same
+    payloads, ``sum(length(payload))``, local[2], one session."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from offload_core.spark import get_session
+    except ImportError:
+        return {}
+    rng = random.Random(11)
+    url = f"file://{root}/spark-bucket"
+    offloader = BlobStoreLedgerOffloader(FilesystemDriver(f"{root}/spark-bucket", fsync=False),
+                                         max_block_size=4 * 2**20)  # fmt: skip
+    parquet_dir = f"{root}/parquet"
+    os.makedirs(parquet_dir)
+    for ledger_id in range(1, args.spark_ledgers + 1):
+        payloads = [rng.randbytes(rng.randrange(100, 2000)) for _ in range(args.entries)]
+        offloader.offload(InMemoryReadHandle(ledger_id, payloads), uuid.uuid4())
+        table = pa.table({"ledger_id": [ledger_id] * len(payloads), "entry_id": list(range(len(payloads))),
+                          "payload": pa.array(payloads, pa.binary())})  # fmt: skip
+        pq.write_table(table, f"{parquet_dir}/ledger-{ledger_id}.parquet")
+    session = get_session("local[2]")
+    try:
+        ours = session.read.format("pulsar-offload").option("decode", "none").load(url)
+        theirs = session.read.parquet(parquet_dir)
+
+        def total(frame: Any) -> int:
+            return int(frame.selectExpr("sum(length(payload)) AS n").collect()[0].n)
+
+        assert total(ours) == total(theirs)  # also starts the Python workers before timing
+        ours_time = median_seconds(lambda: total(ours), args.repeat)
+        theirs_time = median_seconds(lambda: total(theirs), args.repeat)
+    finally:
+        session.stop()
+    return {"pulsar-offload Spark scan / Spark's Parquet scan (throughput)": theirs_time / ours_time}
+
+
 GOALS = {
     "sequential read / bare unpack loop (entries/s)": ">= 0.8",
     "GETs per cold random entry (index loaded)": "<= 1.0",
@@ -205,6 +245,7 @@ GOALS = {
     "cold: read amplification (fetched / object bytes)": "<= 1.05",
     "cold: peak traced memory / read-ahead budget": "<= 1.1",
     "S3 (moto) sequential read / raw ranged reads of 1 MiB (throughput)": ">= 0.9",
+    "pulsar-offload Spark scan / Spark's Parquet scan (throughput)": ">= 0.6",
 }
 
 
@@ -216,12 +257,16 @@ def main() -> None:
     parser.add_argument("--cold-mib", type=int, default=256, help="ledger size of the cold scenario")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--budget-mib", type=int, default=128)
+    parser.add_argument("--spark-ledgers", type=int, default=4)
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--no-spark", action="store_true")
     args = parser.parse_args()
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as root:
         results.update(warm(root, args))
         results.update(cold(root, args))
+        if not args.no_spark:
+            results.update(spark(root, args))
     if not args.no_s3:
         results.update(s3(args))
     print(f"\n{'read path and cold reads (one run)':<72} {'value':>9}  goal")

@@ -4,8 +4,8 @@ straight from object storage, with no broker.
 Planning happens in a Python worker on the Spark driver's machine: the
 store is listed, every complete offloaded ledger's index (PIP-17) and
 every complete segment's index (PIP-76) is read, and the blocks holding
-wanted entries are grouped into partitions (``blocksPerPartition``, default
-4; a partition holds blocks of one ledger in one object). A partition is
+wanted entries are grouped into partitions (``bytesPerPartition``, default
+128 MiB; a partition holds blocks of one ledger in one object). A partition is
 small and picklable (URL, driver options, key, byte ranges, entry ranges).
 A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
@@ -24,8 +24,15 @@ Options:
   message fails the read) or ``none`` (one row per entry, undecoded);
 - ``arrow``: ``true`` (default) yields Arrow record batches of up to
   ``maxRecordsPerBatch`` rows (default 10000), ``false`` yields tuples;
-- ``blocksPerPartition``; ``driver.<name>`` for storage-driver options
-  (``driver.region``, ``driver.endpoint`` ...).
+- ``bytesPerPartition`` (default 128 MiB, Spark's own
+  ``maxPartitionBytes``): consecutive blocks of one object per task up to
+  that many bytes; or ``blocksPerPartition``, a fixed number of blocks;
+- ``driver.<name>`` for storage-driver options (``driver.region``,
+  ``driver.endpoint`` ...).
+
+A schema given with ``.schema(...)`` may name a subset of the columns, in
+any order: only those are built (column pruning; the Python data source
+API passes no projection of its own).
 
 With ``filterPushdown=true`` (which needs the session setting
 ``spark.sql.python.filterPushdown.enabled=true``), comparisons and ``IN``
@@ -35,7 +42,7 @@ read; Spark still applies every filter to the rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,8 +129,7 @@ def plan_partitions(
             for entry, last in zip(index.entries, _block_lasts(index), strict=True)
             if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
         ]
-        for first in range(0, len(blocks), parsed.blocks_per_partition):
-            group = tuple(blocks[first : first + parsed.blocks_per_partition])
+        for group in grouped_blocks(blocks, parsed):
             partitions.append(
                 BlockRangePartition(
                     parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds
@@ -131,11 +137,33 @@ def plan_partitions(
             )
     for run in plan_segment_blocks(parsed, skip_ledgers={ledger.ledger_id for ledger in targets},
                                    ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):  # fmt: skip
-        for first in range(0, len(run.blocks), parsed.blocks_per_partition):
-            group = tuple(run.blocks[first : first + parsed.blocks_per_partition])
+        for group in grouped_blocks(run.blocks, parsed):
             partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
                                                   group, run.entry_ranges, entry_bounds, streaming=True))  # fmt: skip
     return partitions
+
+
+def grouped_blocks(
+    blocks: Sequence[tuple[int, int, int]], options: ReadOptions
+) -> Iterator[tuple[tuple[int, int, int], ...]]:
+    """Consecutive ``(offset, end, first entry)`` blocks, grouped into the
+    partitions' runs: ``blocksPerPartition`` blocks each when that option is
+    given, else as many as fit ``bytesPerPartition`` (one at least)."""
+    if options.blocks_per_partition is not None:
+        step = options.blocks_per_partition
+        yield from (tuple(blocks[first : first + step]) for first in range(0, len(blocks), step))
+        return
+    group: list[tuple[int, int, int]] = []
+    size = 0
+    for block in blocks:
+        span = block[1] - block[0]
+        if group and size + span > options.bytes_per_partition:
+            yield tuple(group)
+            group, size = [], 0
+        group.append(block)
+        size += span
+    if group:
+        yield tuple(group)
 
 
 def _block_lasts(index: v1.Index) -> list[int]:

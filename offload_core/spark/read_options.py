@@ -44,11 +44,18 @@ class EntrySelection:
         return tuple((first, last) for ledger, first, last in self.ranges if ledger == ledger_id)
 
 
+DEFAULT_BYTES_PER_PARTITION = 128 * 2**20
+"""Spark's own ``spark.sql.files.maxPartitionBytes``: a Python task costs
+tens of milliseconds to start, so tasks of a few small blocks spend more
+time starting than reading."""
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     url: str
     selection: EntrySelection
-    blocks_per_partition: int
+    blocks_per_partition: int | None
+    bytes_per_partition: int
     decode: Decode
     arrow: bool
     max_records_per_batch: int
@@ -70,7 +77,8 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     return ReadOptions(
         url=url,
         selection=EntrySelection(_ledger_ids(options.get("ledgers")), _ranges(options.get("entries"))),
-        blocks_per_partition=_positive(options, "blocksPerPartition", 4),
+        blocks_per_partition=_positive(options, "blocksPerPartition", 1) if "blocksPerPartition" in options else None,
+        bytes_per_partition=_positive(options, "bytesPerPartition", DEFAULT_BYTES_PER_PARTITION),
         decode=decode,
         arrow=_boolean(options, "arrow", True),
         max_records_per_batch=_positive(options, "maxRecordsPerBatch", 10_000),

@@ -209,3 +209,16 @@ def test_a_fresh_session_finds_the_source_without_registering_it(
     result = subprocess.run([sys.executable, "-c", FRESH_SESSION, url], capture_output=True, text=True,
                             cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
     assert f"ROWS {sum(map(len, ledgers.values()))}" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
+
+
+def test_partitions_hold_consecutive_blocks_up_to_the_byte_budget(bucket: tuple[str, dict[int, list[bytes]]]) -> None:
+    url, _ = bucket
+    for budget in (8192, 3 * 8192, 10**9):
+        plan = plan_partitions({"path": url, "bytesPerPartition": str(budget)})
+        for partition in plan:
+            spans = [end - offset for offset, end, _ in partition.blocks]
+            assert sum(spans) <= budget or len(spans) == 1
+            assert all(b[1] == c[0] for b, c in zip(partition.blocks, partition.blocks[1:], strict=False))
+        assert len({p.ledger_id for p in plan}) == 3
+    whole = plan_partitions({"path": url})  # 128 MiB: each small ledger is one task
+    assert len(whole) == 3
