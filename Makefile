@@ -11,7 +11,7 @@ DISTRIBUTIONS := -e ".[dev,spark]" -e drivers/filesystem -e "drivers/s3[test]" -
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
-.PHONY: setup demo test test-fast proto bench lint clean reliability
+.PHONY: setup demo test test-fast proto bench bench-all lint clean reliability
 
 setup: $(STAMP) $(AZURITE)
 
@@ -54,8 +54,13 @@ reliability: $(STAMP)
 proto: $(STAMP)
 	cd offload_core/proto && ../../$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. *.proto
 
+# One table of every ratio against its limit, measured in one run.
 bench: $(STAMP)
-	@ls bench/*.py >/dev/null 2>&1 && for b in bench/bench_*.py; do $(BIN)/python $$b; done || echo "no benchmarks yet"
+	$(BIN)/python bench/bench_table.py
+
+# Every benchmark script, each with its own detail (minutes).
+bench-all: $(STAMP)
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,7 +5,7 @@
 * storage requests per cold random entry read (fresh handle each time) and warm;
 * peak traced memory during offload, in units of the max block size.
 
-Run: ``make bench`` (or ``.venv/bin/python bench/bench_pip17.py --help``).
+Run: ``make bench-all`` (or ``.venv/bin/python bench/bench_pip17.py --help``).
 """
 
 from __future__ import annotations

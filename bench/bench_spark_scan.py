@@ -2,7 +2,7 @@
 and vs a single-process read of the same ledgers. Ratios from one run.
 
 The store is a local directory of PIP-17 ledgers; each scan sums the payload
-lengths, so every entry is read and decoded. Run: ``make bench``.
+lengths, so every entry is read and decoded. Run: ``make bench-all``.
 """
 
 from __future__ import annotations

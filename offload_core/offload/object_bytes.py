@@ -147,6 +147,11 @@ class ObjectBytes:
     def _extend(self, pool: ReadAheadPool, stream: Stream, *, needed: bool) -> bool:
         start = stream.next
         stop = min((start // pool.range_size + 1) * pool.range_size, self._end)
+        if not stream.ranges:
+            # A stream starting: its first range is one read buffer, so the
+            # reader decodes while the larger, aligned ranges after it are
+            # still arriving, instead of waiting for a whole range first.
+            stop = min(stop, start + self._buffer_size)
         shared = pool.acquire(self._driver, self._key, start, stop, needed=needed)
         if shared is None:
             return False

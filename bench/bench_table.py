@@ -1,6 +1,7 @@
-"""Read path, offload and cold reads against their physical limits, each
-ratio measured side by side in one run (issues "read path at the speed of
-the hardware" and "cold reads at real object-store latency").
+"""The ratios against their physical limits, each measured side by side
+in one run, in one table: ``make bench`` runs this (issues "read path at
+the speed of the hardware", "cold reads at real object-store latency",
+and streaming offload's).
 
 Warm (filesystem store, page cache warm; 40,000 entries of 100-2,000 B,
 4 MiB blocks, 1 MiB read buffer):
@@ -21,7 +22,14 @@ Cold (the filesystem store behind ``SlowDriver``: 100 ms to first byte;
 S3 (moto's server), when moto is installed: sequential read vs a raw
 sequential ranged read of the same object with the same buffer size.
 
-Run: ``make bench`` (or ``.venv/bin/python bench/bench_read_path.py``).
+Spark (local[2], one session), when PySpark is installed: the
+``pulsar-offload`` scan vs Spark's own Parquet scan of the same payloads,
+``sum(length(payload))``.
+
+Streaming (PIP-76): append p99 with streaming on vs off, and streaming
+offload vs a raw write of the same bytes (from ``bench_streaming.py``).
+
+Run: ``make bench`` (or ``.venv/bin/python bench/bench_table.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import os
 import random
 import statistics
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -41,9 +50,10 @@ from typing import Any
 
 from offload_driver_filesystem import FilesystemDriver
 
-from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDriver
+from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDriver, open_driver
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.instrument import InstrumentedDriver
+from offload_core.offload import SegmentLimits
 from offload_core.offload.read_ahead import ReadAheadPool
 from offload_core.testing.faults import Latency, SlowDriver
 
@@ -236,6 +246,23 @@ def spark(root: str, args: argparse.Namespace) -> dict[str, float]:
     return {"pulsar-offload Spark scan / Spark's Parquet scan (throughput)": theirs_time / ours_time}
 
 
+def streaming(root: str) -> dict[str, float]:
+    """PIP-76 streaming offload's ratios (see ``bench_streaming.py``)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_streaming as streamed
+
+    off, on = streamed.append_latencies(False), streamed.append_latencies(True)
+    limits = SegmentLimits(streaming_block_size=streamed.BLOCK, max_segment_size=1 << 30,
+                           max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
+    driver = open_driver(f"file://{root}/streaming")  # as bench_streaming.py: the default, fsync on
+    raw = streamed.raw_write_seconds(driver, streamed.STREAM_BYTES)
+    seconds, _ = streamed.stream_seconds(driver, limits, 1000)
+    return {
+        "streaming: append p99, streaming on / off": streamed.percentile(on, 0.99) / streamed.percentile(off, 0.99),
+        "streaming: offload / raw write, 1 KB entries (throughput)": raw / seconds,
+    }
+
+
 GOALS = {
     "sequential read / bare unpack loop (entries/s)": ">= 0.8",
     "GETs per cold random entry (index loaded)": "<= 1.0",
@@ -246,6 +273,8 @@ GOALS = {
     "cold: peak traced memory / read-ahead budget": "<= 1.1",
     "S3 (moto) sequential read / raw ranged reads of 1 MiB (throughput)": ">= 0.9",
     "pulsar-offload Spark scan / Spark's Parquet scan (throughput)": ">= 0.6",
+    "streaming: append p99, streaming on / off": "<= 1.05",
+    "streaming: offload / raw write, 1 KB entries (throughput)": ">= 0.9",
 }
 
 
@@ -260,6 +289,7 @@ def main() -> None:
     parser.add_argument("--spark-ledgers", type=int, default=4)
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-streaming", action="store_true")
     args = parser.parse_args()
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as root:
@@ -267,9 +297,11 @@ def main() -> None:
         results.update(cold(root, args))
         if not args.no_spark:
             results.update(spark(root, args))
+        if not args.no_streaming:
+            results.update(streaming(root))
     if not args.no_s3:
         results.update(s3(args))
-    print(f"\n{'read path and cold reads (one run)':<72} {'value':>9}  goal")
+    print(f"\n{'offload-core against the limit (one run)':<72} {'value':>9}  goal")
     for name, value in results.items():
         goal = GOALS.get(name, ">= 160" if name.startswith("cold sequential") else "")
         print(f"  {name:<70} {value:9.3f}  {goal}")
