@@ -36,7 +36,8 @@ def _describe(driver: StorageDriver, segment: StoredSegment) -> dict[str, Any]:
         "bytes": segment.data.size if segment.data else None,
     }
     if not segment.complete:
-        row["state"] = "incomplete (" + ("index" if segment.index is None else "data") + " missing)"
+        missing = [name for name, found in (("data", segment.data), ("index", segment.index)) if found is None]
+        row["state"] = f"incomplete ({' and '.join(missing)} missing)"
         return row
     try:
         opened = _load(driver, segment)

@@ -92,11 +92,13 @@ _INT32_MAX = 2**31 - 1
 @dataclass(frozen=True)
 class SegmentKey:
     """What a segment object's key says: the ``prefix`` before the segment
-    ``uuid`` and whether it is the index object."""
+    ``uuid`` and whether it is the index object, or the entry-offsets
+    object we write beside it."""
 
     prefix: str
     uuid: str
     is_index: bool
+    is_entry_offsets: bool = False
 
 
 def segment_data_key(uuid: str) -> str:
@@ -119,7 +121,7 @@ def segment_entry_offsets_key(uuid: str) -> str:
 _KEY = re.compile(
     r"(?:^|(?<=[/_.:=-]))"
     r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
-    r"(?P<index>-index)?$"
+    r"(?P<suffix>-index|-entry-offsets)?$"
 )
 
 
@@ -129,7 +131,9 @@ def parse_segment_key(key: str) -> SegmentKey | None:
     match = _KEY.search(key)
     if match is None:
         return None
-    return SegmentKey(prefix=key[: match.start()], uuid=match["uuid"], is_index=match["index"] is not None)
+    suffix = match["suffix"]
+    return SegmentKey(prefix=key[: match.start()], uuid=match["uuid"], is_index=suffix == "-index",
+                      is_entry_offsets=suffix == "-entry-offsets")  # fmt: skip
 
 
 # -- data blocks ----------------------------------------------------------

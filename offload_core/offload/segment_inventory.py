@@ -15,12 +15,14 @@ __all__ = ["StoredSegment", "find_segments", "select_segment"]
 
 @dataclass(frozen=True)
 class StoredSegment:
-    """One segment's two objects; either may be missing."""
+    """One segment's objects; any may be missing (a segment needs its data
+    and index; the entry offsets are optional)."""
 
     prefix: str
     uuid: str
     data: ObjectInfo | None
     index: ObjectInfo | None
+    entry_offsets: ObjectInfo | None = None
 
     @property
     def complete(self) -> bool:
@@ -28,15 +30,18 @@ class StoredSegment:
 
 
 def group_segments(objects: Iterable[ObjectInfo]) -> list[StoredSegment]:
-    """Pair segment data and index objects by (prefix, uuid); other keys,
-    v1 ledger objects included, are ignored. Sorted by prefix and uuid."""
-    found: dict[tuple[str, str], dict[bool, ObjectInfo]] = {}
+    """Group segment objects (data, index, entry offsets) by (prefix,
+    uuid); other keys, v1 ledger objects included, are ignored. Sorted by
+    prefix and uuid."""
+    found: dict[tuple[str, str], dict[str, ObjectInfo]] = {}
     for info in objects:
         parsed = v2.parse_segment_key(info.key)
         if parsed is not None:
-            found.setdefault((parsed.prefix, parsed.uuid), {})[parsed.is_index] = info
+            kind = "index" if parsed.is_index else "entry_offsets" if parsed.is_entry_offsets else "data"
+            found.setdefault((parsed.prefix, parsed.uuid), {})[kind] = info
     return [
-        StoredSegment(prefix, uuid, pair.get(False), pair.get(True)) for (prefix, uuid), pair in sorted(found.items())
+        StoredSegment(prefix, uuid, parts.get("data"), parts.get("index"), parts.get("entry_offsets"))
+        for (prefix, uuid), parts in sorted(found.items())
     ]
 
 

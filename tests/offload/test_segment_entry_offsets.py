@@ -100,3 +100,18 @@ def test_deleting_a_segment_deletes_its_entry_offsets() -> None:
     offloader, uid = streamed(store)
     offloader.delete_segment(uid)
     assert list(store.list("")) == []
+
+
+def test_the_companion_is_listed_with_its_segment() -> None:
+    from offload_core.offload.segment_inventory import find_segments
+
+    store = MemoryDriver()
+    _, uid = streamed(store)
+    parsed = v2.parse_segment_key("topic/" + v2.segment_entry_offsets_key(uid))
+    assert parsed == v2.SegmentKey("topic/", uid, is_index=False, is_entry_offsets=True)
+    (segment,) = find_segments(store)
+    assert segment.complete and segment.entry_offsets is not None
+    assert segment.entry_offsets.key == v2.segment_entry_offsets_key(uid)
+    store.delete([v2.segment_data_key(uid), v2.segment_index_key(uid)])
+    (orphan,) = find_segments(store)  # a companion left alone is still seen, so it can be swept
+    assert not orphan.complete and orphan.entry_offsets is not None
