@@ -37,7 +37,8 @@ API passes no projection of its own).
 With ``filterPushdown=true`` (which needs the session setting
 ``spark.sql.python.filterPushdown.enabled=true``), comparisons and ``IN``
 on ``ledger_id`` and ``entry_id`` in a query prune the ledgers and blocks
-read; Spark still applies every filter to the rows.
+read, and on ``publish_time`` drop decoded messages in the task; Spark
+still applies every filter to the rows.
 """
 
 from __future__ import annotations
@@ -46,17 +47,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSourceReader,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -69,6 +60,7 @@ from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import read_objects
+from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
@@ -89,6 +81,7 @@ class BlockRangePartition(InputPartition):
     entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
     entry_bounds: ColumnBounds = ANY_VALUE
     streaming: bool = False  # blocks of a PIP-76 segment (one ledger's run in it)
+    publish_time_bounds: ColumnBounds = ANY_VALUE  # microseconds since the epoch
 
     def wants(self, entry_id: int) -> bool:
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
@@ -100,6 +93,7 @@ def plan_partitions(
     *,
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
+    publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[BlockRangePartition]:
     """The partitions for reading the store named by ``options["path"]``,
     pruned to the ledgers and blocks the bounds (from pushed-down filters)
@@ -132,14 +126,22 @@ def plan_partitions(
         for group in grouped_blocks(blocks, parsed):
             partitions.append(
                 BlockRangePartition(
-                    parsed.url, parsed.driver_options, ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds
-                )
+                    parsed.url,
+                    parsed.driver_options,
+                    ledger.ledger_id,
+                    ledger.data_key,
+                    group,
+                    ranges,
+                    entry_bounds,
+                    publish_time_bounds=publish_time_bounds,
+                )  # fmt: skip
             )
     for run in plan_segment_blocks(parsed, skip_ledgers={ledger.ledger_id for ledger in targets},
                                    ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):  # fmt: skip
         for group in grouped_blocks(run.blocks, parsed):
             partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
-                                                  group, run.entry_ranges, entry_bounds, streaming=True))  # fmt: skip
+                                                  group, run.entry_ranges, entry_bounds, streaming=True,
+                                                  publish_time_bounds=publish_time_bounds))  # fmt: skip
     return partitions
 
 
@@ -178,6 +180,7 @@ def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...])
 
 def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
     """The rows of one partition (runs in the task: opens its own driver)."""
+    times = partition.publish_time_bounds
     options: dict[str, Any] = dict(partition.driver_options)
     driver = open_driver(partition.url, **options)
     try:
@@ -185,9 +188,18 @@ def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[M
             entries = _block_entries(partition, driver.read(partition.data_key, offset, end), offset, first_entry_id)
             for entry_id, payload in entries:
                 if partition.wants(entry_id):
-                    yield from entry_rows(partition.ledger_id, entry_id, payload, decode)
+                    rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
+                    yield from rows if times == ANY_VALUE else _published_within(rows, times)
     finally:
         driver.close()
+
+
+def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterator[MessageRow]:
+    """The rows whose publish time the pushed bounds admit (a row without
+    one fails any comparison Spark would make on it)."""
+    for row in rows:
+        if row[4] is not None and times.admits(row[4] * 1000):
+            yield row
 
 
 def _check_block_header(partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int) -> None:
@@ -253,11 +265,14 @@ class PulsarOffloadReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], schema: StructType = SCHEMA) -> None:
         self.options = parse_read_options(options)
         self.schema = checked_schema(schema)
-        self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE}
+        self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE, "publish_time": ANY_VALUE}
 
     def partitions(self) -> list[BlockRangePartition]:
         return plan_partitions(
-            self.options, ledger_bounds=self.bounds["ledger_id"], entry_bounds=self.bounds["entry_id"]
+            self.options,
+            ledger_bounds=self.bounds["ledger_id"],
+            entry_bounds=self.bounds["entry_id"],
+            publish_time_bounds=self.bounds["publish_time"],
         )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -290,36 +305,15 @@ class FilterPushdownReader(PulsarOffloadReader):
     pushdown, so pushing is opt-in."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Narrow what is read by filters on ``ledger_id`` and ``entry_id``;
-        every filter is handed back, so Spark still applies it exactly."""
+        """Narrow what is read by filters on ``ledger_id``, ``entry_id`` and
+        ``publish_time`` (see :mod:`offload_core.spark.pushdown`); every
+        filter is handed back, so Spark still applies it exactly."""
         for pushed in filters:
             attribute: tuple[str, ...] = getattr(pushed, "attribute", ())
             column = attribute[0] if len(attribute) == 1 else None
-            if column in self.bounds:
-                self.bounds[column] = _narrowed(self.bounds[column], pushed)
+            if column is not None and column in self.bounds:
+                self.bounds[column] = narrowed(self.bounds[column], pushed, COLUMN_VALUES[column])
             yield pushed
-
-
-def _narrowed(bounds: ColumnBounds, pushed: Filter) -> ColumnBounds:
-    if isinstance(pushed, In):
-        values = tuple(pushed.value)
-        if all(isinstance(item, int) for item in values):
-            return bounds.one_of(frozenset(values))
-        return bounds
-    value = getattr(pushed, "value", None)
-    if not isinstance(value, int) or isinstance(value, bool):
-        return bounds
-    if isinstance(pushed, EqualTo):
-        return bounds.one_of(frozenset({value}))
-    if isinstance(pushed, GreaterThan):
-        return bounds.at_least(value + 1)
-    if isinstance(pushed, GreaterThanOrEqual):
-        return bounds.at_least(value)
-    if isinstance(pushed, LessThan):
-        return bounds.at_most(value - 1)
-    if isinstance(pushed, LessThanOrEqual):
-        return bounds.at_most(value)
-    return bounds
 
 
 def checked_schema(schema: StructType) -> StructType:

@@ -121,3 +121,52 @@ def test_strict_decoding_names_the_entry_that_is_not_a_message(spark: Any, tmp_p
     ]  # fmt: skip
     with pytest.raises(Exception, match="ledger 21 entry 1 is not a Pulsar message"):
         spark.read.format("pulsar-offload").option("decode", "pulsar").load(url).collect()
+
+
+def test_publish_time_filters_return_exactly_their_rows_with_and_without_pushdown(
+    spark: Any, message_bucket: tuple[str, list[tuple[Any, ...]]]
+) -> None:
+    url, expected = message_bucket
+    low, high = (
+        datetime.fromtimestamp((EPOCH_MS + 12_030) / 1000, UTC),
+        datetime.fromtimestamp((EPOCH_MS + 13_010) / 1000, UTC),
+    )
+    wanted = sorted(
+        (r[0], r[1], r[2] if r[2] is not None else -1)
+        for r in expected
+        if low.replace(tzinfo=None) <= r[4] < high.replace(tzinfo=None)
+    )
+    assert wanted and len(wanted) < len(expected)
+    stamp = "%Y-%m-%d %H:%M:%S.%f"
+    query = f"publish_time >= timestamp'{low:{stamp}}' AND publish_time < timestamp'{high:{stamp}}'"
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    for pushdown in ("false", "true"):
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", pushdown)
+        try:
+            frame = spark.read.format("pulsar-offload").option("filterPushdown", pushdown).load(url).where(query)
+            got = sorted((r.ledger_id, r.entry_id, r.batch_index if r.batch_index is not None else -1)
+                         for r in frame.collect())  # fmt: skip
+        finally:
+            spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+        assert got == wanted, pushdown
+
+
+def test_publish_time_bounds_drop_messages_in_the_task(message_bucket: tuple[str, list[tuple[Any, ...]]]) -> None:
+    from dataclasses import replace
+
+    from offload_core.spark.column_bounds import ANY_VALUE
+    from offload_core.spark.pulsar_offload import plan_partitions, read_partition
+    from offload_core.spark.read_options import Decode
+
+    url, expected = message_bucket
+    every = [row for p in plan_partitions({"path": url}) for row in read_partition(p, Decode.AUTO)]
+    low_us, high_us = (EPOCH_MS + 12_030) * 1000, (EPOCH_MS + 13_010) * 1000 - 1
+    bounded = ANY_VALUE.at_least(low_us).at_most(high_us)
+    kept = [
+        row
+        for p in plan_partitions({"path": url}, publish_time_bounds=bounded)
+        for row in read_partition(replace(p, publish_time_bounds=bounded), Decode.AUTO)
+    ]
+    assert len(every) == len(expected)
+    assert kept == [row for row in every if row[4] is not None and low_us <= row[4] * 1000 <= high_us]
+    assert 0 < len(kept) < len(every)
