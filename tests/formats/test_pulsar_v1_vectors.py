@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from offload_core.errors import InvalidRangeError
 from offload_core.formats import pulsar_v1 as v1
 from tests.pulsar_vectors import Vector, load_vectors
 
@@ -62,5 +63,5 @@ def test_we_write_the_same_data_object_from_the_same_entries(vector: Vector) -> 
 def test_out_of_range_lookup_matches_pulsar(vector: Vector) -> None:
     index = v1.decode_index(vector.index)
     beyond = len(vector.entries)
-    with pytest.raises(v1.InvalidRangeError, match=vector.spec["expected"]["pulsar_out_of_range_message"]):
+    with pytest.raises(InvalidRangeError, match=vector.spec["expected"]["pulsar_out_of_range_message"]):
         index.lookup(beyond)
