@@ -71,6 +71,19 @@ class ObjectBytes:
         self._streams.add(stream)
         return stream
 
+    def warm(self, stream: Stream, start: int) -> None:
+        """Start ``stream`` at byte ``start`` and read ahead from there, as
+        far as the reader's allowance and the pool's budget admit, without
+        waiting for anything (so the reader's first read finds it under
+        way)."""
+        if self._pool is None or start >= self._end:
+            return
+        self._release(stream)
+        stream.next = start
+        while stream.next < self._end and stream.held_bytes() + self._pool.range_size <= self._pool.reader_bytes:
+            if not self._extend(self._pool, stream, needed=False):
+                break
+
     def drop(self, stream: Stream) -> None:
         """Cancel what ``stream`` read ahead and free its budget."""
         self._streams.discard(stream)

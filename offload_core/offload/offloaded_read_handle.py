@@ -150,6 +150,35 @@ class OffloadedReadHandle(LedgerMetadataView):
         self._check_what_follows(last, position, stream)
         return entries, position
 
+    def prefetch(self, entry_id: int) -> bool:
+        """Start reading ahead from ``entry_id`` for the reader that will read
+        it next (a reader crossing into this ledger or segment), without
+        waiting. False when its position is not known without reading (no
+        entry offsets and not a block's first entry) or it is already
+        followed. Raises :class:`InvalidRangeError` for an entry the handle
+        does not hold."""
+        if self._closed or entry_id in self._cursors:
+            return False
+        block = self._index.lookup(entry_id)
+        number = entry_id - block.first_entry_id
+        if number == 0:
+            position, start = block.data_offset, block.offset  # the first read checks the block's header
+        elif self._entry_offsets is not None:
+            position = start = self._entry_offsets.position(block.part_id - 1, number, block.data_offset)
+        else:
+            return False
+        while self._cursors and len(self._cursors) >= self.readers:
+            self._bytes.drop(self._cursors.popitem(last=False)[1][1])
+        stream = self._bytes.stream()
+        self._bytes.warm(stream, start)
+        self._cursors[entry_id] = (position, stream)
+        return True
+
+    def in_last_block(self, entry_id: int) -> bool:
+        """Whether ``entry_id`` is in the handle's last block: a reader there
+        has at most a block left before it crosses into what follows."""
+        return self._index.block_entries(self._index.lookup(entry_id))[1] >= self.last_entry_id
+
     def close(self) -> None:
         """Release the buffers and cancel whatever was read ahead."""
         self._closed = True

@@ -37,7 +37,8 @@ class SegmentedReadHandle(LedgerMetadataView):
     """Ledger ``ledger_id`` (``length`` bytes, entries ``0..last``) from
     ``segments``, which must cover ``0..last`` in order without gaps or
     overlaps (:class:`InvalidRangeError` otherwise). Reads across segment
-    boundaries are split and joined; thread-safe."""
+    boundaries are split and joined; a reader reaching a segment's last
+    block has the next segment opened and read ahead. Thread-safe."""
 
     def __init__(self, ledger_id: int, segments: Sequence[LedgerSegment], length: int, opener: SegmentOpener) -> None:
         expected = 0
@@ -58,6 +59,7 @@ class SegmentedReadHandle(LedgerMetadataView):
         self._handles: dict[str, ReadHandle] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._prefetched: set[str] = set()
         self.readers = 1
         """How many sequential readers each segment's handle follows (see
         :attr:`OffloadedReadHandle.readers`)."""
@@ -72,11 +74,29 @@ class SegmentedReadHandle(LedgerMetadataView):
         entries: list[Entry] = []
         at = first
         while at <= last:
-            segment = self._segments[bisect.bisect_right(self._starts, at) - 1]
+            number = bisect.bisect_right(self._starts, at) - 1
+            segment = self._segments[number]
             stop = min(last, segment.last_entry_id)
-            entries.extend(self._handle(segment).read(at, stop))
+            handle = self._handle(segment)
+            entries.extend(handle.read(at, stop))
             at = stop + 1
+            if number + 1 < len(self._segments) and isinstance(handle, OffloadedReadHandle):
+                self._prefetch_after(handle, stop, self._segments[number + 1])
         return entries
+
+    def _prefetch_after(self, handle: OffloadedReadHandle, last_read: int, following: LedgerSegment) -> None:
+        """A reader in its segment's last block is about to cross into the
+        next segment: open that one now and start reading it ahead, so its
+        first range is under way while the rest of this block is consumed."""
+        if not handle.in_last_block(last_read):
+            return
+        with self._lock:
+            if following.uuid in self._prefetched:
+                return
+            self._prefetched.add(following.uuid)
+        next_handle = self._handle(following)
+        if isinstance(next_handle, OffloadedReadHandle):
+            next_handle.prefetch(following.first_entry_id)
 
     def _handle(self, segment: LedgerSegment) -> ReadHandle:
         with self._lock:

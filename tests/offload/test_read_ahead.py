@@ -265,3 +265,43 @@ def test_a_shared_handle_keeps_one_stream_per_reader(store: MemoryDriver) -> Non
     # Followed as one reader, each turn looks like a seek: a fresh window per read.
     assert single_gets >= 100
     assert shared_gets < single_gets / 2
+
+
+def test_a_reader_near_a_segments_end_has_the_next_segment_read_ahead() -> None:
+    from offload_core import Event
+    from offload_core.model import Entry
+    from offload_core.offload import SegmentLimits
+    from offload_core.offload.segmented_read_handle import LedgerSegment, SegmentedReadHandle
+    from tests.offload.test_streaming_offload import offer_all
+
+    store = MemoryDriver()
+    limits = SegmentLimits(streaming_block_size=2048, max_segment_size=1 << 30, max_buffer_size=1 << 20)
+    writer = BlobStoreLedgerOffloader(store, max_block_size=2048)
+    parts = []
+    for number, first in enumerate(range(0, 900, 300)):
+        uid = str(uuid.UUID(int=100 + number))
+        handle = writer.streaming_offload(uid, limits=limits)
+        offer_all(handle, [Entry(8, n, ENTRIES[n]) for n in range(first, first + 300)])
+        handle.close()
+        assert handle.result(10) is not None
+        parts.append(LedgerSegment(uid, first, first + 299))
+    events: list[Event] = []
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE)
+    reader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool, emit=events.append)
+    ledger = SegmentedReadHandle(8, parts, sum(map(len, ENTRIES[:900])),
+                                 lambda part: reader.read_segment(part.uuid, 8, last_entry_id=part.last_entry_id))  # fmt: skip
+
+    def data_reads(uid: str) -> int:
+        return sum(1 for e in events if e.kind == "storage.request" and e.fields["op"] == "read"
+                   and e.fields["key"] == uid)  # fmt: skip
+
+    got: list[bytes] = []
+    for first in range(0, 900, 25):
+        if first == 300:
+            # Nothing of the second segment was asked for yet, but it is being read.
+            assert data_reads(parts[1].uuid) > 0
+        got += [e.data for e in ledger.read(first, first + 24)]
+    assert got == ENTRIES[:900]
+    assert data_reads(parts[2].uuid) > 0
+    ledger.close()
+    pool.close()
