@@ -288,8 +288,11 @@ def test_a_reader_near_a_segments_end_has_the_next_segment_read_ahead() -> None:
     events: list[Event] = []
     pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE)
     reader = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool, emit=events.append)
-    ledger = SegmentedReadHandle(8, parts, sum(map(len, ENTRIES[:900])),
-                                 lambda part: reader.read_segment(part.uuid, 8, last_entry_id=part.last_entry_id))  # fmt: skip
+
+    def open_part(part: LedgerSegment) -> object:
+        return reader.read_segment(part.uuid, 8, last_entry_id=part.last_entry_id)
+
+    ledger = SegmentedReadHandle(8, parts, sum(map(len, ENTRIES[:900])), open_part)  # type: ignore[arg-type]
 
     def data_reads(uid: str) -> int:
         return sum(1 for e in events if e.kind == "storage.request" and e.fields["op"] == "read"
