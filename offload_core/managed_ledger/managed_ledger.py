@@ -111,6 +111,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._current_created = 0.0
         self._hot: OrderedDict[int, LedgerFile] = OrderedDict()
         self._offloaded = SharedHandleCache(_OFFLOADED_HANDLES_OPEN)
+        self._prefetched_ledgers = set()
         self._trimming: set[int] = set()
         self._offload_requested = False
         self._trim_requested = False

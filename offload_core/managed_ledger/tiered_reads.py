@@ -15,12 +15,10 @@ from ..errors import (
 )
 from ..hooks import Event
 from ..model import Entry, Position
-from ..offload.read_handle import ReadHandle
-from ..offload.segmented_read_handle import LedgerSegment, SegmentedReadHandle
 from ..proto import OffloadContext
-from .ledger_core import LedgerCore
 from .ledger_file import LedgerFile
-from .ledger_records import Tier, TieredEntry, driver_metadata, uuid_of
+from .ledger_read_ahead import LedgerReadAhead
+from .ledger_records import Tier, TieredEntry
 from .policies import ReadPriority
 
 log = logging.getLogger(__name__)
@@ -32,7 +30,7 @@ _NO_FALLBACK = (ConfigError, InvalidRangeError, StateError, ConflictError)
 _REPLANS = 3
 
 
-class TieredReads(LedgerCore):
+class TieredReads(LedgerReadAhead):
     """Reads by position, whichever tier holds each ledger."""
 
     def read(self, position: Position, count: int, *, priority: ReadPriority | str | None = None) -> list[Entry]:
@@ -152,7 +150,7 @@ class TieredReads(LedgerCore):
                 raise StateError(
                     f"ledger {ledger_id} of {self.name} was deleted from the hot tier after offload; {_only(priority)}"
                 )
-            return self._read_offloaded(ledger_id, first, last, context), "offloaded"
+            return self._read_offloaded(ledger_id, first, last, context, priority), "offloaded"
         order: dict[ReadPriority, list[Tier]] = {
             ReadPriority.OFFLOADED_FIRST: ["offloaded", "hot"],
             ReadPriority.BOOKKEEPER_FIRST: ["hot", "offloaded"],
@@ -162,7 +160,7 @@ class TieredReads(LedgerCore):
         tiers = order[priority]
         readers: dict[Tier, Callable[[int, int, int], list[Entry]]] = {
             "hot": self._read_hot_locked,
-            "offloaded": lambda ledger, start, stop: self._read_offloaded(ledger, start, stop, context),
+            "offloaded": lambda ledger, start, stop: self._read_offloaded(ledger, start, stop, context, priority),
         }
         try:
             return readers[tiers[0]](ledger_id, first, last), tiers[0]
@@ -196,11 +194,16 @@ class TieredReads(LedgerCore):
             )
             return readers[tiers[1]](ledger_id, first, last), tiers[1]
 
-    def _read_offloaded(self, ledger_id: int, first: int, last: int, context: OffloadContext) -> list[Entry]:
+    def _read_offloaded(
+        self, ledger_id: int, first: int, last: int, context: OffloadContext, priority: ReadPriority
+    ) -> list[Entry]:
         """Read an offloaded ledger outside the ledger's lock: the handle is
-        taken from the shared cache (opened if needed) and given back."""
+        taken from the shared cache (opened if needed) and given back. A
+        read ending in the ledger's last block has the next ledger read
+        ahead."""
         with self._lock:
             shared = self._offloaded.take(ledger_id)
+            self._prefetched_ledgers.discard(ledger_id)  # being read: a later replay prefetches it again
         if shared is None:
             handle = self._open_offloaded(ledger_id, context)  # remote requests: outside the lock too
             with self._lock:
@@ -208,38 +211,15 @@ class TieredReads(LedgerCore):
         broken = False
         try:
             with shared.read_lock:
-                return shared.handle.read(first, last)
+                entries = shared.handle.read(first, last)
+                self._prefetch_following(ledger_id, shared.handle, last, priority)
+                return entries
         except OffloadError:
             broken = True
             raise
         finally:
             with self._lock:
                 self._offloaded.give_back(shared, broken=broken)
-
-    def _open_offloaded(self, ledger_id: int, context: OffloadContext) -> ReadHandle:
-        if not context.HasField("uidMsb") and context.offloadSegment:
-            return self._open_streamed(ledger_id, context)
-        offloader = self._offloader_for_context(context)
-        return offloader.read_offloaded(ledger_id, uuid_of(context), driver_metadata(context))
-
-    def _open_streamed(self, ledger_id: int, context: OffloadContext) -> ReadHandle:
-        """A ledger offloaded by streaming: one handle over its segments, in
-        entry order, each opened when first read."""
-        ordered = sorted((s for s in context.offloadSegment if s.complete), key=lambda s: s.endEntryId)
-        parts, first = [], 0
-        for segment in ordered:
-            settings = tuple(sorted((kv.key, kv.value) for kv in segment.driverMetadata.properties))
-            parts.append(LedgerSegment(str(uuid_of(segment)), first, int(segment.endEntryId), settings))
-            first = int(segment.endEntryId) + 1
-        with self._lock:
-            length = int(self._ledger_info(ledger_id).size)
-
-        def open_part(part: LedgerSegment) -> ReadHandle:
-            settings = dict(part.driver_metadata)
-            offloader = self._streaming_offloader(settings)
-            return offloader.read_segment(part.uuid, ledger_id, settings, last_entry_id=part.last_entry_id)
-
-        return SegmentedReadHandle(ledger_id, parts, length, open_part)
 
 
 def _only(priority: ReadPriority) -> str:

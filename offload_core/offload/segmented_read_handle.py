@@ -84,6 +84,20 @@ class SegmentedReadHandle(LedgerMetadataView):
                 self._prefetch_after(handle, stop, self._segments[number + 1])
         return entries
 
+    def prefetch(self, entry_id: int) -> bool:
+        """Open the segment holding ``entry_id`` and start reading it ahead
+        from there (see :meth:`OffloadedReadHandle.prefetch`)."""
+        handle = self._handle(self._segments[bisect.bisect_right(self._starts, entry_id) - 1])
+        return isinstance(handle, OffloadedReadHandle) and handle.prefetch(entry_id)
+
+    def in_last_block(self, entry_id: int) -> bool:
+        """Whether ``entry_id`` is in the last block of the ledger's last segment."""
+        last_segment = self._segments[-1]
+        if entry_id < last_segment.first_entry_id:
+            return False
+        handle = self._handle(last_segment)
+        return isinstance(handle, OffloadedReadHandle) and handle.in_last_block(entry_id)
+
     def _prefetch_after(self, handle: OffloadedReadHandle, last_read: int, following: LedgerSegment) -> None:
         """A reader in its segment's last block is about to cross into the
         next segment: open that one now and start reading it ahead, so its

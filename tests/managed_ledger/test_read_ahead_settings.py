@@ -80,3 +80,37 @@ def test_a_reader_allowance_below_one_range_is_refused_naming_both_keys() -> Non
         parse_config(
             {"managedLedgerOffloadReadAheadBytesPerReader": 1024, "managedLedgerOffloadReadAheadRangeBytes": 4096}
         )
+
+
+def test_a_reader_finishing_a_ledger_has_the_next_one_read_ahead(make_broker: Any, faulty: FaultyStorePlugin) -> None:
+    broker = make_broker(
+        managedLedgerOffloadDriver="faulty",
+        managedLedgerOffloadDeletionLagMs=0,
+        managedLedgerOffloadReadBufferSizeInBytes=512,
+        managedLedgerOffloadReadAheadRangeBytes=2048,
+        managedLedgerOffloadReadAheadBytesPerReader=8192,
+    )
+    fill_and_offload(broker, TOPICS[0], count=301)
+    ledger = broker.topic(TOPICS[0])
+    sealed = [state.ledger_id for state in ledger.ledgers() if state.tier == "offloaded"]
+    assert len(sealed) >= 3
+
+    def data_reads(ledger_id: int) -> int:
+        return sum(1 for e in faulty.events if e.kind == "storage.request" and e.fields["op"] == "read"
+                   and str(e.fields["key"]).endswith(f"-ledger-{ledger_id}"))  # fmt: skip
+
+    for before, after in zip(sealed, sealed[1:], strict=False):
+        position = Position(before, 0)
+        while position.ledger_id == before:
+            batch = ledger.read_tiered(position, 10, priority=ReadPriority.OFFLOADED_FIRST)
+            last = batch[-1].entry
+            position = Position(last.ledger_id, last.entry_id + 1)
+            if len(batch) < 10 or last.entry_id == 99:
+                break
+        assert broker.drain(30)
+        assert data_reads(after) > 0, f"ledger {after} was not read ahead before its first read"
+        assert [t.entry.data for t in ledger.read_tiered(Position(after, 0), 100,
+                                                         priority=ReadPriority.OFFLOADED_FIRST)
+                if t.entry.ledger_id == after] == [f"{TOPICS[0]}-{n}-".encode() * 20
+                                                   for n in range(sealed.index(after) * 100,
+                                                                  sealed.index(after) * 100 + 100)]  # fmt: skip
