@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 
 from ..errors import FormatError
 from ..storage import StorageDriver
@@ -140,7 +141,7 @@ class ObjectBytes:
             if not self._extend(pool, stream, needed=False):
                 break
         first = ranges[0]
-        data = self._checked(first.start, first.end, first.future.result())
+        data = self._checked(first.start, first.end, self._bytes_of(first))
         at = start - first.start
         if at + count <= len(data):
             self._window_start, self._window = first.start, data
@@ -151,11 +152,19 @@ class ObjectBytes:
         for shared in list(ranges)[1:]:
             if need <= 0:
                 break
-            piece = self._checked(shared.start, shared.end, shared.future.result())
+            piece = self._checked(shared.start, shared.end, self._bytes_of(shared))
             pieces.append(piece[:need])
             need -= len(piece)
         joined = b"".join(pieces)
         return joined, 0, len(joined)
+
+    def _bytes_of(self, shared: SharedRange) -> bytes:
+        """A range's bytes; one whose download was cancelled (its pool was
+        closed under the reader) is fetched here instead."""
+        try:
+            return shared.future.result()
+        except CancelledError:
+            return self._driver.read(self._key, shared.start, shared.end)
 
     def _extend(self, pool: ReadAheadPool, stream: Stream, *, needed: bool) -> bool:
         start = stream.next

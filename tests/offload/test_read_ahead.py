@@ -308,3 +308,15 @@ def test_a_reader_near_a_segments_end_has_the_next_segment_read_ahead() -> None:
     assert data_reads(parts[2].uuid) > 0
     ledger.close()
     pool.close()
+
+
+def test_a_pool_closed_under_a_reader_leaves_it_reading(store: MemoryDriver) -> None:
+    # One worker at 10 ms a request: most ranges read ahead are still queued when the pool closes.
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=16 * RANGE, range_size=RANGE, workers=1)
+    offloader = BlobStoreLedgerOffloader(SlowDriver(store, 0.01), read_buffer_size=512, read_ahead=pool)
+    handle = offloader.read_offloaded(1, UUID)
+    handle.read(0, 9)
+    handle.read(10, 19)
+    pool.close()  # cancels the queued downloads the handle still holds
+    got = [e.data for first in range(20, 3000, 200) for e in handle.read(first, min(first + 199, 2999))]
+    assert got == ENTRIES[20:]
