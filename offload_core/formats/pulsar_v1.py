@@ -25,10 +25,10 @@ against what is really there before anything is allocated.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
 import struct
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -181,11 +181,6 @@ def decode_block_header(data: bytes | memoryview) -> BlockHeader:
     return BlockHeader(block_length=block_length, first_entry_id=first_entry_id)
 
 
-_FRAMED = ENTRY_HEADER_LENGTH.__add__  # payload length -> framed length, as a C-level callable
-_FIRST_PULL = 1
-_MAX_PULL = 4096
-
-
 def block_size(max_block_size: int, remaining_entries: int, remaining_bytes: int) -> int:
     """Size of the next block, as Pulsar computes it: the maximum, or exactly
     enough for what is left of the ledger (the last block)."""
@@ -213,6 +208,8 @@ class _BlockWriter:
         self.out = bytearray(encode_block_header(BlockHeader(size, first_entry_id)))
         self.size = size
         self.next_id = first_entry_id
+        # Kept until the index is written: 4 bytes an entry, not a Python int each.
+        self.lengths = array("I")
 
     def add(self, payload: bytes | memoryview) -> bool:
         """Append the entry if it fits whole; report whether it did."""
@@ -222,6 +219,7 @@ class _BlockWriter:
             raise FormatError(f"entry {self.next_id} is {len(payload)} bytes; the format's limit is 2^31-1")
         self.out += _ENTRY_HEADER.pack(len(payload), self.next_id)
         self.out += payload
+        self.lengths.append(len(payload))
         self.next_id += 1
         return True
 
@@ -262,68 +260,39 @@ def encode_data_blocks(
     """Cut a ledger's entries (ids ``0 .. entry_count-1``, ``ledger_length``
     payload bytes in all) into blocks exactly as Pulsar does.
 
-    Lazy: it holds about one block of entries plus what one pull from
-    ``payloads`` overshoots (pulls are sized from the entries seen so far),
-    so a ledger of any size streams through in bounded memory. Each block
-    is cut and framed in bulk (cumulative sizes, one bisection, one join),
-    not entry by entry. Raises :class:`FormatError` before yielding the
-    block that would need it when an entry cannot fit even an empty block
-    (Pulsar would silently stop and drop the rest of the ledger), and when
-    the entries do not add up to ``entry_count`` and ``ledger_length``."""
+    Lazy: it holds one block being filled plus one look-ahead entry, so a
+    ledger of any size streams through in bounded memory. Raises
+    :class:`FormatError` before yielding the block that would need it when
+    an entry cannot fit even an empty block (Pulsar would silently stop and
+    drop the rest of the ledger), and when the entries do not add up to
+    ``entry_count`` and ``ledger_length``."""
     if max_block_size < BLOCK_HEADER_LENGTH + ENTRY_HEADER_LENGTH:
         raise FormatError(f"max block size {max_block_size} cannot hold a header and an entry")
     source = iter(payloads)
-    pending: list[bytes | memoryview] = []
-    ends: list[int] = []  # where each pending entry's framing ends, counted from the first pending entry
-    exhausted = False
+    pending = next(source, None)
     next_id = written = offset = 0
     part_id = 1
-    while True:
+    while pending is not None:
         size = block_size(max_block_size, entry_count - next_id, ledger_length - written)
-        room = size - BLOCK_HEADER_LENGTH
-        while not exhausted and (not ends or ends[-1] <= room):
-            estimate = (room - ends[-1]) * len(ends) // ends[-1] + 1 if ends and ends[-1] else _FIRST_PULL
-            more = list(itertools.islice(source, max(1, min(estimate, _MAX_PULL))))
-            if not more:
-                exhausted = True
-                break
-            base = ends[-1] if ends else 0
-            ends.extend(itertools.islice(itertools.accumulate(map(_FRAMED, map(len, more)), initial=base), 1, None))
-            pending.extend(more)
-        if not pending:
-            break
-        count = bisect.bisect_right(ends, room)
-        if count == 0:
-            too_large = len(pending[0])
+        writer = _BlockWriter(next_id, size)
+        while pending is not None and writer.add(pending):
+            written += len(pending)
+            pending = next(source, None)
+        if writer.next_id == next_id:
+            assert pending is not None
             if size < max_block_size:
                 raise FormatError(
                     f"ledger length {ledger_length} is less than its entries add up to (entry {next_id} is "
-                    f"{too_large} bytes with {ledger_length - written} bytes of the length left)"
+                    f"{len(pending)} bytes with {ledger_length - written} bytes of the length left)"
                 )
             raise FormatError(
-                f"entry {next_id} is {too_large} bytes, more than a block of {max_block_size} bytes can hold "
+                f"entry {next_id} is {len(pending)} bytes, more than a block of {max_block_size} bytes can hold "
                 f"({max_block_size - BLOCK_HEADER_LENGTH - ENTRY_HEADER_LENGTH}); raise the max block size"
             )
-        framed = ends[count - 1]
-        block_payloads = pending[:count]
-        lengths = list(map(len, block_payloads))
-        if max(lengths) > 2**31 - 1:
-            raise FormatError(f"an entry from {next_id} on is over 2^31-1 bytes, the format's limit")
-        headers = map(_ENTRY_HEADER.pack, lengths, range(next_id, next_id + count))
-        data = bytearray().join(
-            itertools.chain(
-                (encode_block_header(BlockHeader(size, next_id)),),
-                itertools.chain.from_iterable(zip(headers, block_payloads, strict=True)),
-                (padding(room - framed),),
-            )
-        )
-        yield EncodedBlock(IndexEntry(next_id, part_id, offset), data, lengths)
-        written += framed - ENTRY_HEADER_LENGTH * count
-        next_id += count
+        yield EncodedBlock(IndexEntry(next_id, part_id, offset), writer.finish(), writer.lengths)
+        next_id = writer.next_id
         offset += size
         part_id += 1
-        del pending[:count]
-        ends = list(map((-framed).__add__, ends[count:]))
     if next_id != entry_count or written != ledger_length:
         raise FormatError(
             f"ledger metadata says {entry_count} entries and {ledger_length} bytes, the entries are {next_id} "

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import struct
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -301,7 +302,7 @@ class BlockGrouper:
             last_entry_id=self._next_entry_id - 1,
             payload_bytes=self._payload,
             data=block,
-            entry_lengths=self._lengths,
+            entry_lengths=array("I", self._lengths),  # kept until the index is written: 4 bytes an entry
         )
         self._block = None
         self._offset += length
