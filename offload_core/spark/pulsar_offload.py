@@ -43,9 +43,9 @@ still applies every filter to the rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -66,6 +66,8 @@ from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -178,20 +180,59 @@ def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...])
     return any(start <= last and (end is None or first <= end) for start, end in ranges)
 
 
-def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
-    """The rows of one partition (runs in the task: opens its own driver)."""
-    times = partition.publish_time_bounds
+def _partition_blocks(partition: BlockRangePartition, decode: Callable[[bytes, int], Iterable[T]]) -> Iterator[T]:
+    """What ``decode(block bytes, first entry id)`` makes of each block of
+    one partition, in order, each block's header first checked against
+    what the index named; runs in the task, which opens its own driver.
+    :class:`FormatError` names the object and the block's offset."""
     options: dict[str, Any] = dict(partition.driver_options)
     driver = open_driver(partition.url, **options)
     try:
         for offset, end, first_entry_id in partition.blocks:
-            entries = _block_entries(partition, driver.read(partition.data_key, offset, end), offset, first_entry_id)
-            for entry_id, payload in entries:
-                if partition.wants(entry_id):
-                    rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
-                    yield from rows if times == ANY_VALUE else _published_within(rows, times)
+            data = driver.read(partition.data_key, offset, end)
+            try:
+                _check_block_header(partition, data, first_entry_id)
+                yield from decode(data, first_entry_id)
+            except FormatError as exc:
+                raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
     finally:
         driver.close()
+
+
+def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> None:
+    """Check a block's header against what the index named (the framing
+    is checked as its entries are read)."""
+    view = memoryview(data)
+    if partition.streaming:
+        segment_header = v2.decode_block_header(view)
+        found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
+    else:
+        header = v1.decode_block_header(view)
+        found = (partition.ledger_id, header.first_entry_id, header.block_length)
+    expected = (partition.ledger_id, first_entry_id, len(data))
+    if found != expected:
+        raise FormatError(
+            f"block header says ledger {found[0]} from entry {found[1]}, {found[2]} bytes; the index says ledger "
+            f"{expected[0]} from entry {expected[1]}, {expected[2]} bytes"
+        )
+
+
+def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
+    """The rows of one partition (runs in the task: opens its own driver)."""
+    times = partition.publish_time_bounds
+    for entry_id, payload in _partition_blocks(partition, lambda data, first: _block_entries(partition, data, first)):
+        if partition.wants(entry_id):
+            rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
+            yield from rows if times == ANY_VALUE else _published_within(rows, times)
+
+
+def _block_entries(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> tuple[tuple[int, bytes], ...]:
+    """The entries of one block whose header was checked; a segment block
+    always holds one at least."""
+    entries, _ = v1.decode_block_body(memoryview(data), first_entry_id)
+    if partition.streaming and not entries:
+        raise FormatError(f"segment block of ledger {partition.ledger_id} holds no entry")
+    return entries
 
 
 def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterator[MessageRow]:
@@ -202,63 +243,15 @@ def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterat
             yield row
 
 
-def _check_block_header(partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int) -> None:
-    """Check a block's header against what the index named (the framing
-    is checked as its entries are read)."""
-    view = memoryview(data)
-    if partition.streaming:
-        segment_header = v2.decode_block_header(view)
-        found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
-        expected = (partition.ledger_id, first_entry_id, len(data))
-    else:
-        header = v1.decode_block_header(view)
-        found = (partition.ledger_id, header.first_entry_id, header.block_length)
-        expected = (partition.ledger_id, first_entry_id, len(data))
-    if found != expected:
-        raise FormatError(
-            f"{partition.data_key} at byte {offset}: block header says ledger {found[0]} from entry {found[1]}, "
-            f"{found[2]} bytes; the index says ledger {expected[0]} from entry {expected[1]}, {expected[2]} bytes"
-        )
-
-
 def read_partition_batches(partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
     """Undecoded entries of one partition as Arrow record batches of
     ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in the task."""
-    options: dict[str, Any] = dict(partition.driver_options)
-    driver = open_driver(partition.url, **options)
-    try:
-        for offset, end, first_entry_id in partition.blocks:
-            data = driver.read(partition.data_key, offset, end)
-            try:
-                _check_block_header(partition, data, offset, first_entry_id)
-                yield from entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
-                                         bounds=partition.entry_bounds, schema=schema, max_rows=max_rows)  # fmt: skip
-            except FormatError as exc:
-                raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
-    finally:
-        driver.close()
 
+    def batches(data: bytes, first_entry_id: int) -> Iterator[Any]:
+        return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
+                             bounds=partition.entry_bounds, schema=schema, max_rows=max_rows)  # fmt: skip
 
-def _block_entries(
-    partition: BlockRangePartition, data: bytes, offset: int, first_entry_id: int
-) -> tuple[tuple[int, bytes], ...]:
-    """Decode one block strictly and check it is the one the index named."""
-    if partition.streaming:
-        segment_block = v2.decode_block(data)
-        header = (segment_block.header.ledger_id, segment_block.header.first_entry_id)
-        if header != (partition.ledger_id, first_entry_id):
-            raise FormatError(
-                f"{partition.data_key} at byte {offset}: block holds ledger {header[0]} from entry {header[1]}, "
-                f"its index says ledger {partition.ledger_id} from {first_entry_id}"
-            )
-        return segment_block.entries
-    block = v1.decode_block(data)
-    if block.header.first_entry_id != first_entry_id:
-        raise FormatError(
-            f"{partition.data_key} at byte {offset}: block starts at entry "
-            f"{block.header.first_entry_id}, its index says {first_entry_id}"
-        )
-    return block.entries
+    return _partition_blocks(partition, batches)
 
 
 class PulsarOffloadReader(DataSourceReader):

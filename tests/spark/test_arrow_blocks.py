@@ -79,3 +79,26 @@ def test_broken_framing_raises_format_error(where: str) -> None:
     with pytest.raises(FormatError, match="block offset"):
         list(entry_batches(7, bytes(data), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
                            max_rows=1000))  # fmt: skip
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_a_block_the_index_misnames_is_refused_naming_object_and_offset_once(tmp_path: object, arrow: bool) -> None:
+    import uuid
+    from dataclasses import replace
+
+    from offload_core import InMemoryReadHandle, open_offloader
+    from offload_core.spark.pulsar_offload import plan_partitions, read_partition, read_partition_batches
+    from offload_core.spark.read_options import Decode
+
+    url = f"file://{tmp_path}/bucket"
+    open_offloader(url, max_block_size=4096).offload(InMemoryReadHandle(3, PAYLOADS), uuid.uuid4())
+    (partition,) = plan_partitions({"path": url})
+    offset, end, first = partition.blocks[1]
+    wrong = replace(partition, blocks=(partition.blocks[0], (offset, end, first + 1)))
+    with pytest.raises(FormatError) as caught:
+        if arrow:
+            list(read_partition_batches(wrong, ARROW_SCHEMA, 1000))
+        else:
+            list(read_partition(wrong, Decode.NONE))
+    message = str(caught.value)
+    assert message.count(" at byte ") == 1 and f"{partition.data_key} at byte {offset}: block header says" in message
