@@ -15,6 +15,7 @@ from ..proto import OffloadContext
 from .ledger_core import LedgerCore
 from .ledger_records import driver_metadata, uuid_of
 from .policies import ReadPriority
+from .shared_handles import SharedHandle
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,18 @@ class LedgerReadAhead(LedgerCore):
 
         return SegmentedReadHandle(ledger_id, parts, length, open_part)
 
+    def _shared_offloaded(self, ledger_id: int, context: OffloadContext) -> SharedHandle:
+        """The shared handle of ``ledger_id`` with one more user, opened if
+        none is cached (outside the lock: opening sends remote requests).
+        Give it back with ``self._offloaded.give_back``."""
+        with self._lock:
+            shared = self._offloaded.take(ledger_id)
+        if shared is None:
+            handle = self._open_offloaded(ledger_id, context)
+            with self._lock:
+                shared = self._offloaded.add(ledger_id, handle)
+        return shared
+
     def _prefetch_following(self, ledger_id: int, handle: ReadHandle, last_read: int, priority: ReadPriority) -> None:
         """Called after a read of ``ledger_id`` that ended at ``last_read``:
         when that is in the ledger's last block, queue the next ledger's
@@ -81,12 +94,9 @@ class LedgerReadAhead(LedgerCore):
             context.CopyFrom(ledger.offloadContext)
             if not context.bookkeeperDeleted and priority not in _READS_OFFLOADED_FIRST:
                 return
-            shared = self._offloaded.take(ledger_id)
+        shared: SharedHandle | None = None
         try:
-            if shared is None:
-                handle = self._open_offloaded(ledger_id, context)
-                with self._lock:
-                    shared = self._offloaded.add(ledger_id, handle)
+            shared = self._shared_offloaded(ledger_id, context)
             with shared.read_lock:
                 prefetching = shared.handle
                 if isinstance(prefetching, OffloadedReadHandle | SegmentedReadHandle):

@@ -202,12 +202,8 @@ class TieredReads(LedgerReadAhead):
         read ending in the ledger's last block has the next ledger read
         ahead."""
         with self._lock:
-            shared = self._offloaded.take(ledger_id)
             self._prefetched_ledgers.discard(ledger_id)  # being read: a later replay prefetches it again
-        if shared is None:
-            handle = self._open_offloaded(ledger_id, context)  # remote requests: outside the lock too
-            with self._lock:
-                shared = self._offloaded.add(ledger_id, handle)
+        shared = self._shared_offloaded(ledger_id, context)
         broken = False
         try:
             with shared.read_lock:
