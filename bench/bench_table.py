@@ -37,17 +37,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import struct
-import sys
 import tempfile
 import threading
 import time
 import tracemalloc
 import uuid
-from collections.abc import Callable
 from typing import Any
 
+import bench_streaming as streamed
+from bench_pip17 import timed
 from offload_driver_filesystem import FilesystemDriver
 
 from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDriver, open_driver
@@ -60,15 +59,6 @@ from offload_core.testing.faults import Latency, SlowDriver
 _HEADER = struct.Struct(">iq")
 _BLOCK_LENGTH = struct.Struct(">q")
 UUID = uuid.UUID(int=13)
-
-
-def median_seconds(action: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def bare_parse(data: bytes) -> int:
@@ -105,14 +95,14 @@ def warm(root: str, args: argparse.Namespace) -> dict[str, float]:
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=4 * 2**20, read_buffer_size=2**20)
     handle = InMemoryReadHandle(1, entries)
     ids = iter(range(10**6))
-    offload_time = median_seconds(lambda: offloader.offload(handle, uuid.UUID(int=100 + next(ids))), args.repeat)
+    offload_time = timed(lambda: offloader.offload(handle, uuid.UUID(int=100 + next(ids))), args.repeat)
     result = offloader.offload(handle, UUID)
     data = driver.read(result.data_key)
     parts = [data[i : i + 4 * 2**20] for i in range(0, len(data), 4 * 2**20)]
-    raw_time = median_seconds(lambda: driver.write(f"raw-{next(ids)}", iter(parts)), args.repeat)
+    raw_time = timed(lambda: driver.write(f"raw-{next(ids)}", iter(parts)), args.repeat)
     assert bare_parse(data) == len(entries)
-    bare_time = median_seconds(lambda: bare_parse(data), args.repeat)
-    read_time = median_seconds(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
+    bare_time = timed(lambda: bare_parse(data), args.repeat)
+    read_time = timed(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
     counted = InstrumentedDriver(driver)
     reader = BlobStoreLedgerOffloader(counted, read_buffer_size=2**20)
     gets = 0
@@ -200,8 +190,8 @@ def s3(args: argparse.Namespace) -> dict[str, float]:
             for start in range(0, size, 2**20):
                 driver.read(result.data_key, start, min(start + 2**20, size))
 
-        raw_time = median_seconds(raw, args.repeat)
-        read_time = median_seconds(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
+        raw_time = timed(raw, args.repeat)
+        read_time = timed(lambda: read_sequentially(offloader, 1, len(entries)), args.repeat)
         offloader.close()
         return {"S3 (moto) sequential read / raw ranged reads of 1 MiB (throughput)": raw_time / read_time}
     finally:
@@ -239,8 +229,8 @@ def spark(root: str, args: argparse.Namespace) -> dict[str, float]:
             return int(frame.selectExpr("sum(length(payload)) AS n").collect()[0].n)
 
         assert total(ours) == total(theirs)  # also starts the Python workers before timing
-        ours_time = median_seconds(lambda: total(ours), args.repeat)
-        theirs_time = median_seconds(lambda: total(theirs), args.repeat)
+        ours_time = timed(lambda: total(ours), args.repeat)
+        theirs_time = timed(lambda: total(theirs), args.repeat)
     finally:
         session.stop()
     return {"pulsar-offload Spark scan / Spark's Parquet scan (throughput)": theirs_time / ours_time}
@@ -248,9 +238,6 @@ def spark(root: str, args: argparse.Namespace) -> dict[str, float]:
 
 def streaming(root: str) -> dict[str, float]:
     """PIP-76 streaming offload's ratios (see ``bench_streaming.py``)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bench_streaming as streamed
-
     off, on = streamed.append_latencies(False), streamed.append_latencies(True)
     limits = SegmentLimits(streaming_block_size=streamed.BLOCK, max_segment_size=1 << 30,
                            max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
