@@ -114,8 +114,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         if cursor is None:
             # A new reader, or one that moved: make room for it before its
             # read, so a single reader's seek cancels what it read ahead at once.
-            while self._cursors and len(self._cursors) >= self.readers:
-                self._bytes.drop(self._cursors.popitem(last=False)[1][1])
+            self._make_room()
         try:
             entries, position = self._read(first, last, cursor[0] if cursor is not None else None, stream)
         except BaseException:
@@ -123,10 +122,13 @@ class OffloadedReadHandle(LedgerMetadataView):
                 self._bytes.drop(stream)
             raise
         # The reader that goes on from here reads sequentially: give it a
-        # stream (fetching nothing until it reads again).
+        # stream (fetching nothing until it reads again). Two readers that
+        # stopped at the same entry go on with one cursor.
+        replaced = self._cursors.pop(last + 1, None)
+        if replaced is not None:
+            self._bytes.drop(replaced[1])
+        self._make_room()
         self._cursors[last + 1] = (position, stream if stream is not None else self._bytes.stream())
-        while len(self._cursors) > self.readers:
-            self._bytes.drop(self._cursors.popitem(last=False)[1][1])
         return entries
 
     def _read(self, first: int, last: int, known: int | None, stream: Stream | None) -> tuple[list[Entry], int]:
@@ -167,12 +169,17 @@ class OffloadedReadHandle(LedgerMetadataView):
             position = start = self._entry_offsets.position(block.part_id - 1, number, block.data_offset)
         else:
             return False
-        while self._cursors and len(self._cursors) >= self.readers:
-            self._bytes.drop(self._cursors.popitem(last=False)[1][1])
+        self._make_room()
         stream = self._bytes.stream()
         self._bytes.warm(stream, start)
         self._cursors[entry_id] = (position, stream)
         return True
+
+    def _make_room(self) -> None:
+        """Stop following the readers seen longest ago (cancelling what was
+        read ahead for them) until one more fits within ``readers``."""
+        while self._cursors and len(self._cursors) >= self.readers:
+            self._bytes.drop(self._cursors.popitem(last=False)[1][1])
 
     def in_last_block(self, entry_id: int) -> bool:
         """Whether ``entry_id`` is in the handle's last block: a reader there

@@ -320,3 +320,22 @@ def test_a_pool_closed_under_a_reader_leaves_it_reading(store: MemoryDriver) -> 
     pool.close()  # cancels the queued downloads the handle still holds
     got = [e.data for first in range(20, 3000, 200) for e in handle.read(first, min(first + 199, 2999))]
     assert got == ENTRIES[20:]
+
+
+def test_readers_stopping_at_the_same_entry_leave_no_stream_behind(store: MemoryDriver) -> None:
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE)
+    handle = BlobStoreLedgerOffloader(store, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
+    handle.readers = 2
+    for first in range(0, 2000, 20):  # two subscriptions in step: each read ends where the other's does
+        for _ in range(2):
+            assert [e.data for e in handle.read(first, first + 19)] == ENTRIES[first : first + 20]
+    # At most two cursors, each with one reader's allowance (and a range it needed): nothing else held.
+    bound = 2 * (2 * RANGE + RANGE)
+    for _ in range(500):
+        if pool.charged_bytes <= bound:
+            break
+        threading.Event().wait(0.01)
+    assert pool.charged_bytes <= bound
+    handle.close()
+    assert settled(pool) == 0
+    pool.close()
