@@ -6,11 +6,20 @@ import os
 
 from hypothesis import strategies as st
 
+from ..formats import kafka
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..proto import LedgerMetadataFormat
 
-__all__ = ["ledger_metadata", "ledger_payloads", "segment_entries", "v1_blocks", "v1_indexes", "v2_indexes"]
+__all__ = [
+    "kafka_records",
+    "ledger_metadata",
+    "ledger_payloads",
+    "segment_entries",
+    "v1_blocks",
+    "v1_indexes",
+    "v2_indexes",
+]
 
 entry_ids = st.integers(min_value=0, max_value=2**63 - 1 - 1000)
 
@@ -128,3 +137,34 @@ def v2_indexes(draw: st.DrawFn, *, max_ledgers: int = 4) -> v2.SegmentIndex:
         data_object_length=offset,
         ledgers=tuple(v2.LedgerSection(ledger_id, infos[ledger_id], by_ledger[ledger_id]) for ledger_id in order),
     )
+
+
+def kafka_records(*, base_offset: int = 0) -> st.SearchStrategy[list[kafka.Record]]:
+    """Records of one Kafka batch: null and empty keys and values, headers
+    with null values, repeated and non-ASCII header keys, offsets with gaps
+    (a compacted batch) and timestamps in any order."""
+    maybe_bytes = st.none() | st.binary(max_size=300)
+    header = st.builds(kafka.Header, st.text(max_size=8), maybe_bytes)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> list[kafka.Record]:
+        count = draw(st.integers(1, 20))
+        gaps = draw(st.lists(st.integers(0, 3), min_size=count, max_size=count))
+        first_ts = draw(st.integers(0, 2**41))
+        records = []
+        offset = base_offset
+        for index, gap in enumerate(gaps):
+            offset += gap if index else 0
+            records.append(
+                kafka.Record(
+                    offset,
+                    first_ts + draw(st.integers(-10_000, 10_000)),
+                    draw(maybe_bytes),
+                    draw(maybe_bytes),
+                    tuple(draw(st.lists(header, max_size=3))),
+                )  # fmt: skip
+            )
+            offset += 1
+        return records
+
+    return build()
