@@ -16,6 +16,7 @@ __all__ = [
     "AlreadyExistsError",
     "ConfigError",
     "ConflictError",
+    "CopyCancelledError",
     "DriverNotInstalledError",
     "FormatError",
     "InvalidKeyError",
@@ -91,6 +92,11 @@ class StateError(OffloadError):
     or already offloaded, a handle closed, a managed ledger open in another
     process. Retrying will not help until the state changes; reading the
     other tier will not either."""
+
+
+class CopyCancelledError(StateError):
+    """A copy stopped because it was cancelled (Kafka's
+    ``cancelCopyingLogSegment``); its partial objects are removed."""
 
 
 class ConflictError(OffloadError):

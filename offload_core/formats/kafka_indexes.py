@@ -28,6 +28,7 @@ from .kafka_records import BatchHeader, decode_records, iter_batches
 __all__ = [
     "AbortedTxn",
     "BatchLocation",
+    "IndexDeriver",
     "IndexEntry",
     "ProducerSnapshotEntry",
     "TimestampAndOffset",
@@ -236,33 +237,51 @@ class DerivedIndexes:
     next_offset: int
 
 
+class IndexDeriver:
+    """Kafka's ``LogSegment.append`` index rules, fed one batch (one append)
+    at a time, so a segment of any size is indexed in constant memory
+    (entries aside)."""
+
+    def __init__(self, base_offset: int, *, index_interval_bytes: int = 4096) -> None:
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.offset_index: list[IndexEntry] = []
+        self.time_index: list[TimeIndexEntry] = []
+        self.max_timestamp = _NO_TIMESTAMP
+        self.next_offset = base_offset
+        self._max_ts_offset = base_offset
+        self._since_last = 0
+
+    def add(self, batch: BatchHeader) -> None:
+        if batch.max_timestamp > self.max_timestamp:
+            self.max_timestamp, self._max_ts_offset = batch.max_timestamp, batch.last_offset
+        if self._since_last > self.index_interval_bytes:
+            self.offset_index.append(IndexEntry(batch.last_offset, batch.position))
+            self._maybe_append_time()
+            self._since_last = 0
+        self._since_last += batch.size_in_bytes
+        self.next_offset = batch.next_offset
+
+    def _maybe_append_time(self) -> None:
+        last = self.time_index[-1].timestamp if self.time_index else _NO_TIMESTAMP
+        if self.max_timestamp > last:
+            self.time_index.append(TimeIndexEntry(self.max_timestamp, self._max_ts_offset))
+
+    def finish(self) -> DerivedIndexes:
+        """The indexes as the segment's roll leaves them (one last time-index entry)."""
+        self._maybe_append_time()
+        return DerivedIndexes(self.offset_index, self.time_index, self.max_timestamp, self.next_offset)
+
+
 def derive_indexes(log: bytes | memoryview, base_offset: int, *, index_interval_bytes: int = 4096) -> DerivedIndexes:
     """The ``.index`` and ``.timeindex`` entries Kafka writes for ``log``,
     taking each batch as one append (the leader path). Byte-identical to
     Kafka's for such segments; for segments appended several batches at a
     time the entries differ but every lookup stays correct."""
-    offsets: list[IndexEntry] = []
-    times: list[TimeIndexEntry] = []
-    since_last = 0
-    max_ts, max_ts_offset = _NO_TIMESTAMP, base_offset
-    next_offset = base_offset
-
-    def maybe_append_time() -> None:
-        last_ts = times[-1].timestamp if times else _NO_TIMESTAMP
-        if max_ts > last_ts:
-            times.append(TimeIndexEntry(max_ts, max_ts_offset))
-
+    deriver = IndexDeriver(base_offset, index_interval_bytes=index_interval_bytes)
     for batch in iter_batches(log):
-        if batch.max_timestamp > max_ts:
-            max_ts, max_ts_offset = batch.max_timestamp, batch.last_offset
-        if since_last > index_interval_bytes:
-            offsets.append(IndexEntry(batch.last_offset, batch.position))
-            maybe_append_time()
-            since_last = 0
-        since_last += batch.size_in_bytes
-        next_offset = batch.next_offset
-    maybe_append_time()
-    return DerivedIndexes(offsets, times, max_ts, next_offset)
+        deriver.add(batch)
+    return deriver.finish()
 
 
 def lookup_offset(index: Sequence[IndexEntry], target: int, base_offset: int) -> IndexEntry:

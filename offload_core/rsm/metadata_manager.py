@@ -1,0 +1,217 @@
+"""KIP-405's RemoteLogMetadataManager on the embedded metadata store.
+
+Each segment is one versioned record (JSON) at
+``/kafka-remote-log/<topic>-<partition>/segments/<segment id>``, each
+partition's delete state one record beside them; every change is a
+compare-and-set on the record's version, so two processes (a copier and a
+cleaner) never lose each other's updates. Segments in COPY_SEGMENT_STARTED
+are invisible to lookups; DELETE_SEGMENT_FINISHED removes the record, as
+Kafka's cache forgets them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import AlreadyExistsError, ConflictError, FormatError, NotFoundError, StateError
+from ..managed_ledger.metadata_store import MetadataStore, SqliteMetadataStore
+from .types import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemotePartitionDeleteState,
+    TopicPartition,
+)
+
+__all__ = ["RemoteLogMetadataManager"]
+
+_ROOT = "/kafka-remote-log"
+_FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+_CAS_ATTEMPTS = 64
+
+
+def _partition_path(tp: TopicPartition) -> str:
+    return f"{_ROOT}/{tp}"
+
+
+def _segment_path(segment_id: RemoteLogSegmentId) -> str:
+    return f"{_partition_path(segment_id.topic_partition)}/segments/{segment_id.id}"
+
+
+def _encode(meta: RemoteLogSegmentMetadata) -> bytes:
+    body: dict[str, Any] = {
+        "start_offset": meta.start_offset,
+        "end_offset": meta.end_offset,
+        "max_timestamp_ms": meta.max_timestamp_ms,
+        "broker_id": meta.broker_id,
+        "event_timestamp_ms": meta.event_timestamp_ms,
+        "segment_size_in_bytes": meta.segment_size_in_bytes,
+        "segment_leader_epochs": sorted(meta.segment_leader_epochs.items()),
+        "state": meta.state.name,
+        "custom_metadata": meta.custom_metadata.hex() if meta.custom_metadata is not None else None,
+    }
+    return json.dumps(body).encode()
+
+
+def _decode(segment_id: RemoteLogSegmentId, raw: bytes) -> RemoteLogSegmentMetadata:
+    try:
+        body = json.loads(raw)
+        custom = body["custom_metadata"]
+        return RemoteLogSegmentMetadata(
+            segment_id,
+            start_offset=body["start_offset"],
+            end_offset=body["end_offset"],
+            max_timestamp_ms=body["max_timestamp_ms"],
+            broker_id=body["broker_id"],
+            event_timestamp_ms=body["event_timestamp_ms"],
+            segment_size_in_bytes=body["segment_size_in_bytes"],
+            segment_leader_epochs={int(e): int(o) for e, o in body["segment_leader_epochs"]},
+            state=RemoteLogSegmentState[body["state"]],
+            custom_metadata=bytes.fromhex(custom) if custom is not None else None,
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FormatError(
+            f"remote log metadata of segment {segment_id.id} of {segment_id.topic_partition} is damaged ({exc})"
+        ) from None
+
+
+class RemoteLogMetadataManager:
+    """Segment and partition-delete states of remote logs, in a
+    :class:`MetadataStore` (a SQLite file path opens the embedded one; the
+    manager then owns and closes it)."""
+
+    def __init__(self, store: MetadataStore | str | Path) -> None:
+        self._owns_store = isinstance(store, str | Path)
+        self._store: MetadataStore = SqliteMetadataStore(store) if isinstance(store, str | Path) else store
+
+    def close(self) -> None:
+        if self._owns_store:
+            self._store.close()
+
+    def __enter__(self) -> RemoteLogMetadataManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def add_remote_log_segment_metadata(self, metadata: RemoteLogSegmentMetadata) -> None:
+        """Record a new copy attempt. It must be in COPY_SEGMENT_STARTED
+        (:class:`StateError` otherwise) and its id new
+        (:class:`AlreadyExistsError`)."""
+        if metadata.state is not RemoteLogSegmentState.COPY_SEGMENT_STARTED:
+            raise StateError(
+                f"segment {metadata.segment_id.id} of {metadata.topic_partition} is added in {metadata.state.name}; "
+                "a new segment starts in COPY_SEGMENT_STARTED"
+            )
+        try:
+            self._store.create(_segment_path(metadata.segment_id), _encode(metadata))
+        except AlreadyExistsError:
+            raise AlreadyExistsError(
+                f"segment id {metadata.segment_id.id} of {metadata.topic_partition} is already recorded: "
+                "every copy attempt needs a fresh id (RemoteLogSegmentId.generate)"
+            ) from None
+
+    def update_remote_log_segment_state(
+        self,
+        segment_id: RemoteLogSegmentId,
+        state: RemoteLogSegmentState,
+        *,
+        event_timestamp_ms: int,
+        broker_id: int,
+    ) -> RemoteLogSegmentMetadata:
+        """Move a segment to ``state``, compare-and-set; the same state again
+        is a harmless retry. Raises :class:`NotFoundError` for an unknown
+        segment and :class:`StateError` for an illegal move."""
+        path = _segment_path(segment_id)
+        for _ in range(_CAS_ATTEMPTS):
+            record = self._store.get(path)
+            if record is None:
+                if state is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
+                    raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_partition} is already deleted")
+                raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_partition} was never recorded")
+            current = _decode(segment_id, record.value)
+            updated = current.with_state(state, event_timestamp_ms=event_timestamp_ms, broker_id=broker_id)
+            try:
+                if state is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
+                    self._store.delete(path, record.version)
+                else:
+                    self._store.set(path, _encode(updated), record.version)
+                return updated
+            except ConflictError:
+                continue
+        raise ConflictError(f"segment {segment_id.id}: {_CAS_ATTEMPTS} concurrent updates in a row; try again")
+
+    def segment(self, segment_id: RemoteLogSegmentId) -> RemoteLogSegmentMetadata | None:
+        """A segment in any recorded state, or ``None``."""
+        record = self._store.get(_segment_path(segment_id))
+        return None if record is None else _decode(segment_id, record.value)
+
+    def list_remote_log_segments(
+        self, topic_partition: TopicPartition, leader_epoch: int | None = None
+    ) -> list[RemoteLogSegmentMetadata]:
+        """Every recorded segment of the partition by start offset (any state
+        but deleted); with ``leader_epoch``, only COPY_SEGMENT_FINISHED ones
+        holding that epoch."""
+        found = list(self._segments(topic_partition))
+        if leader_epoch is not None:
+            found = [s for s in found if s.state is _FINISHED and leader_epoch in s.segment_leader_epochs]
+        return sorted(found, key=lambda s: (s.start_offset, s.end_offset, s.segment_id.id))
+
+    def _segments(self, topic_partition: TopicPartition) -> Iterator[RemoteLogSegmentMetadata]:
+        prefix = f"{_partition_path(topic_partition)}/segments/"
+        for path in self._store.children(prefix):
+            record = self._store.get(path)
+            if record is not None:
+                yield _decode(RemoteLogSegmentId(topic_partition, path[len(prefix) :]), record.value)
+
+    def remote_log_segment_metadata(
+        self, topic_partition: TopicPartition, leader_epoch: int, offset: int
+    ) -> RemoteLogSegmentMetadata | None:
+        """The copied segment holding ``offset`` written in ``leader_epoch``
+        (Kafka's ``remoteLogSegmentMetadata``), or ``None``."""
+        best = None
+        for segment in self.list_remote_log_segments(topic_partition, leader_epoch):
+            epoch_start = segment.segment_leader_epochs[leader_epoch]
+            epoch_end = segment.epoch_end_offset(leader_epoch)
+            if epoch_start <= offset and epoch_end is not None and offset <= epoch_end:
+                best = segment
+        return best
+
+    def highest_offset_for_epoch(self, topic_partition: TopicPartition, leader_epoch: int) -> int | None:
+        """The highest copied offset written in ``leader_epoch``, or ``None``."""
+        ends = [s.epoch_end_offset(leader_epoch) for s in self.list_remote_log_segments(topic_partition, leader_epoch)]
+        return max((end for end in ends if end is not None), default=None)
+
+    def remote_log_size(self, topic_partition: TopicPartition, leader_epoch: int | None = None) -> int:
+        """Bytes of the copied segments (holding ``leader_epoch``, if given)."""
+        segments = self.list_remote_log_segments(topic_partition, leader_epoch)
+        return sum(s.segment_size_in_bytes for s in segments if s.state is _FINISHED)
+
+    def put_remote_partition_delete_state(
+        self, topic_partition: TopicPartition, state: RemotePartitionDeleteState
+    ) -> None:
+        """Move the partition's delete state MARKED -> STARTED -> FINISHED
+        (the same state again is a retry); :class:`StateError` otherwise."""
+        path = f"{_partition_path(topic_partition)}/delete-state"
+        for _ in range(_CAS_ATTEMPTS):
+            record = self._store.get(path)
+            try:
+                if record is None:
+                    if state is not RemotePartitionDeleteState.DELETE_PARTITION_MARKED:
+                        raise StateError(f"deleting {topic_partition}: {state.name} before DELETE_PARTITION_MARKED")
+                    self._store.create(path, state.name.encode())
+                    return
+                current = RemotePartitionDeleteState[record.value.decode()]
+                current.check_move(state, f"deleting {topic_partition}")
+                self._store.set(path, state.name.encode(), record.version)
+                return
+            except (ConflictError, AlreadyExistsError):
+                continue
+        raise ConflictError(f"{topic_partition}: {_CAS_ATTEMPTS} concurrent delete-state updates in a row; try again")
+
+    def remote_partition_delete_state(self, topic_partition: TopicPartition) -> RemotePartitionDeleteState | None:
+        record = self._store.get(f"{_partition_path(topic_partition)}/delete-state")
+        return None if record is None else RemotePartitionDeleteState[record.value.decode()]

@@ -1,0 +1,115 @@
+"""A Kafka partition directory (``<topic>-<partition>/``) as the segments a
+RemoteStorageManager copies. Reads names only; no segment bytes.
+
+Kafka names every file by a 20-digit offset: ``<base>.log``, ``.index``,
+``.timeindex``, ``.txnindex`` (only with aborted transactions) per
+segment, and ``<offset>.snapshot`` producer snapshots, the one a rolled
+segment needs being named by the next segment's base offset. The segment
+with the highest base offset is the active one, still being written by a
+live broker.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError, FormatError, NotFoundError
+from ..formats.kafka import decode_leader_epochs, encode_leader_epochs
+from .types import LogSegmentData, TopicPartition
+
+__all__ = ["LocalSegment", "read_partition_dir"]
+
+_OFFSET_FILE = re.compile(r"(\d{20})\.(log|snapshot)")
+CHECKPOINT = "leader-epoch-checkpoint"
+
+
+@dataclass(frozen=True)
+class LocalSegment:
+    """One segment of a partition directory; ``next_base_offset`` is
+    ``None`` for the active segment."""
+
+    base_offset: int
+    next_base_offset: int | None
+    data: LogSegmentData
+
+    @property
+    def active(self) -> bool:
+        return self.next_base_offset is None
+
+
+def read_partition_dir(path: Path) -> tuple[TopicPartition, list[LocalSegment]]:
+    """The partition a directory holds and its segments by base offset.
+
+    Raises :class:`ConfigError` if the directory name is not
+    ``<topic>-<partition>``, :class:`NotFoundError` for a missing directory
+    or a segment without the files a copy needs (its ``.index``,
+    ``.timeindex`` or producer snapshot), and :class:`FormatError` for an
+    unreadable leader-epoch checkpoint."""
+    if not path.is_dir():
+        raise NotFoundError(f"{path} is not a directory: give a Kafka partition directory such as /var/kafka/orders-0")
+    try:
+        topic_partition = TopicPartition.parse(path.name)
+    except ConfigError as exc:
+        raise ConfigError(f"{path.name!r} is not a Kafka partition directory name: {exc}") from None
+    logs: list[int] = []
+    snapshots: list[int] = []
+    for entry in path.iterdir():
+        match = _OFFSET_FILE.fullmatch(entry.name)
+        if match:
+            (logs if match.group(2) == "log" else snapshots).append(int(match.group(1)))
+    logs.sort()
+    snapshots.sort()
+    epochs = _leader_epochs(path)
+    segments = []
+    for position, base in enumerate(logs):
+        following = logs[position + 1] if position + 1 < len(logs) else None
+        segments.append(LocalSegment(base, following, _segment_data(path, base, following, snapshots, epochs)))
+    return topic_partition, segments
+
+
+def _leader_epochs(path: Path) -> list[tuple[int, int]]:
+    checkpoint = path / CHECKPOINT
+    if not checkpoint.exists():
+        return []
+    try:
+        return decode_leader_epochs(checkpoint.read_bytes())
+    except FormatError as exc:
+        raise FormatError(f"{checkpoint}: {exc}") from None
+
+
+def _segment_data(
+    path: Path, base: int, following: int | None, snapshots: list[int], epochs: list[tuple[int, int]]
+) -> LogSegmentData:
+    name = f"{base:020d}"
+    for suffix in ("index", "timeindex"):
+        if not (path / f"{name}.{suffix}").exists():
+            raise NotFoundError(f"segment {name}.log in {path} has no .{suffix}: Kafka writes one per segment")
+    if following is not None:
+        snapshot = following
+        if snapshot not in snapshots:
+            raise NotFoundError(
+                f"segment {name}.log in {path} has no producer snapshot {snapshot:020d}.snapshot "
+                "(Kafka writes it when the segment rolls)"
+            )
+    else:
+        later = [offset for offset in snapshots if offset > base]
+        if not later:
+            raise NotFoundError(
+                f"active segment {name}.log in {path} has no producer snapshot after it: stop the broker "
+                "cleanly (it writes one at shutdown) before copying the active segment"
+            )
+        snapshot = later[-1]
+    txn = path / f"{name}.txnindex"
+    # The epochs the segment can hold: those that started before its end
+    # (RemoteLogManager hands the cache up to the next segment's base).
+    end = following if following is not None else snapshot
+    return LogSegmentData(
+        log_segment=path / f"{name}.log",
+        offset_index=path / f"{name}.index",
+        time_index=path / f"{name}.timeindex",
+        transaction_index=txn if txn.exists() else None,
+        producer_snapshot_index=path / f"{snapshot:020d}.snapshot",
+        leader_epoch_index=encode_leader_epochs([(e, o) for e, o in epochs if o < end]),
+    )

@@ -1,0 +1,371 @@
+"""KIP-405's RemoteStorageManager over any storage driver: the interface
+the KIP was first written with (copy, list, index entries, read by entry,
+cleanup) and the one Kafka ships (``copyLogSegmentData``,
+``fetchLogSegment``, ``fetchIndex``, ``deleteLogSegmentData``).
+
+With a :class:`RemoteLogMetadataManager` it also records every copy
+attempt's state, as Kafka's RemoteLogManager would around the shipped
+verbs; without one, the store's manifests are the only record.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import IO, Any
+
+from ..errors import ConfigError, InvalidRangeError, NotFoundError
+from ..formats import kafka
+from ..offload.read_ahead import ReadAheadPool
+from ..storage import StorageDriver
+from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
+from .metadata_manager import RemoteLogMetadataManager
+from .remote_log import list_partition
+from .segment_copy import remove_attempt, scan_log_file, upload_segment
+from .segment_stream import RemoteSegmentStream
+from .types import (
+    IndexType,
+    LogSegmentData,
+    RemoteLogIndexEntry,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemotePartitionDeleteState,
+    TopicPartition,
+)
+
+__all__ = ["DEFAULT_BUFFER_SIZE", "DEFAULT_INDEX_ENTRY_BYTES", "RemoteStorageManager"]
+
+DEFAULT_BUFFER_SIZE = 1024 * 1024
+DEFAULT_INDEX_ENTRY_BYTES = 1024 * 1024
+_STATE = RemoteLogSegmentState
+_DELETE = RemotePartitionDeleteState
+_CONFIG_KEYS = ("storage.url", "storage.option.<name>", "key.prefix", "metadata.path", "broker.id",
+                "index.entry.bytes", "fetch.buffer.bytes", "read.ahead.bytes", "read.ahead.bytes.per.reader",
+                "read.ahead.range.bytes")  # fmt: skip
+
+
+class RemoteStorageManager:
+    """Kafka log segments in a store. Thread-safe; ``close`` releases the
+    driver (if it opened it), the metadata manager and the read-ahead pool."""
+
+    def __init__(
+        self,
+        driver: StorageDriver | None = None,
+        *,
+        prefix: str = "",
+        metadata_manager: RemoteLogMetadataManager | None = None,
+        broker_id: int = 0,
+        index_entry_bytes: int = DEFAULT_INDEX_ENTRY_BYTES,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        read_ahead: ReadAheadPool | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._driver = driver
+        self.prefix = prefix
+        self.metadata_manager = metadata_manager
+        self.broker_id = broker_id
+        self.index_entry_bytes = _positive("index.entry.bytes", index_entry_bytes)
+        self.buffer_size = _positive("fetch.buffer.bytes", buffer_size)
+        self.read_ahead = read_ahead
+        self._clock = clock
+        self._owned: list[Any] = []
+        self._lock = threading.Lock()
+        self._copying: dict[TopicPartition, set[threading.Event]] = {}
+        self._manifests: dict[RemoteLogSegmentId, SegmentManifest] = {}
+        self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
+
+    # -- configuration -------------------------------------------------------
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        """Set up from Kafka-style ``rsm.config.*`` settings (prefix
+        stripped): ``storage.url`` (required), ``storage.option.<name>``,
+        ``key.prefix``, ``metadata.path`` (SQLite file of the metadata
+        manager), ``broker.id``, ``index.entry.bytes``, ``fetch.buffer.bytes``,
+        ``read.ahead.bytes`` (turns read-ahead on; with
+        ``read.ahead.bytes.per.reader`` and ``read.ahead.range.bytes``).
+        Raises :class:`ConfigError` naming an unknown or invalid key."""
+        from ..plugins import open_driver
+
+        unknown = [k for k in configs if k not in _CONFIG_KEYS and not k.startswith("storage.option.")]
+        if unknown:
+            raise ConfigError(f"unknown RemoteStorageManager setting(s) {sorted(unknown)}; known: {list(_CONFIG_KEYS)}")
+        if "storage.url" not in configs:
+            raise ConfigError("RemoteStorageManager needs storage.url (e.g. s3://bucket/kafka or file:///data/tiered)")
+        options = {k[len("storage.option.") :]: v for k, v in configs.items() if k.startswith("storage.option.")}
+        self._driver = open_driver(str(configs["storage.url"]), **options)
+        self._owned.append(self._driver)
+        self.prefix = str(configs.get("key.prefix", ""))
+        self.broker_id = _int(configs, "broker.id", 0)
+        entry_bytes = _int(configs, "index.entry.bytes", DEFAULT_INDEX_ENTRY_BYTES)
+        self.index_entry_bytes = _positive("index.entry.bytes", entry_bytes)
+        self.buffer_size = _positive("fetch.buffer.bytes", _int(configs, "fetch.buffer.bytes", DEFAULT_BUFFER_SIZE))
+        if "metadata.path" in configs:
+            self.metadata_manager = RemoteLogMetadataManager(str(configs["metadata.path"]))
+            self._owned.append(self.metadata_manager)
+        if "read.ahead.bytes" in configs:
+            range_bytes = _int(configs, "read.ahead.range.bytes", 16 * 2**20)
+            self.read_ahead = ReadAheadPool(total_bytes=_int(configs, "read.ahead.bytes", 0),
+                                            reader_bytes=_int(configs, "read.ahead.bytes.per.reader", 4 * range_bytes),
+                                            range_size=range_bytes)  # fmt: skip
+            self._owned.append(self.read_ahead)
+
+    @property
+    def driver(self) -> StorageDriver:
+        if self._driver is None:
+            raise ConfigError("RemoteStorageManager has no store: pass a driver or call configure() first")
+        return self._driver
+
+    def close(self) -> None:
+        for owned in reversed(self._owned):
+            owned.close()
+        self._owned.clear()
+
+    def __enter__(self) -> RemoteStorageManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # -- the shipped interface ----------------------------------------------
+
+    def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> bytes | None:
+        """Upload a segment's files as ``metadata`` (from the caller's
+        metadata manager) describes; no custom metadata is returned. Raises
+        as :func:`upload_segment` does; nothing of the attempt remains then."""
+        with self._copy_scope(metadata.topic_partition) as cancelled:
+            manifest = upload_segment(self.driver, self.prefix, metadata, data, buffer_size=self.buffer_size,
+                                      index_entry_bytes=self.index_entry_bytes, cancelled=cancelled)  # fmt: skip
+        self._manifests[metadata.segment_id] = manifest
+        return None
+
+    def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> IO[bytes]:
+        """A lazy stream of the remote ``.log`` from byte ``start`` to ``end``
+        *inclusive* (Kafka's contract), or to the end. Raises
+        :class:`InvalidRangeError` for ``start < 0``, ``end < start``, or
+        positions past the segment, and :class:`NotFoundError` for a segment
+        that was never copied (or is deleted)."""
+        size = self.manifest(metadata).object_sizes[LOG_SUFFIX]
+        key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, LOG_SUFFIX)
+        if start < 0 or (end is not None and end < start):
+            raise InvalidRangeError(f"{key}: cannot fetch bytes {start}..{end} (start >= 0 and end >= start)")
+        if (end is not None and end >= size) or start > size or (start == size and size > 0):
+            raise InvalidRangeError(f"{key}: bytes {start}..{end} reach past its {size} bytes (end is inclusive)")
+        stop = size if end is None else end + 1
+        return io.BufferedReader(RemoteSegmentStream(self.driver, key, start, stop, buffer_size=self.buffer_size,
+                                                     pool=self.read_ahead), buffer_size=64 * 1024)  # fmt: skip
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]:
+        """The remote index of ``index_type``, byte-identical to what was
+        copied. Raises :class:`NotFoundError` for a segment that was never
+        copied, and for a TRANSACTION index of a segment that had none
+        (Kafka writes ``.txnindex`` only for aborted transactions)."""
+        manifest = self.manifest(metadata)
+        key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
+        if index_type.suffix not in manifest.object_sizes:
+            raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_partition} has no "
+                                f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
+        return io.BytesIO(self.driver.read(key) if manifest.object_sizes[index_type.suffix] else b"")
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        """Delete every object of the segment, manifest first; deleting a
+        segment that is already gone is not an error."""
+        remove_attempt(self.driver, self.prefix, metadata)
+        self._forget(metadata.segment_id)
+
+    # -- the seed interface --------------------------------------------------
+
+    def copy_log_segment(self, topic_partition: TopicPartition, segment: LogSegmentData) -> list[RemoteLogIndexEntry]:
+        """Copy one rolled segment under a fresh segment id, recording its
+        states, and return its index entries. A retry overwrites: once the
+        new copy is committed, older copies of the same segment are deleted.
+        Raises :class:`FormatError` for damaged files and
+        :class:`CopyCancelledError` when cancelled; nothing of the attempt
+        remains then."""
+        name = segment.log_segment.name
+        if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
+            raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
+        base = int(name[:20])
+        summary = scan_log_file(segment.log_segment, base)
+        metadata = RemoteLogSegmentMetadata(
+            RemoteLogSegmentId.generate(topic_partition), start_offset=base, end_offset=summary.last_offset,
+            max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
+            segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=summary.leader_epochs,
+        )  # fmt: skip
+        if self.metadata_manager is not None:
+            self.metadata_manager.add_remote_log_segment_metadata(metadata)
+        try:
+            self.copy_log_segment_data(metadata, segment)
+        except BaseException:
+            self._move(metadata.segment_id, _STATE.DELETE_SEGMENT_STARTED)
+            self._move(metadata.segment_id, _STATE.DELETE_SEGMENT_FINISHED)
+            raise
+        self._move(metadata.segment_id, _STATE.COPY_SEGMENT_FINISHED)
+        for older in self._copies_of(topic_partition, base):
+            if older.segment_id != metadata.segment_id:
+                self.delete_log_segment(older)
+        return list(self._manifests[metadata.segment_id].index_entries)
+
+    def cancel_copying_log_segment(self, topic_partition: TopicPartition) -> None:
+        """Stop every copy of ``topic_partition`` in progress (they raise
+        :class:`CopyCancelledError` after removing their objects); a no-op
+        when none is."""
+        with self._lock:
+            for event in self._copying.get(topic_partition, ()):
+                event.set()
+
+    def list_remote_segments(
+        self, topic_partition: TopicPartition, min_base_offset: int = 0
+    ) -> list[RemoteLogSegmentMetadata]:
+        """Committed segments with a start offset of at least
+        ``min_base_offset``, by start offset: from the metadata manager when
+        there is one, else from the store's manifests."""
+        if self.metadata_manager is not None:
+            found = [s for s in self.metadata_manager.list_remote_log_segments(topic_partition)
+                     if s.state is _STATE.COPY_SEGMENT_FINISHED]  # fmt: skip
+        else:
+            manifests = list_partition(self.driver, self.prefix, topic_partition).segments
+            for manifest in manifests:
+                self._manifests[manifest.metadata.segment_id] = manifest
+            found = [m.metadata for m in manifests]
+        return [s for s in found if s.start_offset >= min_base_offset]
+
+    def get_remote_log_index_entries(self, segment: RemoteLogSegmentMetadata) -> list[RemoteLogIndexEntry]:
+        """The index entries recorded when ``segment`` was copied."""
+        return list(self.manifest(segment).index_entries)
+
+    def read(self, index_entry: RemoteLogIndexEntry, max_bytes: int, start_offset: int, min_one_message: bool) -> bytes:
+        """Whole batches of one index entry (one ranged GET), from the first
+        whose last offset is at least ``start_offset``, up to ``max_bytes``;
+        the first batch even if larger when ``min_one_message``; never a
+        partial batch. Raises :class:`FormatError` for damaged batches."""
+        if max_bytes < 0:
+            raise InvalidRangeError(f"max_bytes must be >= 0, got {max_bytes}")
+        key = segment_key(self.prefix, index_entry.segment_id, index_entry.segment_start_offset, LOG_SUFFIX)
+        data = self.driver.read(key, index_entry.position, index_entry.position + index_entry.length)
+        out = bytearray()
+        for batch in kafka.iter_batches(data):
+            if batch.last_offset < start_offset:
+                continue
+            if len(out) + batch.size_in_bytes > max_bytes and not (min_one_message and not out):
+                break
+            out += data[batch.position : batch.position + batch.size_in_bytes]
+        return bytes(out)
+
+    def delete_log_segment(self, segment: RemoteLogSegmentMetadata) -> None:
+        """Delete a segment, moving it through DELETE_SEGMENT_STARTED and
+        _FINISHED; idempotent."""
+        self._move(segment.segment_id, _STATE.DELETE_SEGMENT_STARTED)
+        self.delete_log_segment_data(segment)
+        self._move(segment.segment_id, _STATE.DELETE_SEGMENT_FINISHED)
+
+    def delete_topic_partition(self, topic_partition: TopicPartition) -> None:
+        """Delete every segment of the partition in any state, leftovers of
+        failed copies included (partition states MARKED -> STARTED -> FINISHED)."""
+        manager = self.metadata_manager
+        if manager is not None:
+            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_MARKED)
+            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_STARTED)
+            for segment in manager.list_remote_log_segments(topic_partition):
+                self.delete_log_segment(segment)
+        listing = list_partition(self.driver, self.prefix, topic_partition)
+        for manifest in listing.segments:
+            self.delete_log_segment_data(manifest.metadata)
+        for base, segment_id, _, _ in listing.uncommitted:
+            # All remove_attempt needs of a segment is its id and base offset.
+            stub_id = RemoteLogSegmentId(topic_partition, segment_id)
+            stub = RemoteLogSegmentMetadata(stub_id, base, base - 1, -1, 0, 0, 0)
+            remove_attempt(self.driver, self.prefix, stub)
+        if manager is not None:
+            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_FINISHED)
+
+    def cleanup_log_until(self, topic_partition: TopicPartition, cleanup_until_ms: int) -> int:
+        """Delete the oldest segments whose newest record is older than
+        ``cleanup_until_ms``, stopping at the first that is not (a log is
+        trimmed from its start). Returns the new remote log start offset:
+        the first offset still held, or one past the last deleted segment
+        when none is left (0 for a partition with no segments)."""
+        segments = self.list_remote_segments(topic_partition)
+        start = segments[0].start_offset if segments else 0
+        for segment in segments:
+            if segment.max_timestamp_ms >= cleanup_until_ms:
+                return segment.start_offset
+            self.delete_log_segment(segment)
+            start = segment.end_offset + 1
+        return start
+
+    # -- helpers -------------------------------------------------------------
+
+    def manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest:
+        """The committed manifest of a segment (cached). Raises
+        :class:`NotFoundError` if it was never copied or is deleted."""
+        cached = self._manifests.get(metadata.segment_id)
+        if cached is not None:
+            return cached
+        key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, MANIFEST_SUFFIX)
+        try:
+            raw = self.driver.read(key)
+        except NotFoundError:
+            raise NotFoundError(f"segment {metadata.segment_id.id} (base {metadata.start_offset}) of "
+                                f"{metadata.topic_partition} is not in the store: never copied, "
+                                "or deleted", key=key) from None  # fmt: skip
+        manifest = decode_manifest(raw, key=key)
+        self._manifests[metadata.segment_id] = manifest
+        return manifest
+
+    def offset_index(self, metadata: RemoteLogSegmentMetadata) -> list[kafka.IndexEntry]:
+        """The segment's offset index, fetched once and cached."""
+        cached = self._offset_indexes.get(metadata.segment_id)
+        if cached is None:
+            raw = self.fetch_index(metadata, IndexType.OFFSET).read()
+            cached = self._offset_indexes[metadata.segment_id] = kafka.decode_offset_index(raw, metadata.start_offset)
+        return cached
+
+    def _forget(self, segment_id: RemoteLogSegmentId) -> None:
+        self._manifests.pop(segment_id, None)
+        self._offset_indexes.pop(segment_id, None)
+
+    def _copies_of(self, topic_partition: TopicPartition, base: int) -> list[RemoteLogSegmentMetadata]:
+        if self.metadata_manager is not None:
+            recorded = self.metadata_manager.list_remote_log_segments(topic_partition)
+            return [s for s in recorded if s.start_offset == base]
+        listing = list_partition(self.driver, self.prefix, topic_partition)
+        return [m.metadata for m in listing.segments if m.metadata.start_offset == base]
+
+    def _move(self, segment_id: RemoteLogSegmentId, state: RemoteLogSegmentState) -> None:
+        manager = self.metadata_manager
+        if manager is not None and manager.segment(segment_id) is not None:
+            manager.update_remote_log_segment_state(segment_id, state, event_timestamp_ms=self._now_ms(),
+                                                    broker_id=self.broker_id)  # fmt: skip
+
+    @contextmanager
+    def _copy_scope(self, topic_partition: TopicPartition) -> Iterator[Callable[[], bool]]:
+        event = threading.Event()
+        with self._lock:
+            self._copying.setdefault(topic_partition, set()).add(event)
+        try:
+            yield event.is_set
+        finally:
+            with self._lock:
+                self._copying[topic_partition].discard(event)
+
+
+def _int(configs: Mapping[str, Any], key: str, default: int) -> int:
+    value = configs.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"RemoteStorageManager setting {key}={value!r} is not an integer") from None
+
+
+def _positive(key: str, value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"RemoteStorageManager setting {key} must be a positive integer, got {value!r}")
+    return value

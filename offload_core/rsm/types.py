@@ -1,0 +1,217 @@
+"""The nouns of KIP-405, as Kafka's ``org.apache.kafka.server.log.remote.storage``
+package names them, in Python. Pure.
+
+A remote segment is named by its topic-partition and a segment id (a
+random UUID in Kafka's base64 form, one per copy attempt), and described by
+:class:`RemoteLogSegmentMetadata`: offsets, max timestamp, size, the leader
+epochs it spans and its lifecycle state.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import ConfigError, StateError
+
+__all__ = [
+    "IndexType",
+    "LogSegmentData",
+    "RemoteLogIndexEntry",
+    "RemoteLogSegmentId",
+    "RemoteLogSegmentMetadata",
+    "RemoteLogSegmentState",
+    "RemotePartitionDeleteState",
+    "TopicPartition",
+    "new_segment_id",
+]
+
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    """A Kafka topic-partition. The topic must be a legal Kafka topic name
+    (``[a-zA-Z0-9._-]``, at most 249 characters, not ``.`` or ``..``), so it
+    can never escape the key prefix it is stored under: :class:`ConfigError`
+    otherwise."""
+
+    topic: str
+    partition: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topic, str) or not _LEGAL_TOPIC.fullmatch(self.topic) or self.topic in (".", ".."):
+            raise ConfigError(
+                f"topic {self.topic!r} is not a legal Kafka topic name: use 1-249 characters from "
+                "[a-zA-Z0-9._-], and not '.' or '..'"
+            )
+        if not isinstance(self.partition, int) or isinstance(self.partition, bool) or self.partition < 0:
+            raise ConfigError(f"partition {self.partition!r} of topic {self.topic!r} must be an integer >= 0")
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> TopicPartition:
+        """``"orders-3"`` -> ``TopicPartition("orders", 3)`` (the last ``-`` splits,
+        as in Kafka's partition directory names). :class:`ConfigError` if malformed."""
+        topic, sep, partition = text.rpartition("-")
+        if not sep or not partition.isdigit() or not partition.isascii():
+            raise ConfigError(f"{text!r} is not TOPIC-PARTITION (e.g. orders-0)")
+        return cls(topic, int(partition))
+
+
+def new_segment_id() -> str:
+    """A fresh segment id in Kafka's ``Uuid.toString`` form: 22 characters of
+    URL-safe base64, never starting with ``-`` (Kafka re-draws those)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+_SEGMENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}")
+
+
+@dataclass(frozen=True, order=True)
+class RemoteLogSegmentId:
+    """One copy attempt of one segment: its partition and a unique id."""
+
+    topic_partition: TopicPartition
+    id: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not _SEGMENT_ID.fullmatch(self.id):
+            raise ConfigError(f"segment id {self.id!r} is not a Kafka Uuid (22 characters of URL-safe base64)")
+
+    @classmethod
+    def generate(cls, topic_partition: TopicPartition) -> RemoteLogSegmentId:
+        return cls(topic_partition, new_segment_id())
+
+
+class RemoteLogSegmentState(enum.Enum):
+    """A segment's lifecycle, with Kafka's legal transitions."""
+
+    COPY_SEGMENT_STARTED = 0
+    COPY_SEGMENT_FINISHED = 1
+    DELETE_SEGMENT_STARTED = 2
+    DELETE_SEGMENT_FINISHED = 3
+
+    def can_become(self, target: RemoteLogSegmentState) -> bool:
+        return target in _SEGMENT_MOVES[self]
+
+    def check_move(self, target: RemoteLogSegmentState, what: str) -> None:
+        """:class:`StateError` if ``self -> target`` is not a legal move (same state is)."""
+        if not self.can_become(target):
+            raise StateError(f"{what}: cannot move from {self.name} to {target.name}")
+
+
+_S = RemoteLogSegmentState
+_SEGMENT_MOVES = {
+    _S.COPY_SEGMENT_STARTED: {_S.COPY_SEGMENT_STARTED, _S.COPY_SEGMENT_FINISHED, _S.DELETE_SEGMENT_STARTED},
+    _S.COPY_SEGMENT_FINISHED: {_S.COPY_SEGMENT_FINISHED, _S.DELETE_SEGMENT_STARTED},
+    _S.DELETE_SEGMENT_STARTED: {_S.DELETE_SEGMENT_STARTED, _S.DELETE_SEGMENT_FINISHED},
+    _S.DELETE_SEGMENT_FINISHED: {_S.DELETE_SEGMENT_FINISHED},
+}
+
+
+class RemotePartitionDeleteState(enum.Enum):
+    DELETE_PARTITION_MARKED = 0
+    DELETE_PARTITION_STARTED = 1
+    DELETE_PARTITION_FINISHED = 2
+
+    def check_move(self, target: RemotePartitionDeleteState, what: str) -> None:
+        if target.value not in (self.value, self.value + 1):
+            raise StateError(f"{what}: cannot move from {self.name} to {target.name}")
+
+
+class IndexType(enum.Enum):
+    """What :meth:`RemoteStorageManager.fetch_index` can return."""
+
+    OFFSET = "index"
+    TIMESTAMP = "timeindex"
+    PRODUCER_SNAPSHOT = "snapshot"
+    TRANSACTION = "txnindex"
+    LEADER_EPOCH = "leader_epoch_checkpoint"
+
+    @property
+    def suffix(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RemoteLogSegmentMetadata:
+    """A remote segment as the metadata manager records it. Offsets are
+    inclusive; ``segment_leader_epochs`` maps each leader epoch in the
+    segment to its first offset there (ascending)."""
+
+    segment_id: RemoteLogSegmentId
+    start_offset: int
+    end_offset: int
+    max_timestamp_ms: int
+    broker_id: int
+    event_timestamp_ms: int
+    segment_size_in_bytes: int
+    segment_leader_epochs: Mapping[int, int] = field(default_factory=dict)
+    state: RemoteLogSegmentState = RemoteLogSegmentState.COPY_SEGMENT_STARTED
+    custom_metadata: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if self.start_offset < 0 or self.end_offset < self.start_offset - 1:
+            offsets = f"{self.start_offset}..{self.end_offset}"
+            raise ConfigError(f"segment {self.segment_id.id}: offsets {offsets} are invalid")
+        if self.segment_size_in_bytes < 0:
+            raise ConfigError(f"segment {self.segment_id.id}: size {self.segment_size_in_bytes} is negative")
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self.segment_id.topic_partition
+
+    def with_state(
+        self, state: RemoteLogSegmentState, *, event_timestamp_ms: int, broker_id: int
+    ) -> RemoteLogSegmentMetadata:
+        """A copy in ``state``; :class:`StateError` for an illegal move."""
+        self.state.check_move(state, f"segment {self.segment_id.id} of {self.topic_partition}")
+        return replace(self, state=state, event_timestamp_ms=event_timestamp_ms, broker_id=broker_id)
+
+    def epoch_end_offset(self, epoch: int) -> int | None:
+        """The last offset of ``epoch`` in this segment, or ``None`` if absent."""
+        if epoch not in self.segment_leader_epochs:
+            return None
+        later = [start for e, start in self.segment_leader_epochs.items() if e > epoch]
+        return min(later) - 1 if later else self.end_offset
+
+
+@dataclass(frozen=True)
+class LogSegmentData:
+    """The local files of one rolled segment, as Kafka hands them to
+    ``copyLogSegmentData``; ``transaction_index`` is ``None`` when the segment
+    has no aborted transactions (Kafka writes no ``.txnindex`` then)."""
+
+    log_segment: Path
+    offset_index: Path
+    time_index: Path
+    transaction_index: Path | None
+    producer_snapshot_index: Path
+    leader_epoch_index: bytes
+
+
+@dataclass(frozen=True)
+class RemoteLogIndexEntry:
+    """A run of whole batches of a remote segment (the seed interface's
+    index entry): offsets and batch timestamps it covers, and where its bytes
+    are in the remote ``.log``. Reading one costs one ranged GET."""
+
+    segment_id: RemoteLogSegmentId
+    segment_start_offset: int
+    first_offset: int
+    last_offset: int
+    first_timestamp: int
+    last_timestamp: int
+    position: int
+    length: int
