@@ -94,7 +94,7 @@ def _segment_data(
                 "(Kafka writes it when the segment rolls)"
             )
     else:
-        later = [offset for offset in snapshots if offset > base]
+        later = [offset for offset in snapshots if offset >= base]
         if not later:
             raise NotFoundError(
                 f"active segment {name}.log in {path} has no producer snapshot after it: stop the broker "

@@ -1,0 +1,100 @@
+"""Kafka partition directories built with our encoders, the way Kafka's
+leader writes them: one batch per append, indexes by Kafka's rules,
+producer snapshots named by the next segment's base offset."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from offload_core.formats import kafka
+from tests.kafka_vectors import KafkaCase
+
+INTERVAL = 4096
+
+
+def value(offset: int, size: int = 300) -> bytes:
+    return (f"value-{offset}-".encode() * (size // 8 + 1))[:size]
+
+
+def plain_batch(base: int, count: int, *, timestamp: int, epoch: int = 0, size: int = 300) -> bytes:
+    records = [kafka.Record(base + i, timestamp + i, f"key-{base + i}".encode(), value(base + i, size),
+                            (kafka.Header("h", b"v"),)) for i in range(count)]  # fmt: skip
+    return kafka.encode_batch(records, base_offset=base, partition_leader_epoch=epoch)
+
+
+@dataclass
+class SegmentSpec:
+    batches: list[bytes]
+    aborted: list[kafka.AbortedTxn] = field(default_factory=list)
+
+
+def write_segment(directory: Path, base: int, spec: SegmentSpec, next_base: int) -> None:
+    log = b"".join(spec.batches)
+    name = f"{base:020d}"
+    (directory / f"{name}.log").write_bytes(log)
+    derived = kafka.derive_indexes(log, base, index_interval_bytes=INTERVAL)
+    (directory / f"{name}.index").write_bytes(kafka.encode_offset_index(derived.offset_index, base))
+    (directory / f"{name}.timeindex").write_bytes(kafka.encode_time_index(derived.time_index, base))
+    if spec.aborted:
+        (directory / f"{name}.txnindex").write_bytes(kafka.encode_txn_index(spec.aborted))
+    (directory / f"{next_base:020d}.snapshot").write_bytes(kafka.encode_producer_snapshot([]))
+
+
+def write_partition(root: Path, name: str, segments: list[SegmentSpec], *, epochs: str = "0\n1\n0 0\n") -> Path:
+    """A partition directory whose last segment is the active one."""
+    directory = root / name
+    directory.mkdir(parents=True)
+    base = 0
+    for spec in segments:
+        next_base = base
+        for batch in spec.batches:
+            next_base = kafka.decode_batch_header(batch).next_offset
+        # A batch's offsets are its own; a segment's base is its first batch's.
+        first = kafka.decode_batch_header(spec.batches[0]).base_offset if spec.batches else base
+        write_segment(directory, first, spec, next_base)
+        base = next_base
+    (directory / "leader-epoch-checkpoint").write_text(epochs)
+    return directory
+
+
+def numbered_segments(count: int, *, batches: int = 20, records: int = 5, start_ts: int = 1_700_000_000_000,
+                      step_ts: int = 1000) -> list[SegmentSpec]:  # fmt: skip
+    """``count`` segments of ``batches`` plain batches of ``records`` records each."""
+    specs = []
+    offset = 0
+    for _ in range(count):
+        spec = SegmentSpec([])
+        for _ in range(batches):
+            spec.batches.append(plain_batch(offset, records, timestamp=start_ts + offset * step_ts))
+            offset += records
+        specs.append(spec)
+    return specs
+
+
+def transactional_segment() -> SegmentSpec:
+    """Producer 77: offsets 0-2 committed (marker at 3), 4-5 aborted (marker
+    at 6); then 7-8 non-transactional."""
+
+    def txn(base: int, count: int) -> bytes:
+        stamp = 1_700_000_000_000 + base
+        records = [kafka.Record(base + i, stamp + i, None, value(base + i, 20)) for i in range(count)]
+        return kafka.encode_batch(records, base_offset=base, producer_id=77, producer_epoch=0, base_sequence=base,
+                                  transactional=True)  # fmt: skip
+
+    def marker(offset: int, kind: int) -> bytes:
+        record = kafka.control_record(kind, offset=offset, timestamp=1_700_000_000_000 + offset)
+        return kafka.encode_batch([record], base_offset=offset, producer_id=77, producer_epoch=0,
+                                  transactional=True, control=True)  # fmt: skip
+
+    batches = [txn(0, 3), marker(3, kafka.CONTROL_COMMIT), txn(4, 2), marker(6, kafka.CONTROL_ABORT),
+               plain_batch(7, 2, timestamp=1_700_000_000_007, size=20)]  # fmt: skip
+    return SegmentSpec(batches, [kafka.AbortedTxn(77, 4, 6, 4)])
+
+
+def fixture_partition(case: KafkaCase, root: Path) -> Path:
+    """A Kafka-written fixture as a partition directory ``<topic>-<partition>``."""
+    directory = root / f"{case.spec['topic']}-{case.spec['partition']}"
+    shutil.copytree(case.dir, directory)
+    return directory

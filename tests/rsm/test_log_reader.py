@@ -1,0 +1,73 @@
+"""Reading remote Kafka logs as a consumer: by offset across segments, by
+timestamp with Kafka's answers, read_committed, and the request cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from offload_core.errors import FormatError
+from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.rsm.log_reader import Isolation, RemoteLogReader
+from tests.kafka_vectors import kafka_cases
+from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+
+
+def copied(tmp_path: Path, directory: Path, **options: int) -> tuple[RemoteStorageManager, RemoteLogReader]:
+    rsm = RemoteStorageManager(open_driver(f"file://{tmp_path / 'store'}"), **options)  # type: ignore[arg-type]
+    tp, segments = read_partition_dir(directory)
+    for segment in segments:
+        rsm.copy_log_segment(tp, segment.data)
+    return rsm, RemoteLogReader(rsm, tp)
+
+
+def test_records_from_any_offset_across_segments(tmp_path) -> None:
+    rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(3)))
+    assert [r.record.offset for r in reader.records(0)] == list(range(300))
+    assert [r.record.offset for r in reader.records(97)][:5] == [97, 98, 99, 100, 101]
+    assert [r.record.offset for r in reader.records(150, end_offset=160)] == list(range(150, 161))
+    assert list(reader.records(300)) == []
+    batches = list(reader.batches(0, max_bytes=1))
+    assert len(batches) == 1  # at least one whole batch
+
+
+def test_reading_costs_at_most_two_gets_once_the_offset_index_is_cached(tmp_path) -> None:
+    rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(1, batches=200)),
+                         buffer_size=64 * 1024)  # fmt: skip
+    (segment,) = reader.segments
+    rsm.offset_index(segment)
+    rsm.manifest(segment)
+    for offset in (0, 333, 512, 999):
+        before = rsm.driver.request_counts["read"]
+        records = list(reader.records(offset, max_bytes=1))
+        assert records[0].record.offset == offset
+        assert rsm.driver.request_counts["read"] - before <= 2
+
+
+@pytest.mark.parametrize("case", kafka_cases(), ids=lambda c: c.name)
+def test_timestamp_lookups_are_kafkas(tmp_path, case) -> None:
+    _, reader = copied(tmp_path, fixture_partition(case, tmp_path))
+    for lookup in case.spec["timestamp_lookups"]:
+        found = reader.offset_for_timestamp(lookup["target_timestamp"])
+        expected = lookup["found"]
+        assert (None if found is None else {"timestamp": found.timestamp, "offset": found.offset,
+                                            "leader_epoch": found.leader_epoch}) == expected  # fmt: skip
+
+
+def test_read_committed_drops_aborted_transactions_and_control_records(tmp_path) -> None:
+    _, reader = copied(tmp_path, write_partition(tmp_path, "txn-0", [transactional_segment()]))
+    assert [r.record.offset for r in reader.records(0)] == [0, 1, 2, 4, 5, 7, 8]
+    assert [r.record.offset for r in reader.records(0, isolation=Isolation.READ_COMMITTED)] == [0, 1, 2, 7, 8]
+
+
+def test_damaged_remote_batch_is_a_format_error(tmp_path) -> None:
+    rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(1)))
+    (segment,) = reader.segments
+    key = f"orders-0/{segment.start_offset:020d}-{segment.segment_id.id}.log"
+    data = bytearray(rsm.driver.read(key))
+    data[5000] ^= 1
+    rsm.driver.write(key, [bytes(data)], metadata={})
+    with pytest.raises(FormatError, match="CRC"):
+        list(reader.records(0))
