@@ -10,6 +10,7 @@ from .. import __version__
 from ..errors import OffloadError
 from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
 from .driver_commands import drivers
+from .kafka_commands import kafka
 from .ledger_commands import ledgers
 from .plugin_commands import plugins
 from .segment_commands import segments
@@ -50,3 +51,4 @@ main.add_command(segments)
 main.add_command(topics)
 main.add_command(namespaces)
 main.add_command(spark)
+main.add_command(kafka)

@@ -1,0 +1,252 @@
+"""``offload kafka ...``: Kafka log segments tiered to a store (KIP-405),
+with no broker: copy a partition directory, list, read records by offset,
+find offsets by timestamp, fetch raw indexes, clean up by time."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ConfigError, NotFoundError
+from ..plugins import open_driver
+from ..rsm import (
+    IndexType,
+    RemoteLogMetadataManager,
+    RemoteStorageManager,
+    TopicPartition,
+    list_partition,
+    list_partitions,
+    read_partition_dir,
+)
+from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
+from ..rsm.types import RemoteLogSegmentMetadata
+from .ledger_commands import _open
+from .options import driver_options, parse_driver_options
+
+_INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
+                "producer-snapshot": IndexType.PRODUCER_SNAPSHOT, "transaction": IndexType.TRANSACTION,
+                "leader-epoch": IndexType.LEADER_EPOCH}  # fmt: skip
+
+prefix_option = click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
+metadata_option = click.option(
+    "--metadata",
+    "metadata_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite file of a remote log metadata manager to record segment states in.",
+)
+
+
+@click.group()
+def kafka() -> None:
+    """Kafka log segments in a store (KIP-405 tiered storage)."""
+
+
+def _manager(driver: Any, prefix: str, metadata_path: Path | None) -> RemoteStorageManager:
+    rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
+    return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm)
+
+
+def _topic_partition(text: str) -> TopicPartition:
+    try:
+        return TopicPartition.parse(text)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="TOPIC-PARTITION") from None
+
+
+@kafka.command("copy")
+@click.argument("partition_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("url")
+@click.option("--all", "include_active", is_flag=True,
+              help="Also copy the active (last) segment: only for a directory of a stopped broker.")  # fmt: skip
+@prefix_option
+@metadata_option
+@driver_options
+def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metadata_path: Path | None,
+         options: tuple[str, ...]) -> None:  # fmt: skip
+    """Tier the rolled segments of a Kafka partition directory to URL.
+
+    Segments already copied (same offsets and size) are skipped, so a re-run
+    copies only what is new."""
+    topic_partition, segments = read_partition_dir(partition_dir)
+    chosen = [s for s in segments if include_active or not s.active]
+    skipped_active = len(segments) - len(chosen)
+    with open_driver(url, **parse_driver_options(options)) as driver:
+        rsm = _manager(driver, prefix, metadata_path)
+        done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
+                for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip
+        copied = 0
+        with click.progressbar(chosen, label=f"copying {topic_partition}", file=sys.stderr) as progress:
+            for segment in progress:
+                size = segment.data.log_segment.stat().st_size
+                if (segment.base_offset, size) in done:
+                    continue
+                rsm.copy_log_segment(topic_partition, segment.data)
+                copied += 1
+        rsm.close()
+    click.echo(f"{topic_partition}: copied {copied} segment(s), {len(chosen) - copied} already there"
+               + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
+
+
+def _row(meta: RemoteLogSegmentMetadata, state: str) -> dict[str, Any]:
+    return {
+        "topic_partition": str(meta.topic_partition),
+        "base_offset": meta.start_offset,
+        "end_offset": meta.end_offset,
+        "max_timestamp_ms": meta.max_timestamp_ms,
+        "bytes": meta.segment_size_in_bytes,
+        "leader_epochs": {str(e): o for e, o in sorted(meta.segment_leader_epochs.items())},
+        "state": state,
+        "segment_id": meta.segment_id.id,
+    }
+
+
+@kafka.command("ls")
+@click.argument("url")
+@click.argument("topic_partition", required=False)
+@prefix_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per segment, one per line.")
+@driver_options
+def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
+    """List remote segments: offsets, max timestamp, size, state."""
+    driver = _open(url, options)
+    partitions = [_topic_partition(topic_partition)] if topic_partition else list_partitions(driver, prefix)
+    rows = []
+    for tp in partitions:
+        listing = list_partition(driver, prefix, tp)
+        rows += [_row(m.metadata, "COPY_SEGMENT_FINISHED") for m in listing.segments]
+        for base, segment_id, count, size in listing.uncommitted:
+            state = f"incomplete ({count} objects, no manifest: copying, failed or being deleted)"
+            rows.append({"topic_partition": str(tp), "base_offset": base, "end_offset": None, "max_timestamp_ms": None,
+                         "bytes": size, "leader_epochs": None, "segment_id": segment_id, "state": state})  # fmt: skip
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    click.echo("\t".join(["partition", "base", "end", "max_timestamp", "bytes", "state", "segment_id"]))
+    for row in rows:
+        cells = [row["topic_partition"], row["base_offset"], row["end_offset"], row["max_timestamp_ms"], row["bytes"],
+                 row["state"], row["segment_id"]]  # fmt: skip
+        click.echo("\t".join("-" if c is None else str(c) for c in cells))
+
+
+def _b64(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode("ascii")
+
+
+def record_json(remote: RemoteRecord) -> dict[str, Any]:
+    """One record as ``offload kafka read --json`` prints it."""
+    record = remote.record
+    return {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key_b64": _b64(record.key),
+        "value_b64": _b64(record.value),
+        "headers": [{"key": h.key, "value_b64": _b64(h.value)} for h in record.headers],
+    }
+
+
+def _text(value: bytes | None) -> str:
+    if value is None:
+        return "null"
+    # One record per line: escape what would break the line or the columns.
+    text = value.decode("utf-8", "backslashreplace")
+    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+@kafka.command("read")
+@click.argument("url")
+@click.argument("topic_partition")
+@click.option("--offset", type=click.IntRange(min=0), required=True, help="First offset to read.")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
+              help="Stop after batches of about this many bytes (at least one batch).")  # fmt: skip
+@click.option("--isolation", type=click.Choice([i.value for i in Isolation]), default="read_uncommitted",
+              show_default=True, help="read_committed drops records of aborted transactions.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@prefix_option
+@driver_options
+def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, isolation: str, as_json: bool,
+         prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
+    """Print records of TOPIC-PARTITION from --offset on, across segments."""
+    tp = _topic_partition(topic_partition)
+    reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
+    if not reader.segments:
+        raise NotFoundError(f"no remote segments of {tp} under {url!r} (prefix {prefix!r}): check the URL and prefix")
+    for remote in reader.records(offset, max_bytes=max_bytes, isolation=Isolation(isolation)):
+        if as_json:
+            click.echo(json.dumps(record_json(remote)))
+        else:
+            r = remote.record
+            click.echo(f"{r.offset}\t{r.timestamp}\t{_text(r.key)}\t{_text(r.value)}")
+
+
+@kafka.command("offsets")
+@click.argument("url")
+@click.argument("topic_partition")
+@click.option("--timestamp", type=int, required=True, help="Milliseconds since the epoch.")
+@prefix_option
+@driver_options
+def offsets(url: str, topic_partition: str, timestamp: int, prefix: str, options: tuple[str, ...]) -> None:
+    """The first offset whose timestamp is at least --timestamp, as JSON
+    (nulls when every record is older)."""
+    tp = _topic_partition(topic_partition)
+    reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
+    found = reader.offset_for_timestamp(timestamp)
+    click.echo(json.dumps({"offset": found.offset if found else None, "timestamp": found.timestamp if found else None}))
+
+
+@kafka.command("fetch-index")
+@click.argument("url")
+@click.argument("topic_partition")
+@click.argument("base_offset", type=click.IntRange(min=0))
+@click.option("--type", "index_type", type=click.Choice(list(_INDEX_TYPES)), required=True)
+@prefix_option
+@driver_options
+def fetch_index(url: str, topic_partition: str, base_offset: int, index_type: str, prefix: str,
+                options: tuple[str, ...]) -> None:  # fmt: skip
+    """Write a remote segment's index, byte for byte, to stdout."""
+    tp = _topic_partition(topic_partition)
+    rsm = RemoteStorageManager(_open(url, options), prefix=prefix)
+    matching = [s for s in rsm.list_remote_segments(tp) if s.start_offset == base_offset]
+    if not matching:
+        raise NotFoundError(f"{tp} has no remote segment with base offset {base_offset}: see `offload kafka ls`")
+    data = rsm.fetch_index(matching[0], _INDEX_TYPES[index_type]).read()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _until_ms(text: str) -> int:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is neither milliseconds nor an ISO time", param_hint="--until") from None
+    if moment.tzinfo is None:
+        raise click.BadParameter(f"{text!r} has no time zone: add one (e.g. Z or +02:00)", param_hint="--until")
+    return int(moment.timestamp() * 1000)
+
+
+@kafka.command("cleanup")
+@click.argument("url")
+@click.argument("topic_partition")
+@click.option("--until", "until", required=True, help="Delete segments whose newest record is older (ISO time or ms).")
+@prefix_option
+@metadata_option
+@driver_options
+def cleanup(url: str, topic_partition: str, until: str, prefix: str, metadata_path: Path | None,
+            options: tuple[str, ...]) -> None:  # fmt: skip
+    """Delete the oldest segments older than --until; print the new log start offset."""
+    tp = _topic_partition(topic_partition)
+    rsm = _manager(_open(url, options), prefix, metadata_path)
+    before = len(rsm.list_remote_segments(tp))
+    start = rsm.cleanup_log_until(tp, _until_ms(until))
+    after = len(rsm.list_remote_segments(tp))
+    rsm.close()
+    click.echo(json.dumps({"deleted_segments": before - after, "log_start_offset": start}))

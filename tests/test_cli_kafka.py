@@ -1,0 +1,124 @@
+"""`offload kafka ...` run as a user would: the Kafka-written fixtures
+round-trip through copy --all, read --json and fetch-index byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from offload_core.cli import main
+from tests.kafka_vectors import KafkaCase, b64, kafka_cases
+from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+
+CASES = kafka_cases()
+INDEX_KINDS = {"offset": "offset_index", "timestamp": "time_index", "producer-snapshot": "producer_snapshot",
+               "leader-epoch": "rlm_leader_epoch_index"}  # fmt: skip
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: Any
+    stderr: str
+
+
+def offload(*args: str, binary: bool = False) -> Ran:
+    """The command in this process (plugins load once, not once a call)."""
+    result = CliRunner().invoke(main, ["kafka", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout_bytes if binary else result.stdout, result.stderr)
+
+
+def offload_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "offload_core.cli", "kafka", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fixture_round_trips_through_the_cli(tmp_path: Path, case: KafkaCase) -> None:
+    directory = fixture_partition(case, tmp_path)
+    url = f"file://{tmp_path / 'store'}"
+    tp = directory.name
+    first = offload("copy", str(directory), url)
+    assert first.returncode == 0, first.stderr
+    assert "copied 0 segment(s)" in first.stdout and "--all" in first.stdout  # the active segment is left alone
+    copied = offload_process("copy", str(directory), url, "--all")
+    assert copied.returncode == 0 and "copied 1 segment(s)" in copied.stdout, copied.stderr
+    again = offload("copy", str(directory), url, "--all")
+    assert "copied 0 segment(s), 1 already there" in again.stdout
+
+    read = offload_process("read", url, tp, "--offset", "0", "--json")
+    assert read.returncode == 0, read.stderr
+    records = [json.loads(line) for line in read.stdout.splitlines()]
+    expected = [r for batch in case.spec["batches"] for r in batch["records"]]
+    assert [r["offset"] for r in records] == [r["offset"] for r in expected]
+    for got, want in zip(records, expected, strict=True):
+        assert got["timestamp"] == want["timestamp"]
+        assert (got["key_b64"], got["value_b64"]) == (want["key"], want["value"])
+        assert [(h["key"], h["value_b64"]) for h in got["headers"]] == [(h["key"], h["value"]) for h in want["headers"]]
+        assert b64(got["value_b64"]) == b64(want["value"])
+
+    for kind, file_kind in INDEX_KINDS.items():
+        fetched = offload("fetch-index", url, tp, "0", "--type", kind, binary=True)
+        assert fetched.returncode == 0, fetched.stderr
+        assert fetched.stdout == case.file(file_kind)
+    missing = offload("fetch-index", url, tp, "0", "--type", "transaction")
+    assert missing.returncode == 1 and "no TRANSACTION index" in missing.stderr
+
+    for lookup in case.spec["timestamp_lookups"][:10]:
+        answer = json.loads(offload("offsets", url, tp, "--timestamp", str(lookup["target_timestamp"])).stdout)
+        found = lookup["found"]
+        assert answer == ({"offset": found["offset"], "timestamp": found["timestamp"]} if found
+                          else {"offset": None, "timestamp": None})  # fmt: skip
+
+    listed = [json.loads(line) for line in offload("ls", url, "--json").stdout.splitlines()]
+    assert [(r["topic_partition"], r["base_offset"], r["end_offset"], r["bytes"]) for r in listed] == [
+        (tp, 0, case.spec["log_end_offset"] - 1, case.spec["segment_size_bytes"])
+    ]
+
+
+def test_read_from_an_offset_with_max_bytes_and_read_committed(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "txn-0", [transactional_segment()])
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    every = [
+        json.loads(line)["offset"]
+        for line in offload("read", url, "txn-0", "--offset", "1", "--json").stdout.splitlines()
+    ]
+    assert every == [1, 2, 4, 5, 7, 8]
+    committed = offload("read", url, "txn-0", "--offset", "0", "--json", "--isolation", "read_committed").stdout
+    assert [json.loads(line)["offset"] for line in committed.splitlines()] == [0, 1, 2, 7, 8]
+    one_batch = offload("read", url, "txn-0", "--offset", "0", "--max-bytes", "1", "--json").stdout
+    assert [json.loads(line)["offset"] for line in one_batch.splitlines()] == [0, 1, 2]
+    plain = offload("read", url, "txn-0", "--offset", "7").stdout.splitlines()
+    assert plain[0].split("\t")[:3] == ["7", "1700000000007", "key-7"]
+
+
+def test_cleanup_and_errors(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(3))
+    url = f"file://{tmp_path / 'store'}"
+    metadata = str(tmp_path / "rlmm.sqlite")
+    assert offload("copy", str(directory), url, "--metadata", metadata).returncode == 0
+    rows = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
+    assert [r["base_offset"] for r in rows] == [0, 100]
+    # Segment 0's newest record is at 1_700_000_000_000 + 99 s.
+    result = offload("cleanup", url, "orders-0", "--until", "2023-11-14T22:15:00Z", "--metadata", metadata)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"deleted_segments": 1, "log_start_offset": 100}
+    assert json.loads(offload("cleanup", url, "orders-0", "--until", "1").stdout)["deleted_segments"] == 0
+    bad = offload("cleanup", url, "orders-0", "--until", "yesterday")
+    assert bad.returncode == 2 and "neither milliseconds nor an ISO time" in bad.stderr
+    escape = offload("read", url, "../etc-0", "--offset", "0")
+    assert escape.returncode == 2 and "legal Kafka topic" in escape.stderr
+    nothing = offload("read", url, "other-0", "--offset", "0")
+    assert nothing.returncode == 1 and "no remote segments of other-0" in nothing.stderr
+    not_a_partition = offload("copy", str(tmp_path), url)
+    assert not_a_partition.returncode == 1 and "not a Kafka partition directory" in not_a_partition.stderr
