@@ -18,7 +18,7 @@ from ..formats import kafka
 from .storage_manager import RemoteStorageManager
 from .types import IndexType, RemoteLogSegmentMetadata, TopicPartition
 
-__all__ = ["Isolation", "RemoteLogReader", "RemoteRecord"]
+__all__ = ["Isolation", "RemoteLogReader", "RemoteRecord", "read_batches"]
 
 
 class Isolation(enum.Enum):
@@ -74,7 +74,7 @@ class RemoteLogReader:
         if position >= size:
             return
         with self.rsm.fetch_log_segment(segment, position) as stream:
-            for batch, data in _read_batches(stream, position, size):
+            for batch, data in read_batches(stream, position, size):
                 if batch.last_offset >= start_offset:
                     yield batch, data
 
@@ -135,16 +135,34 @@ def _is_aborted(transactions: Iterable[kafka.AbortedTxn], batch: kafka.BatchHead
     return any(t.first_offset <= batch.base_offset <= t.last_offset for t in transactions)
 
 
-def _read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
-    """Batches from a stream positioned at a batch start, one at a time."""
+def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
+    """Whole, CRC-checked batches from ``stream`` (at byte ``position`` of
+    its log, a batch start) up to byte ``size``, one at a time; a
+    :class:`FormatError` for a damaged or cut batch."""
     while position < size:
-        head = stream.read(kafka.BATCH_HEADER_LENGTH)
+        head = _read_exactly(stream, kafka.BATCH_HEADER_LENGTH)
         header = kafka.decode_batch_header(head)
-        rest = stream.read(header.size_in_bytes - kafka.BATCH_HEADER_LENGTH)
-        data = head + rest
+        data = head + _read_exactly(stream, header.size_in_bytes - kafka.BATCH_HEADER_LENGTH)
         if len(data) != header.size_in_bytes:
             raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
         if kafka.batch_crc(data) != header.crc:
             raise FormatError(f"remote batch at byte {position} (offset {header.base_offset}) fails its CRC-32C")
         yield replace(header, position=position), data
         position += header.size_in_bytes
+
+
+def _read_exactly(stream: IO[bytes], count: int) -> bytes:
+    """``count`` bytes, fewer only at the end of the stream (a raw stream
+    may return less than asked per call)."""
+    first = stream.read(count)
+    if len(first) == count or not first:
+        return first
+    pieces = [first]
+    missing = count - len(first)
+    while missing:
+        piece = stream.read(missing)
+        if not piece:
+            break
+        pieces.append(piece)
+        missing -= len(piece)
+    return b"".join(pieces)

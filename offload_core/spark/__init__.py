@@ -1,5 +1,5 @@
 """PySpark integration (``pip install offload-core[spark]``): the
-``pulsar-offload`` data source and the backfill, verify and retention jobs."""
+``pulsar-offload`` and ``kafka-remote`` data sources and the backfill, verify and retention jobs."""
 
 from pyspark import cloudpickle
 
@@ -9,7 +9,7 @@ from .progress import Progress
 from .pulsar_offload import BlockRangePartition, plan_partitions
 from .retention_job import RetentionResult, retention
 from .session import get_session
-from .source import PulsarOffloadDataSource, WorkerEnvironmentError
+from .source import KafkaRemoteDataSource, PulsarOffloadDataSource, WorkerEnvironmentError
 from .verify_job import VerifyResult, verify_store
 
 # The data source travels to Spark's Python workers by value: a worker on
@@ -19,6 +19,7 @@ cloudpickle.register_pickle_by_value(source)  # type: ignore[no-untyped-call]
 __all__ = [
     "BackfillResult",
     "BlockRangePartition",
+    "KafkaRemoteDataSource",
     "Progress",
     "PulsarOffloadDataSource",
     "RetentionResult",

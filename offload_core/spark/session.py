@@ -13,14 +13,14 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
     """The running session, else a new one on ``master``, else on the master
     Spark's configuration names (``PYSPARK_SUBMIT_ARGS``,
     ``spark-defaults.conf``), else ``local[*]``; a new session has the
-    ``pulsar-offload`` source registered.
+    ``pulsar-offload`` and ``kafka-remote`` sources registered.
 
     A local session binds to 127.0.0.1 and runs Python workers on this
     interpreter, the one with offload-core installed."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    from .source import PulsarOffloadDataSource
+    from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
 
     active = SparkSession.getActiveSession()
     if active is None:
@@ -44,4 +44,5 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
         conf.setIfMissing("spark.sql.python.filterPushdown.enabled", "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
         active.dataSource.register(PulsarOffloadDataSource)
+        active.dataSource.register(KafkaRemoteDataSource)
     return active

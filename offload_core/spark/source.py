@@ -13,11 +13,13 @@ with an error that names that interpreter and the fix, instead of a bare
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
@@ -28,7 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["SCHEMA", "PulsarOffloadDataSource", "WorkerEnvironmentError"]
+__all__ = ["KAFKA_SCHEMA", "SCHEMA", "KafkaRemoteDataSource", "PulsarOffloadDataSource", "WorkerEnvironmentError"]
 
 SCHEMA = StructType(
     [
@@ -46,16 +48,34 @@ SCHEMA = StructType(
 )
 
 
+#: Exactly the schema of Spark's own Kafka source (with ``includeHeaders``).
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+        ),
+    ]
+)
+
+
 class WorkerEnvironmentError(RuntimeError):
     """A Spark Python worker runs an interpreter that cannot import
     offload-core (or what it needs)."""
 
 
-def _reader_module() -> Any:
+def _reader_module(name: str = "pulsar_offload") -> Any:
     """offload-core's reading side, imported in the worker; raises
     :class:`WorkerEnvironmentError` naming the interpreter when it cannot be."""
     try:
-        from offload_core.spark import pulsar_offload
+        module = importlib.import_module(f"offload_core.spark.{name}")
     except ImportError as exc:
         raise WorkerEnvironmentError(
             f"this Spark worker runs {sys.executable} (Python {sys.version.split()[0]}), which cannot import "
@@ -64,7 +84,7 @@ def _reader_module() -> Any:
             "PYSPARK_PYTHON=/path/to/project/.venv/bin/python), or build the session with "
             "offload_core.spark.get_session(), which does"
         ) from None
-    return pulsar_offload
+    return module
 
 
 class PulsarOffloadDataSource(DataSource):
@@ -82,3 +102,21 @@ class PulsarOffloadDataSource(DataSource):
         # ``schema`` is the user's (``.schema(...)``) when given: a subset of
         # the columns is column pruning, so only those are built.
         return _reader_module().make_reader(self.options, schema)
+
+
+class KafkaRemoteDataSource(DataSource):
+    """Registered as ``kafka-remote``: Kafka segments tiered by offload-core,
+    read with the schema of Spark's own Kafka source."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-remote"
+
+    def schema(self) -> StructType:
+        _reader_module("kafka_remote")
+        if str(self.options.get("includeHeaders", "true")).lower() == "false":
+            return StructType(KAFKA_SCHEMA.fields[:-1])
+        return KAFKA_SCHEMA
+
+    def reader(self, schema: Any) -> Any:
+        return _reader_module("kafka_remote").make_reader(self.options, schema)

@@ -29,8 +29,9 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
-    from offload_core.spark import PulsarOffloadDataSource
+    from offload_core.spark import KafkaRemoteDataSource, PulsarOffloadDataSource
 
     session.dataSource.register(PulsarOffloadDataSource)
+    session.dataSource.register(KafkaRemoteDataSource)
     yield session
     session.stop()

@@ -1,0 +1,115 @@
+"""The ``kafka-remote`` Spark source: tiered Kafka segments read with the
+schema of Spark's own Kafka source, one Spark partition per segment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.spark.kafka_remote import plan_partitions
+from tests.kafka_vectors import b64, kafka_cases
+from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+
+pytestmark = pytest.mark.spark
+
+# Spark's Kafka source with includeHeaders=true, as its docs give it.
+SPARK_KAFKA_SCHEMA = ("struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
+                      "timestampType:int,headers:array<struct<key:string,value:binary>>>")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("kafka")
+    url = f"file://{root / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url), prefix="tiered")
+    directories = [fixture_partition(case, root) for case in kafka_cases()]
+    directories += [write_partition(root, "orders-0", numbered_segments(3)),
+                    write_partition(root, "orders-1", numbered_segments(1)),
+                    write_partition(root, "txn-0", [transactional_segment()])]  # fmt: skip
+    for directory in directories:
+        tp, segments = read_partition_dir(directory)
+        for segment in segments:
+            rsm.copy_log_segment(tp, segment.data)
+    return url
+
+
+def read(spark: Any, url: str, **options: str) -> Any:
+    return spark.read.format("kafka-remote").option("url", url).option("prefix", "tiered").options(**options).load()
+
+
+def test_schema_is_sparks_kafka_schema(spark, store) -> None:
+    frame = read(spark, store, topic="orders")
+    assert frame.schema.simpleString() == SPARK_KAFKA_SCHEMA
+    assert "headers" not in read(spark, store, topic="orders", includeHeaders="false").columns
+
+
+@pytest.mark.parametrize("case", kafka_cases(), ids=lambda c: c.name)
+def test_fixture_records_every_field(spark, store, case) -> None:
+    rows = read(spark, store, topic=case.spec["topic"]).orderBy("offset").collect()
+    expected = [r for batch in case.spec["batches"] for r in batch["records"]]
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        assert (row.topic, row.partition, row.offset) == (case.spec["topic"], 0, want["offset"])
+        assert (row.key, row.value) == (b64(want["key"]), b64(want["value"]))
+        assert int(row.timestamp.timestamp() * 1000) == want["timestamp"] and row.timestampType == 0
+        assert [(h.key, h.value) for h in row.headers] == [(h["key"], b64(h["value"])) for h in want["headers"]]
+
+
+def test_partitions_and_offset_ranges(spark, store) -> None:
+    options = {"url": store, "prefix": "tiered", "topic": "orders"}
+    assert len(plan_partitions(options)) == 4  # one per remote segment
+    frame = read(spark, store, subscribe="orders", partitions="0")
+    assert frame.count() == 300
+    ranged = read(spark, store, topic="orders", startingOffsets=json.dumps({"orders": {"0": 95, "1": -2}}),
+                  endingOffsets=json.dumps({"orders": {"0": 205, "1": 3}}))  # fmt: skip
+    got = sorted((r.partition, r.offset) for r in ranged.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(95, 205)] + [(1, o) for o in range(3)]
+    assert [r.offset for r in read(spark, store, topic="orders", partitions="1").select("offset").collect()] == list(
+        range(100)
+    )
+
+
+def test_read_committed_and_column_pruning(spark, store) -> None:
+    offsets = [r.offset for r in read(spark, store, topic="txn").orderBy("offset").collect()]
+    assert offsets == [0, 1, 2, 4, 5, 7, 8]
+    committed = read(spark, store, topic="txn", **{"kafka.isolation.level": "read_committed"})
+    assert [r.offset for r in committed.orderBy("offset").collect()] == [0, 1, 2, 7, 8]
+    pruned = (spark.read.format("kafka-remote").schema("offset bigint, value binary")
+              .options(url=store, prefix="tiered", topic="txn").load())  # fmt: skip
+    assert pruned.columns == ["offset", "value"] and pruned.count() == 7
+
+
+def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
+    from offload_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="needs .option"):
+        plan_partitions({"url": f"file://{tmp_path}"})
+    with pytest.raises(ConfigError, match="legal Kafka topic"):
+        plan_partitions({"url": f"file://{tmp_path}", "topic": "../x"})
+    with pytest.raises(ConfigError, match="startingOffsets"):
+        plan_partitions({"url": f"file://{tmp_path}", "topic": "t", "startingOffsets": "{oops"})
+
+
+FRESH_SESSION = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
+frame = spark.read.format("kafka-remote").option("prefix", "tiered").option("topic", "orders").load(sys.argv[1])
+print("ROWS", frame.count())
+"""
+
+
+def test_a_fresh_session_finds_the_source_without_registering_it(store: str, tmp_path: Path) -> None:
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    result = subprocess.run([sys.executable, "-c", FRESH_SESSION, store], capture_output=True, text=True,
+                            cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
+    assert "ROWS 400" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
