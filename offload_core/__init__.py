@@ -12,6 +12,7 @@ from .errors import (
     AlreadyExistsError,
     ConfigError,
     ConflictError,
+    CopyCancelledError,
     DriverNotInstalledError,
     FormatError,
     InvalidKeyError,
@@ -36,6 +37,7 @@ from .offload import (
     open_offloader,
 )
 from .plugins import PluginManager, default_plugin_manager, open_driver
+from .rsm import RemoteLogMetadataManager, RemoteStorageManager, TopicPartition
 from .storage import StorageDriver
 
 try:
@@ -49,6 +51,7 @@ __all__ = [
     "BlobStoreLedgerOffloader",
     "ConfigError",
     "ConflictError",
+    "CopyCancelledError",
     "StateError",
     "DriverNotInstalledError",
     "Entry",
@@ -68,7 +71,10 @@ __all__ = [
     "PluginLoadError",
     "PluginManager",
     "ReadHandle",
+    "RemoteLogMetadataManager",
+    "RemoteStorageManager",
     "StorageDriver",
+    "TopicPartition",
     "TransientStorageError",
     "__version__",
     "hookimpl",

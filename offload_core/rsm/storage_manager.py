@@ -20,6 +20,8 @@ from typing import IO, Any
 
 from ..errors import ConfigError, InvalidRangeError, NotFoundError
 from ..formats import kafka
+from ..hooks import Event
+from ..instrument import InstrumentedDriver
 from ..offload.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
@@ -51,7 +53,13 @@ _CONFIG_KEYS = ("storage.url", "storage.option.<name>", "key.prefix", "metadata.
 
 class RemoteStorageManager:
     """Kafka log segments in a store. Thread-safe; ``close`` releases the
-    driver (if it opened it), the metadata manager and the read-ahead pool."""
+    driver (if it opened it), the metadata manager and the read-ahead pool.
+
+    With ``emit`` (``configure`` uses the plugin manager's, so metrics
+    plugins see them), every store request is a ``storage.request`` event
+    and every segment copied, failed or deleted an ``rsm.segment`` event
+    (``step``, ``topic_partition``, ``segment_id``, ``base_offset``,
+    ``bytes``, ``seconds``)."""
 
     def __init__(
         self,
@@ -64,8 +72,10 @@ class RemoteStorageManager:
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         read_ahead: ReadAheadPool | None = None,
         clock: Callable[[], float] = time.time,
+        emit: Callable[[Event], None] | None = None,
     ) -> None:
-        self._driver = driver
+        self._emit = emit
+        self._driver = InstrumentedDriver(driver, emit) if driver is not None and emit is not None else driver
         self.prefix = prefix
         self.metadata_manager = metadata_manager
         self.broker_id = broker_id
@@ -89,7 +99,7 @@ class RemoteStorageManager:
         ``read.ahead.bytes`` (turns read-ahead on; with
         ``read.ahead.bytes.per.reader`` and ``read.ahead.range.bytes``).
         Raises :class:`ConfigError` naming an unknown or invalid key."""
-        from ..plugins import open_driver
+        from ..plugins import default_plugin_manager
 
         unknown = [k for k in configs if k not in _CONFIG_KEYS and not k.startswith("storage.option.")]
         if unknown:
@@ -97,8 +107,11 @@ class RemoteStorageManager:
         if "storage.url" not in configs:
             raise ConfigError("RemoteStorageManager needs storage.url (e.g. s3://bucket/kafka or file:///data/tiered)")
         options = {k[len("storage.option.") :]: v for k, v in configs.items() if k.startswith("storage.option.")}
-        self._driver = open_driver(str(configs["storage.url"]), **options)
-        self._owned.append(self._driver)
+        manager = default_plugin_manager()
+        self._emit = manager.emit
+        opened = manager.open_driver(str(configs["storage.url"]), **options)
+        self._owned.append(opened)
+        self._driver = InstrumentedDriver(opened, self._emit)
         self.prefix = str(configs.get("key.prefix", ""))
         self.broker_id = _int(configs, "broker.id", 0)
         entry_bytes = _int(configs, "index.entry.bytes", DEFAULT_INDEX_ENTRY_BYTES)
@@ -140,11 +153,23 @@ class RemoteStorageManager:
         """Upload a segment's files as ``metadata`` (from the caller's
         metadata manager) describes; no custom metadata is returned. Raises
         as :func:`upload_segment` does; nothing of the attempt remains then."""
-        with self._copy_scope(metadata.topic_partition) as cancelled:
-            manifest = upload_segment(self.driver, self.prefix, metadata, data, buffer_size=self.buffer_size,
-                                      index_entry_bytes=self.index_entry_bytes, cancelled=cancelled)  # fmt: skip
+        started = time.perf_counter()
+        try:
+            with self._copy_scope(metadata.topic_partition) as cancelled:
+                manifest = upload_segment(self.driver, self.prefix, metadata, data, buffer_size=self.buffer_size,
+                                          index_entry_bytes=self.index_entry_bytes, cancelled=cancelled)  # fmt: skip
+        except Exception as exc:
+            self._event("copy_failed", metadata, started, error=f"{type(exc).__name__}: {exc}")
+            raise
         self._manifests[metadata.segment_id] = manifest
+        self._event("copied", metadata, started, bytes=sum(manifest.object_sizes.values()))
         return None
+
+    def _event(self, step: str, metadata: RemoteLogSegmentMetadata, started: float, **fields: Any) -> None:
+        if self._emit is not None:
+            self._emit(Event("rsm.segment", {"step": step, "topic_partition": str(metadata.topic_partition),
+                                             "segment_id": metadata.segment_id.id, "base_offset": metadata.start_offset,
+                                             "seconds": time.perf_counter() - started, **fields}))  # fmt: skip
 
     def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> IO[bytes]:
         """A lazy stream of the remote ``.log`` from byte ``start`` to ``end``
@@ -177,8 +202,10 @@ class RemoteStorageManager:
     def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
         """Delete every object of the segment, manifest first; deleting a
         segment that is already gone is not an error."""
+        started = time.perf_counter()
         remove_attempt(self.driver, self.prefix, metadata)
         self._forget(metadata.segment_id)
+        self._event("deleted", metadata, started)
 
     # -- the seed interface --------------------------------------------------
 

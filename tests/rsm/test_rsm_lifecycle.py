@@ -340,3 +340,25 @@ def test_segment_files_that_disagree_are_refused(store, tmp_path) -> None:
     with pytest.raises(FormatError, match="preallocated"):
         rsm.copy_log_segment_data(good, preallocated)
     assert keys(store) == []
+
+
+def test_copies_and_deletes_are_reported_as_events(store, tmp_path) -> None:
+    from offload_core.hooks import Event
+
+    events: list[Event] = []
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(2)))
+    rsm = RemoteStorageManager(store, prefix="tiered", emit=events.append)
+    rsm.copy_log_segment(tp, segments[0].data)
+    (remote,) = rsm.list_remote_segments(tp)
+    rsm.delete_log_segment(remote)
+    broken = LogSegmentData(tmp_path / "missing.log", *[segments[1].data.offset_index] * 2, None,
+                            segments[1].data.producer_snapshot_index, b"0\n0\n")  # fmt: skip
+    meta = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 0, 0, 0, 0, 0)
+    with pytest.raises(FileNotFoundError):
+        rsm.copy_log_segment_data(meta, broken)
+    steps = [(e.fields["step"], e.fields["base_offset"]) for e in events if e.kind == "rsm.segment"]
+    assert steps == [("copied", 0), ("deleted", 0), ("copy_failed", 0)]
+    copied = next(e for e in events if e.kind == "rsm.segment")
+    assert copied.fields["bytes"] > segments[0].data.log_segment.stat().st_size
+    writes = [e for e in events if e.kind == "storage.request" and e.fields["op"] == "write"]
+    assert any(e.fields["key"].endswith(".log") for e in writes)

@@ -4,9 +4,6 @@ schema of Spark's own Kafka source, one Spark partition per segment."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,20 +93,3 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         plan_partitions({"url": f"file://{tmp_path}", "topic": "../x"})
     with pytest.raises(ConfigError, match="startingOffsets"):
         plan_partitions({"url": f"file://{tmp_path}", "topic": "t", "startingOffsets": "{oops"})
-
-
-FRESH_SESSION = """
-import sys
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
-frame = spark.read.format("kafka-remote").option("prefix", "tiered").option("topic", "orders").load(sys.argv[1])
-print("ROWS", frame.count())
-"""
-
-
-def test_a_fresh_session_finds_the_source_without_registering_it(store: str, tmp_path: Path) -> None:
-    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    result = subprocess.run([sys.executable, "-c", FRESH_SESSION, store], capture_output=True, text=True,
-                            cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
-    assert "ROWS 400" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]

@@ -198,6 +198,9 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
 frame = spark.read.format("pulsar-offload").option("decode", "none").load(sys.argv[1])
 print("ROWS", frame.count())
+kafka = spark.read.format("kafka-remote").option("topic", "no-such-topic").load(sys.argv[1])
+print("KAFKA", kafka.count(), len(kafka.columns))
+print("EMPTY", spark.read.format("pulsar-offload").load(sys.argv[2]).count())
 """
 
 
@@ -206,9 +209,13 @@ def test_a_fresh_session_finds_the_source_without_registering_it(
 ) -> None:
     url, ledgers = bucket
     environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    result = subprocess.run([sys.executable, "-c", FRESH_SESSION, url], capture_output=True, text=True,
+    (tmp_path / "empty").mkdir()
+    result = subprocess.run([sys.executable, "-c", FRESH_SESSION, url, f"file://{tmp_path / 'empty'}"],
+                            capture_output=True, text=True,
                             cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
     assert f"ROWS {sum(map(len, ledgers.values()))}" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "KAFKA 0 8" in result.stdout  # kafka-remote found the same way (pyspark_kafka_remote)
+    assert "EMPTY 0" in result.stdout  # a store with nothing to read is an empty frame, not an error
 
 
 def test_partitions_hold_consecutive_blocks_up_to_the_byte_budget(bucket: tuple[str, dict[int, list[bytes]]]) -> None:
