@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 DISTRIBUTIONS := -e ".[dev,spark]" -e drivers/filesystem -e "drivers/s3[test]" -e "drivers/gcs[test]" -e drivers/azure -e drivers/hdfs \
-                 -e examples/driver-plugin
+                 -e plugins/prometheus -e examples/driver-plugin
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
@@ -25,8 +25,8 @@ $(STAMP): $(PYPROJECTS) | $(BIN)/python
 
 # The demo needs only the core and the filesystem driver (a local directory
 # is its object store): seconds to install, not the whole test stack.
-$(DEMO_STAMP): pyproject.toml drivers/filesystem/pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e . -e drivers/filesystem
+$(DEMO_STAMP): pyproject.toml drivers/filesystem/pyproject.toml plugins/prometheus/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e . -e drivers/filesystem -e plugins/prometheus
 	touch $@
 
 # Azure tests run against Azurite, from npm, kept in a project-local folder.

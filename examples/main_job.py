@@ -13,15 +13,19 @@
    streaming on. Its entries reach the store in segments while they are
    written, the current ledger still open; the topic is then read back under
    each priority.
+6. Scrapes the broker's Prometheus endpoint (the offload-plugin-prometheus
+   plugin, served on a free port) and prints an excerpt.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -34,6 +38,7 @@ from offload_core.model import Position
 TOPIC = "demo/orders/events"
 STREAM_TOPIC = "demo/orders/stream"
 BATCH = 5000
+METRICS_PLUGIN = importlib.util.find_spec("offload_plugin_prometheus") is not None
 
 
 def event(n: int) -> bytes:
@@ -105,6 +110,7 @@ def main() -> None:
             "managedLedgerOffloadMaxBlockSizeInBytes": 8 * 2**20,
             "managedLedgerOffloadReadBufferSizeInBytes": 2**20,
             "managedLedgerOffloadDeletionLagMs": 3_600_000,
+            **({"managedLedgerOffloadMetricsPort": 0} if METRICS_PLUGIN else {}),
         }
     )
     counter = RequestCounter()
@@ -154,6 +160,8 @@ def main() -> None:
         print(f"Look around: .venv/bin/offload topics stats {TOPIC} --data-dir {data_dir}")
         print(f"             .venv/bin/offload topics stats {STREAM_TOPIC} --data-dir {data_dir}")
         print(f"             .venv/bin/offload segments ls file://{data_dir / 'bucket'}")
+        if broker.metrics_server is not None:
+            print_metrics_excerpt(broker.metrics_server.url)
     return None
 
 
@@ -181,6 +189,19 @@ def stream(broker: Broker, counter: RequestCounter, messages: int, header: str) 
     print(header)
     for priority in ReadPriority:
         print(read_everything(broker, priority, messages, counter, STREAM_TOPIC))
+
+
+EXCERPT = ("brk_ledgeroffloader_offload_bytes_total", "offload_core_offload_runs_total",
+           "offload_core_read_entries_total", "offload_core_storage_requests_total")  # fmt: skip
+
+
+def print_metrics_excerpt(url: str) -> None:
+    """What a Prometheus server scraping the broker would see (an excerpt)."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    print(f"\nMetrics, scraped from {url} (excerpt):")
+    for line in text.splitlines():
+        if line.startswith(EXCERPT) and not line.endswith(" 0.0"):
+            print(f"  {line}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DriverRegistrar",
     "Event",
+    "MetricsServer",
     "OffloaderRegistrar",
     "Transform",
     "TransformRegistrar",
@@ -81,6 +82,15 @@ class TransformRegistrar(Protocol):
     """What ``offload_core_register_transforms`` receives as ``register``."""
 
     def __call__(self, transform: Transform) -> None: ...
+
+
+class MetricsServer(Protocol):
+    """What ``offload_core_serve_metrics`` returns: where the metrics are
+    served, and how to stop serving them."""
+
+    url: str
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -149,4 +159,19 @@ def offload_core_on_event(event: Event) -> None:
         def offload_core_on_event(event):
             if event.kind == "storage.request":
                 REQUESTS.labels(event.fields["op"]).inc()
+    """
+
+
+@hookspec(firstresult=True)
+def offload_core_serve_metrics(host: str, port: int) -> MetricsServer | None:
+    """Serve this process's metrics over HTTP on ``host:port`` (port 0: any
+    free port) and return the running server; the first plugin that does
+    wins. Raise :class:`~offload_core.errors.ConfigError` when the port
+    cannot be bound.
+
+    Example::
+
+        @hookimpl
+        def offload_core_serve_metrics(host, port):
+            return start_server(REGISTRY, host, port)
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class InstrumentedDriver(StorageDriver):
         before = Counter(self.inner.request_counts)
         ok = False
         moved = 0
+        started = time.perf_counter()
         try:
             result = action()
             ok = True
@@ -89,8 +91,9 @@ class InstrumentedDriver(StorageDriver):
             if self._emit is not None:
                 sent = self.inner.request_counts - before
                 self._emit(Event("storage.request", {"op": op, "key": key, "bytes": moved, "ok": ok,
-                                                     "requests": sum(sent.values()),
-                                                     "requests_by_op": dict(sent)}))  # fmt: skip
+                                                     "requests": sum(sent.values()), "requests_by_op": dict(sent),
+                                                     "driver": self.name,
+                                                     "seconds": time.perf_counter() - started}))  # fmt: skip
 
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
         sent = [0]

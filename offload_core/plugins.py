@@ -31,7 +31,7 @@ import pluggy
 
 from . import hooks
 from .errors import ConfigError, DriverNotInstalledError, PluginLoadError
-from .hooks import Event, Transform
+from .hooks import Event, MetricsServer, Transform
 from .storage import StorageDriver
 
 __all__ = [
@@ -315,6 +315,18 @@ class PluginManager:
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every ``offload_core_on_event`` implementation."""
         self._pm.hook.offload_core_on_event(event=event)
+
+    def serve_metrics(self, port: int, host: str = "127.0.0.1") -> MetricsServer:
+        """Serve metrics through the installed metrics plugin. Raises
+        :class:`ConfigError` when no installed plugin serves metrics (it names
+        the distribution to install) or the port cannot be bound."""
+        server = self._pm.hook.offload_core_serve_metrics(host=host, port=port)
+        if server is None:
+            raise ConfigError(
+                "no installed plugin serves metrics: install offload-plugin-prometheus "
+                "(pip install -e plugins/prometheus; make setup installs it)"
+            )
+        return server  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=8)

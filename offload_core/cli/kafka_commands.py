@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, NotFoundError
-from ..plugins import open_driver
+from ..plugins import default_plugin_manager, open_driver
 from ..rsm import (
     IndexType,
     RemoteLogMetadataManager,
@@ -27,7 +27,7 @@ from ..rsm import (
 from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
 from ..rsm.types import RemoteLogSegmentMetadata
 from .ledger_commands import _open
-from .options import driver_options, parse_driver_options
+from .options import driver_options, metrics_port_option, parse_driver_options
 
 _INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
                 "producer-snapshot": IndexType.PRODUCER_SNAPSHOT, "transaction": IndexType.TRANSACTION,
@@ -50,7 +50,7 @@ def kafka() -> None:
 
 def _manager(driver: Any, prefix: str, metadata_path: Path | None) -> RemoteStorageManager:
     rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
-    return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm)
+    return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=default_plugin_manager().emit)
 
 
 def _topic_partition(text: str) -> TopicPartition:
@@ -68,6 +68,7 @@ def _topic_partition(text: str) -> TopicPartition:
 @prefix_option
 @metadata_option
 @driver_options
+@metrics_port_option
 def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metadata_path: Path | None,
          options: tuple[str, ...]) -> None:  # fmt: skip
     """Tier the rolled segments of a Kafka partition directory to URL.

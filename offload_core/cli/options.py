@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -33,3 +34,29 @@ def driver_options(command: F) -> F:
         metavar="KEY=VALUE",
         help="Storage-driver option (repeatable), e.g. -o endpoint=http://127.0.0.1:9000.",
     )(command)
+
+
+def metrics_port_option(command: F) -> F:
+    """Adds ``--metrics-port PORT``: the metrics plugin serves
+    ``http://127.0.0.1:PORT/metrics`` while the command runs (0: any free
+    port; the URL is printed to stderr)."""
+
+    @functools.wraps(command)
+    def serving(*args: Any, metrics_port: int | None, **kwargs: Any) -> Any:
+        if metrics_port is None:
+            return command(*args, **kwargs)
+        from ..plugins import default_plugin_manager
+
+        server = default_plugin_manager().serve_metrics(metrics_port)
+        click.echo(f"metrics: {server.url}", err=True)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            server.close()
+
+    return click.option(
+        "--metrics-port",
+        type=click.IntRange(0, 65535),
+        default=None,
+        help="Serve Prometheus metrics on 127.0.0.1:PORT while this runs (needs offload-plugin-prometheus).",
+    )(serving)  # type: ignore[return-value]

@@ -11,7 +11,7 @@ import click
 
 from ..errors import ConfigError
 from ..managed_ledger import SqliteMetadataStore, load_config
-from .options import driver_options, parse_driver_options
+from .options import driver_options, metrics_port_option, parse_driver_options
 from .topic_commands import broker_options
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
@@ -43,6 +43,7 @@ def _printer(progress: Any) -> None:
 @click.option("--topic", "topics", multiple=True, help="Topic to backfill (repeatable; default: every topic).")
 @broker_options
 @master_option
+@metrics_port_option
 def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, master: str | None) -> None:
     """Offload every sealed ledger not offloaded yet, one Spark task per
     ledger; each ledger is marked offloaded once all its objects are written.
@@ -84,6 +85,7 @@ def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, ma
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per defect, one per line.")
 @driver_options
 @master_option
+@metrics_port_option
 def verify(
     url: str, prefix: str, ledger_ids: tuple[int, ...], as_json: bool, options: tuple[str, ...], master: str | None
 ) -> None:
@@ -145,6 +147,7 @@ def _cutoff(older_than: str | None, before: str | None) -> datetime:
 @click.option("--prefix", default="", help="Only keys starting with this prefix.")
 @driver_options
 @master_option
+@metrics_port_option
 def retention(
     url: str, older_than: str | None, before: str | None, data_dir: str | None, delete_orphans: bool,
     execute: bool, prefix: str, options: tuple[str, ...], master: str | None,

@@ -20,6 +20,7 @@ from ..hooks import Event, hookimpl
 from ..managed_ledger import Broker, load_config
 from ..model import Entry, Position
 from .message_input import FORMATS, message_entry, parse_line
+from .options import metrics_port_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -265,6 +266,7 @@ class _OffloadProgress:
 @click.option("--position", default=None, help="Offload sealed ledgers before this L:E (default: all sealed).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per ledger offloaded, then the status.")
 @broker_options
+@metrics_port_option
 def offload_topic(topic: str, position: str | None, as_json: bool, data_dir: str, config_path: str | None) -> None:
     """Offload TOPIC's sealed ledgers before a position (the manual
     trigger), reporting each ledger as it completes."""
@@ -391,6 +393,7 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
 @topics.command("run-maintenance")
 @click.argument("topic")
 @broker_options
+@metrics_port_option
 def run_maintenance(topic: str, data_dir: str, config_path: str | None) -> None:
     """Do TOPIC's periodic work now: age rollover, streaming offload, threshold offload, hot-copy
     deletion after the lag, retention."""

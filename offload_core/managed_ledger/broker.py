@@ -55,6 +55,10 @@ class Broker:
             raise ConfigError(f"data directory {self.data_dir} cannot be created ({exc.strerror or exc})") from None
         self.config = config if config is not None else BrokerConfig()
         self.plugins = plugin_manager if plugin_manager is not None else PluginManager()
+        # First, before anything needs closing: a port that cannot be bound fails the start cleanly.
+        self.metrics_server = (
+            self.plugins.serve_metrics(self.config.metrics_port) if self.config.metrics_port is not None else None
+        )
         self.store = store if store is not None else SqliteMetadataStore(self.data_dir / "metadata.db")
         self.policies = PolicyStore(self.store, self.config.policies)
         self.read_ahead = ReadAheadPool(
@@ -136,6 +140,8 @@ class Broker:
         self.offloaders.close()
         self.read_ahead.close()
         self.store.close()
+        if self.metrics_server is not None:
+            self.metrics_server.close()
 
     def __enter__(self) -> Broker:
         return self

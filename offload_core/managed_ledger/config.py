@@ -64,6 +64,7 @@ class BrokerConfig:
     read_ahead_bytes: int = 256 * 2**20
     read_ahead_bytes_per_reader: int = 64 * 2**20
     read_ahead_range_bytes: int = 16 * 2**20
+    metrics_port: int | None = None
     source: str = field(default="(defaults)", compare=False)
 
 
@@ -138,6 +139,8 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerOffloadReadAheadBytes": ("broker", "read_ahead_bytes", _positive),
     "managedLedgerOffloadReadAheadBytesPerReader": ("broker", "read_ahead_bytes_per_reader", _positive),
     "managedLedgerOffloadReadAheadRangeBytes": ("broker", "read_ahead_range_bytes", _positive),
+    # Ours: serve the metrics plugin's /metrics on 127.0.0.1:PORT (0: any free port; absent: not served).
+    "managedLedgerOffloadMetricsPort": ("broker", "metrics_port", _not_negative),
 }
 
 

@@ -4,6 +4,7 @@ priorities (Pulsar's), with the fallback rules of the ``*_FIRST`` ones."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from ..errors import (
@@ -61,6 +62,7 @@ class TieredReads(LedgerReadAhead):
                 at = step
                 continue
             ledger_id, first, end, current, context = step
+            started = time.perf_counter()
             try:
                 entries, tier = self._read_ledger(ledger_id, first, end, chosen, current, context)
             except (OffloadError, OSError) as exc:
@@ -69,6 +71,10 @@ class TieredReads(LedgerReadAhead):
                     raise
                 continue  # its tiers changed while it was read (hot copy deleted, say): plan it again
             self.read_stats.served[tier] += len(entries)
+            # One event per ledger read (a consumer batch), never per entry.
+            self._emit(Event("read.served", {"managed_ledger": self.name, "ledger_id": ledger_id, "tier": tier,
+                                             "entries": len(entries), "bytes": sum(len(e.data) for e in entries),
+                                             "seconds": time.perf_counter() - started}))  # fmt: skip
             results.extend(TieredEntry(entry, tier) for entry in entries)
             at = Position(ledger_id, end + 1)
         return results
