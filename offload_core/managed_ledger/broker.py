@@ -65,6 +65,7 @@ class Broker:
             total_bytes=self.config.read_ahead_bytes,
             reader_bytes=self.config.read_ahead_bytes_per_reader,
             range_size=self.config.read_ahead_range_bytes,
+            emit=self.plugins.emit,
         )
         self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit,
                                             read_ahead=self.read_ahead,

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, OffloadError, StateError
 from ..formats import pulsar_v2 as v2
+from ..hooks import Event
 from ..model import Entry, Position
 from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
@@ -219,6 +220,10 @@ class StreamingLifecycle(SegmentHousekeeping):
                 self._assign(ledger_id)
             taken, result = segment.offer_entries(entries)
             offered += taken
+            # Per batch offered (about a megabyte), for the buffer-occupancy gauge.
+            self._emit(Event("streaming.buffer", {"managed_ledger": self.name, "uuid": segment.uuid,
+                                                  "buffered_bytes": segment.buffered_bytes,
+                                                  "limit": segment.limits.max_buffer_size}))  # fmt: skip
             if taken:
                 self._stream_next = Position(ledger_id, entries[taken - 1].entry_id + 1)
             if result is OfferResult.FAIL_BUFFER_FULL:

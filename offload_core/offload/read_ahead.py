@@ -17,10 +17,12 @@ with nothing else in flight.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..hooks import Event
 from ..storage import StorageDriver
 
 __all__ = [
@@ -63,7 +65,10 @@ class ReadAheadPool:
 
     ``total_bytes`` bounds the bytes of every range requested and not yet
     released; ``reader_bytes`` bounds what one reader asks for ahead of
-    itself; ``range_size`` is the size of one GET. Raises
+    itself; ``range_size`` is the size of one GET. With ``emit``, every
+    range asked for is a ``read_ahead.range`` event (``outcome``:
+    ``fetched``, ``shared`` (joined another reader's download), ``refused``
+    (no budget) or ``direct``; ``charged_bytes``). Raises
     :class:`ConfigError` for sizes that are not positive integers or a
     reader allowance below one range.
     """
@@ -75,6 +80,7 @@ class ReadAheadPool:
         reader_bytes: int = DEFAULT_READER_BYTES,
         range_size: int = DEFAULT_RANGE_SIZE,
         workers: int = DEFAULT_WORKERS,
+        emit: Callable[[Event], None] | None = None,
     ) -> None:
         for name, value in (
             ("read-ahead total bytes", total_bytes),
@@ -99,6 +105,7 @@ class ReadAheadPool:
         self.fetches = 0
         """Ranges fetched; a range shared by several readers counts once."""
         self._closed = False
+        self._emit = emit
 
     @property
     def charged_bytes(self) -> int:
@@ -130,10 +137,10 @@ class ReadAheadPool:
             shared = self._ranges.get(slot)
             if shared is not None and not (shared.future.done() and shared.future.exception() is not None):
                 shared.holders += 1
-                return shared
-            if not needed and (self._closed or self._charged + size > self.total_bytes):
-                return None
-            if not self._closed:
+                outcome, result = "shared", shared
+            elif not needed and (self._closed or self._charged + size > self.total_bytes):
+                outcome, result = "refused", None
+            elif not self._closed:
                 # Looked up, charged and registered under one lock: two
                 # readers asking at once cannot both start the download.
                 self._charged += size
@@ -143,8 +150,16 @@ class ReadAheadPool:
                     self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="offload-read-ahead")
                 shared = SharedRange(key, start, end, self._executor.submit(driver.read, key, start, end))
                 self._ranges[slot] = shared
-                return shared
-        return self._fetch_now(driver, key, start, end)
+                outcome, result = "fetched", shared
+            else:
+                outcome, result = "direct", None
+            charged = self._charged
+        if self._emit is not None:
+            self._emit(Event("read_ahead.range", {"outcome": outcome, "bytes": size, "charged_bytes": charged,
+                                                  "needed": needed}))  # fmt: skip
+        if outcome == "direct":
+            return self._fetch_now(driver, key, start, end)
+        return result
 
     def release(self, driver: StorageDriver, shared: SharedRange) -> None:
         """Let go of ``shared``; the last holder frees its budget (once the

@@ -10,6 +10,7 @@ few buffers at a time, never the segment.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import FormatError
@@ -25,7 +26,8 @@ class RemoteSegmentStream(io.RawIOBase):
 
     Raises :class:`FormatError` if the object turns out shorter than
     ``stop`` (it changed or was damaged under the reader), and what the
-    driver raises. Closing it cancels whatever was read ahead."""
+    driver raises. Closing it cancels whatever was read ahead, then calls
+    ``on_close`` with the bytes served."""
 
     def __init__(
         self,
@@ -36,8 +38,11 @@ class RemoteSegmentStream(io.RawIOBase):
         *,
         buffer_size: int,
         pool: ReadAheadPool | None = None,
+        on_close: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__()
+        self._on_close = on_close
+        self._served = 0
         self._start = start
         self._stop = stop
         self._position = start
@@ -78,6 +83,7 @@ class RemoteSegmentStream(io.RawIOBase):
         count = min(want, available)
         view[:count] = data[at : at + count]
         self._position += count
+        self._served += count
         return count
 
     def readall(self) -> bytes:
@@ -87,9 +93,12 @@ class RemoteSegmentStream(io.RawIOBase):
             count = min(available, self._stop - self._position)
             pieces.append(data[at : at + count])
             self._position += count
+            self._served += count
         return b"".join(pieces)
 
     def close(self) -> None:
         if not self.closed:
             self._bytes.close()
+            if self._on_close is not None:
+                self._on_close(self._served)
         super().close()

@@ -57,9 +57,9 @@ class RemoteStorageManager:
 
     With ``emit`` (``configure`` uses the plugin manager's, so metrics
     plugins see them), every store request is a ``storage.request`` event
-    and every segment copied, failed or deleted an ``rsm.segment`` event
-    (``step``, ``topic_partition``, ``segment_id``, ``base_offset``,
-    ``bytes``, ``seconds``)."""
+    and every segment copied, failed, deleted or fetched (when its stream is
+    closed) an ``rsm.segment`` event (``step``, ``topic_partition``,
+    ``segment_id``, ``base_offset``, ``bytes``, ``seconds``)."""
 
     def __init__(
         self,
@@ -184,8 +184,14 @@ class RemoteStorageManager:
         if (end is not None and end >= size) or start > size or (start == size and size > 0):
             raise InvalidRangeError(f"{key}: bytes {start}..{end} reach past its {size} bytes (end is inclusive)")
         stop = size if end is None else end + 1
-        return io.BufferedReader(RemoteSegmentStream(self.driver, key, start, stop, buffer_size=self.buffer_size,
-                                                     pool=self.read_ahead), buffer_size=64 * 1024)  # fmt: skip
+        started = time.perf_counter()
+
+        def fetched(served: int) -> None:
+            self._event("fetched", metadata, started, bytes=served)
+
+        raw = RemoteSegmentStream(self.driver, key, start, stop, buffer_size=self.buffer_size, pool=self.read_ahead,
+                                  on_close=fetched)  # fmt: skip
+        return io.BufferedReader(raw, buffer_size=64 * 1024)
 
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]:
         """The remote index of ``index_type``, byte-identical to what was

@@ -350,6 +350,8 @@ def test_copies_and_deletes_are_reported_as_events(store, tmp_path) -> None:
     rsm = RemoteStorageManager(store, prefix="tiered", emit=events.append)
     rsm.copy_log_segment(tp, segments[0].data)
     (remote,) = rsm.list_remote_segments(tp)
+    with rsm.fetch_log_segment(remote, 100) as stream:
+        served = len(stream.read(5000))
     rsm.delete_log_segment(remote)
     broken = LogSegmentData(tmp_path / "missing.log", *[segments[1].data.offset_index] * 2, None,
                             segments[1].data.producer_snapshot_index, b"0\n0\n")  # fmt: skip
@@ -357,7 +359,9 @@ def test_copies_and_deletes_are_reported_as_events(store, tmp_path) -> None:
     with pytest.raises(FileNotFoundError):
         rsm.copy_log_segment_data(meta, broken)
     steps = [(e.fields["step"], e.fields["base_offset"]) for e in events if e.kind == "rsm.segment"]
-    assert steps == [("copied", 0), ("deleted", 0), ("copy_failed", 0)]
+    assert steps == [("copied", 0), ("fetched", 0), ("deleted", 0), ("copy_failed", 0)]
+    fetched = [e for e in events if e.kind == "rsm.segment" and e.fields["step"] == "fetched"]
+    assert fetched[0].fields["bytes"] >= served
     copied = next(e for e in events if e.kind == "rsm.segment")
     assert copied.fields["bytes"] > segments[0].data.log_segment.stat().st_size
     writes = [e for e in events if e.kind == "storage.request" and e.fields["op"] == "write"]

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, Summary
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
 from offload_core.hooks import Event
 
@@ -73,6 +73,17 @@ class OffloadMetrics:
         self.remote_copy_requests = Counter(_KAFKA + "remote_copy_requests", "Segment copies", tp, registry=r)
         self.remote_copy_errors = Counter(_KAFKA + "remote_copy_errors", "Failed segment copies", tp, registry=r)
         self.remote_delete_requests = Counter(_KAFKA + "remote_delete_requests", "Segment deletes", tp, registry=r)
+        self.remote_fetch_requests = Counter(_KAFKA + "remote_fetch_requests", "Segment fetches", tp, registry=r)
+        self.remote_fetch_bytes = Counter(_KAFKA + "remote_fetch_bytes", "Bytes of segments fetched", tp, registry=r)
+        self.read_ahead_ranges = Counter("offload_core_read_ahead_ranges", "Read-ahead ranges asked for by outcome "
+                                         "(shared: a hit on another reader's download)", ["outcome"],
+                                         registry=r)  # fmt: skip
+        self.read_ahead_bytes = Gauge("offload_core_read_ahead_charged_bytes", "Bytes held by read-ahead now",
+                                      registry=r)  # fmt: skip
+        self.streaming_buffer = Gauge("offload_core_streaming_buffered_bytes", "Bytes buffered by an open segment",
+                                      _TOPIC, registry=r)  # fmt: skip
+        self.streaming_buffer_limit = Gauge("offload_core_streaming_buffer_limit_bytes", "Its buffer bound", _TOPIC,
+                                            registry=r)  # fmt: skip
         self._lock = threading.Lock()
         self._offloads: dict[str, tuple[str, float | None]] = {}  # uuid -> (topic, started at)
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -84,6 +95,8 @@ class OffloadMetrics:
             "read.fallback": lambda f: self.read_fallbacks.labels(str(f.get("from")), str(f.get("to"))).inc(),
             "storage.request": self._storage,
             "rsm.segment": self._rsm,
+            "read_ahead.range": self._read_ahead,
+            "streaming.buffer": self._streaming_buffer,
         }
 
     def observe(self, event: Event, *, now: float) -> None:
@@ -171,3 +184,15 @@ class OffloadMetrics:
             self.remote_copy_errors.labels(*labels).inc()
         elif step == "deleted":
             self.remote_delete_requests.labels(*labels).inc()
+        elif step == "fetched":
+            self.remote_fetch_requests.labels(*labels).inc()
+            self.remote_fetch_bytes.labels(*labels).inc(int(f.get("bytes", 0)))
+
+    def _read_ahead(self, f: dict[str, Any]) -> None:
+        self.read_ahead_ranges.labels(str(f["outcome"])).inc()
+        self.read_ahead_bytes.set(int(f["charged_bytes"]))
+
+    def _streaming_buffer(self, f: dict[str, Any]) -> None:
+        labels = _topic_labels(str(f["managed_ledger"]))
+        self.streaming_buffer.labels(*labels).set(int(f["buffered_bytes"]))
+        self.streaming_buffer_limit.labels(*labels).set(int(f["limit"]))

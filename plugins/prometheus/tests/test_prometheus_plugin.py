@@ -86,6 +86,21 @@ def test_events_become_pulsars_and_kafkas_metrics() -> None:
             "rsm.segment",
             {"step": "deleted", "topic_partition": "my-topic-2", "segment_id": "x", "base_offset": 0, "seconds": 0.1},
         ),  # fmt: skip
+        Event(
+            "rsm.segment",
+            {
+                "step": "fetched",
+                "topic_partition": "my-topic-2",
+                "segment_id": "x",
+                "bytes": 40,
+                "base_offset": 0,
+                "seconds": 0.1,
+            },
+        ),  # fmt: skip
+        Event("read_ahead.range", {"outcome": "fetched", "bytes": 16, "charged_bytes": 16, "needed": True}),
+        Event("read_ahead.range", {"outcome": "shared", "bytes": 16, "charged_bytes": 16, "needed": True}),
+        Event("offload.segment", {"step": "assigned", "managed_ledger": topic, "uuid": "s1"}),
+        Event("streaming.buffer", {"managed_ledger": topic, "uuid": "s1", "buffered_bytes": 5, "limit": 64}),
         Event("storage.request", {"op": "read"}),  # malformed: ignored, never raised
         Event("something.else", {}),
     ]
@@ -105,6 +120,13 @@ def test_events_become_pulsars_and_kafkas_metrics() -> None:
     assert get("kafka_server_brokertopicmetrics_remote_copy_bytes_total", {"topic": "my-topic", "partition": "2"}) == 50
     assert get("kafka_server_brokertopicmetrics_remote_delete_requests_total",
                {"topic": "my-topic", "partition": "2"}) == 1  # fmt: skip
+    assert (
+        get("kafka_server_brokertopicmetrics_remote_fetch_bytes_total", {"topic": "my-topic", "partition": "2"}) == 40
+    )
+    assert get("offload_core_read_ahead_ranges_total", {"outcome": "shared"}) == 1
+    assert get("offload_core_read_ahead_charged_bytes") == 16
+    assert get("offload_core_streaming_buffered_bytes", labels) == 5
+    assert get("offload_core_streaming_buffer_limit_bytes", labels) == 64
 
 
 def test_the_broker_serves_metrics_a_scrape_parses(tmp_path: Path) -> None:
@@ -118,12 +140,20 @@ def test_the_broker_serves_metrics_a_scrape_parses(tmp_path: Path) -> None:
         assert ledger.offload_prefix().status == "success"
         first = ledger.ledgers()[0].ledger_id
         ledger.read_tiered(Position(first, 0), 120, priority=ReadPriority.OFFLOADED_FIRST)
+        broker.policies.update("topic", "acme/orders/stream", streaming_enabled=True)
+        streamed = broker.topic("acme/orders/stream")
+        for n in range(30):
+            streamed.append(b"streamed-%d" % n)
+        streamed.run_maintenance()
+        broker.drain()
         samples = scrape(broker.metrics_server.url)
         url = broker.metrics_server.url
     labels = {"namespace": "acme/orders", "topic": "persistent://acme/orders/events"}
     assert value(samples, "brk_ledgeroffloader_offload_bytes_total", **labels) > 0
     assert value(samples, "offload_core_read_entries_total", tier="offloaded") >= 100
     assert value(samples, "offload_core_storage_requests_total", driver="filesystem", op="write") > 0
+    stream_labels = {"namespace": "acme/orders", "topic": "persistent://acme/orders/stream"}
+    assert value(samples, "offload_core_streaming_buffer_limit_bytes", **stream_labels) > 0
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)  # closed with the broker
 
