@@ -9,7 +9,8 @@ per read buffer.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
@@ -49,32 +50,59 @@ class RemoteLogReader:
         """Whole batches whose last offset is at least ``start_offset``
         (and base offset at most ``end_offset``), with their bytes; at most
         ``max_bytes`` of them, but always the first."""
+        wanted = [s for s in self.segments if s.end_offset >= start_offset
+                  and (end_offset is None or s.start_offset <= end_offset)]  # fmt: skip
         served = 0
-        for segment in self.segments:
-            if segment.end_offset < start_offset:
-                continue
-            if end_offset is not None and segment.start_offset > end_offset:
-                return
-            for batch, data in self._segment_batches(segment, start_offset):
-                if end_offset is not None and batch.base_offset > end_offset:
-                    return
-                if max_bytes is not None and served and served + batch.size_in_bytes > max_bytes:
-                    return
-                served += batch.size_in_bytes
-                yield batch, data
+        ahead: dict[int, IO[bytes]] = {}  # next segments' streams, opened early so their read-ahead starts
+        try:
+            for number, segment in enumerate(wanted):
+                following = wanted[number + 1] if number + 1 < len(wanted) else None
+                near_end = functools.partial(self._open_ahead, following, number + 1, ahead)
+                for batch, data in self._segment_batches(segment, start_offset, ahead.pop(number, None), near_end):
+                    if end_offset is not None and batch.base_offset > end_offset:
+                        return
+                    if max_bytes is not None and served and served + batch.size_in_bytes > max_bytes:
+                        return
+                    served += batch.size_in_bytes
+                    yield batch, data
+        finally:
+            for stream in ahead.values():
+                stream.close()  # a read stopped early: give back what was read ahead
+
+    def _open_ahead(self, segment: RemoteLogSegmentMetadata | None, number: int, ahead: dict[int, IO[bytes]]) -> None:
+        if segment is not None and number not in ahead and self.rsm.manifest(segment).object_sizes["log"] > 0:
+            ahead[number] = self.rsm.fetch_log_segment(segment, 0)
 
     def _segment_batches(
-        self, segment: RemoteLogSegmentMetadata, start_offset: int
+        self,
+        segment: RemoteLogSegmentMetadata,
+        start_offset: int,
+        opened: IO[bytes] | None = None,
+        near_end: Callable[[], None] | None = None,
     ) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
+        """Batches of one segment from ``start_offset``; ``opened`` is its
+        stream from byte 0 if one was opened ahead. With read-ahead on,
+        ``near_end`` is called once the reader is within one read-ahead
+        range of the segment's end, so the next segment's download starts
+        before this one is finished (as it does across ledgers)."""
         position = 0
         if start_offset > segment.start_offset:
             floor = kafka.lookup_offset(self.rsm.offset_index(segment), start_offset, segment.start_offset)
             position = floor.position
         size = self.rsm.manifest(segment).object_sizes["log"]
         if position >= size:
+            if opened is not None:
+                opened.close()
             return
-        with self.rsm.fetch_log_segment(segment, position) as stream:
+        if opened is not None and position:
+            opened.seek(position)
+        pool = self.rsm.read_ahead
+        margin = pool.range_size if pool is not None else None
+        with opened if opened is not None else self.rsm.fetch_log_segment(segment, position) as stream:
             for batch, data in read_batches(stream, position, size):
+                if near_end is not None and margin is not None and size - batch.position <= margin:
+                    near_end()
+                    near_end = None
                 if batch.last_offset >= start_offset:
                     yield batch, data
 

@@ -59,3 +59,41 @@ def test_two_readers_of_one_segment_share_downloads(tmp_path) -> None:
     ranges = -(-(len(log) - start) // RANGE)
     assert pool.fetches <= ranges + 1
     pool.close()
+
+
+def test_a_reader_starts_the_next_segments_download_before_it_finishes_this_one(tmp_path) -> None:
+    from offload_core.rsm.log_reader import RemoteLogReader
+
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE, workers=2)
+    driver = open_driver(f"file://{tmp_path / 'store'}")
+    rsm = RemoteStorageManager(driver, buffer_size=4096, read_ahead=pool)
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(3, batches=20)))
+    for segment in segments:
+        rsm.copy_log_segment(tp, segment.data)
+    reader = RemoteLogReader(rsm, tp)
+    second = reader.segments[1]
+    second_key = f"orders-0/{second.start_offset:020d}-{second.segment_id.id}.log"
+    seen_ahead = False
+    offsets = []
+    for remote in reader.records(0):
+        offsets.append(remote.record.offset)
+        if remote.record.offset == second.start_offset - 1:
+            # The last record of the first segment: the second is already under way.
+            seen_ahead = any(shared.key == second_key for shared in pool._ranges.values())
+    assert offsets == list(range(300)) and seen_ahead
+    assert settled(pool) == 0  # everything released at the end
+
+
+def test_stopping_early_releases_what_was_read_ahead_for_the_next_segment(tmp_path) -> None:
+    from offload_core.rsm.log_reader import RemoteLogReader
+
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=4 * RANGE, range_size=RANGE, workers=2)
+    driver = open_driver(f"file://{tmp_path / 'store'}")
+    rsm = RemoteStorageManager(driver, buffer_size=4096, read_ahead=pool)
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(2, batches=20)))
+    for segment in segments:
+        rsm.copy_log_segment(tp, segment.data)
+    records = RemoteLogReader(rsm, tp).records(95)
+    assert next(records).record.offset == 95
+    records.close()
+    assert settled(pool) == 0 and pool.ranges == 0
