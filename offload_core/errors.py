@@ -27,6 +27,7 @@ __all__ = [
     "OffloadError",
     "PluginLoadError",
     "StateError",
+    "TransformNotInstalledError",
     "TransientStorageError",
     "mask_secret_text",
     "mask_secrets",
@@ -120,6 +121,11 @@ class ConfigError(OffloadError, ValueError):
 
 class DriverNotInstalledError(ConfigError):
     """No installed plugin provides the requested storage driver."""
+
+
+class TransformNotInstalledError(DriverNotInstalledError):
+    """An object was written with a transform whose plugin is not installed
+    here; the message names the distribution to install."""
 
 
 class PluginLoadError(OffloadError):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DriverRegistrar",
+    "ChunkCodec",
     "Event",
     "MetricsServer",
     "OffloaderRegistrar",
@@ -66,16 +67,33 @@ class OffloaderRegistrar(Protocol):
     ) -> None: ...
 
 
-class Transform(Protocol):
-    """A reversible block transform (compression, encryption).
+class ChunkCodec(Protocol):
+    """One object's transform, applied chunk by chunk. ``index`` is the
+    chunk's position in the object (for associated data or nonces).
+    ``decode`` raises :class:`~offload_core.errors.FormatError` for a
+    stored chunk it cannot prove intact, never returns altered bytes."""
 
-    ``name`` is recorded in object metadata so readers pick the decoder."""
+    def encode(self, chunk: bytes, index: int) -> bytes: ...
+
+    def decode(self, stored: bytes, index: int) -> bytes: ...
+
+
+class Transform(Protocol):
+    """A reversible chunk transform (compression, encryption, checksums).
+
+    ``name`` and ``version`` are recorded with every object written with
+    it, with the ``params`` :meth:`for_writing` returns (levels, key ids,
+    wrapped keys: never a secret in the clear) and the ``distribution`` to
+    install to read it back, so a reader picks the decoder from the object
+    alone."""
 
     name: str
+    version: int
+    distribution: str
 
-    def encode(self, block: bytes) -> bytes: ...
+    def for_writing(self) -> tuple[ChunkCodec, Mapping[str, str]]: ...
 
-    def decode(self, block: bytes) -> bytes: ...
+    def for_reading(self, params: Mapping[str, str]) -> ChunkCodec: ...
 
 
 class TransformRegistrar(Protocol):

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import pluggy
 
 from . import hooks
-from .errors import ConfigError, DriverNotInstalledError, PluginLoadError
+from .errors import ConfigError, DriverNotInstalledError, PluginLoadError, TransformNotInstalledError
 from .hooks import Event, MetricsServer, Transform
 from .storage import StorageDriver
 
@@ -231,6 +231,11 @@ class PluginManager:
         unique = {spec.name: spec for spec in registries.offloaders.values()}
         return [unique[name] for name in sorted(unique)]
 
+    def transforms(self) -> list[tuple[Transform, PluginInfo]]:
+        """Every registered chunk transform with the plugin that registered it, by name."""
+        registries = self._build()
+        return [registries.transforms[name] for name in sorted(registries.transforms)]
+
     def driver(self, name: str) -> DriverSpec:
         """The driver registered under ``name`` or alias (case-insensitive).
 
@@ -283,16 +288,19 @@ class PluginManager:
             raise ConfigError(f"no ledger offloader serves storage driver {driver_name!r}; install one that does")
         return fallback
 
-    def transform(self, name: str) -> Transform:
-        """The block transform registered under ``name``."""
+    def transform(self, name: str, *, distribution: str | None = None) -> Transform:
+        """The chunk transform registered under ``name``. Raises
+        :class:`TransformNotInstalledError` if none is, naming
+        ``distribution`` (what an object written with it records) when known."""
         registries = self._build()
         try:
             return registries.transforms[name][0]
         except KeyError:
             installed = ", ".join(sorted(registries.transforms)) or "none"
-            raise ConfigError(
-                f"no block transform named {name!r} is registered (objects written with it need its plugin); "
-                f"installed: {installed}"
+            where = f"install {distribution} (its plugin); " if distribution else "install its plugin; "
+            raise TransformNotInstalledError(
+                f"no chunk transform named {name!r} is registered: objects written with it cannot be read or written "
+                f"here; {where}installed: {installed}"
             ) from None
 
     def open_driver(self, url_or_name: str, **options: Any) -> StorageDriver:

@@ -19,6 +19,7 @@ from offload_core import (
     hookimpl,
     open_driver,
 )
+from offload_core.errors import TransformNotInstalledError
 from offload_core.memory import MemoryDriver
 from offload_core.plugins import BUILTIN_PLUGINS, ENV_ALLOW, ENV_DISABLE_AUTOLOAD
 
@@ -207,13 +208,19 @@ def test_events_offloaders_and_transforms_reach_plugins() -> None:
     seen: list[Event] = []
 
     class Reverse:
-        name = "reverse"
+        name, version, distribution = "reverse", 1, "offload-plugin-reverse"
 
-        def encode(self, block: bytes) -> bytes:
-            return block[::-1]
+        def for_writing(self):  # type: ignore[no-untyped-def]
+            return self, {}
 
-        def decode(self, block: bytes) -> bytes:
-            return block[::-1]
+        def for_reading(self, params):  # type: ignore[no-untyped-def]
+            return self
+
+        def encode(self, chunk: bytes, index: int) -> bytes:
+            return chunk[::-1]
+
+        def decode(self, stored: bytes, index: int) -> bytes:
+            return stored[::-1]
 
     def factory(driver: object) -> str:
         return "an offloader"
@@ -235,10 +242,12 @@ def test_events_offloaders_and_transforms_reach_plugins() -> None:
     manager.register(Plugin())
     manager.emit(Event("offload.finished", {"bytes": 3}))
     assert seen == [Event("offload.finished", {"bytes": 3})]
-    assert manager.transform("reverse").decode(b"cba") == b"abc"
+    assert manager.transform("reverse").for_reading({}).decode(b"cba", 0) == b"abc"
     assert manager.offloader("blob").factory is factory
-    with pytest.raises(ConfigError, match="no block transform named 'zstd'"):
-        manager.transform("zstd")
+    with pytest.raises(
+        TransformNotInstalledError, match="no chunk transform named 'zstd'.*install offload-plugin-zstd"
+    ):
+        manager.transform("zstd", distribution="offload-plugin-zstd")
     with pytest.raises(ConfigError, match="no ledger offloader named 'x'.*blobby"):
         manager.offloader("x")
 

@@ -14,7 +14,8 @@ from ..plugins import PluginManager
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per plugin, one per line.")
 def plugins(as_json: bool) -> None:
     """List installed plugins, their distributions, and the drivers and
-    ledger offloaders they add (with the drivers each offloader serves)."""
+    ledger offloaders they add (with the drivers each offloader serves), and
+    their chunk transforms."""
     manager = PluginManager()
     drivers_by_plugin: dict[str, list[dict[str, Any]]] = {}
     for spec in manager.drivers():
@@ -26,6 +27,9 @@ def plugins(as_json: bool) -> None:
         offloaders_by_plugin.setdefault(offloader.plugin.name, []).append(
             {"name": offloader.name, "aliases": list(offloader.aliases), "serves": list(offloader.drivers)}
         )
+    transforms_by_plugin: dict[str, list[dict[str, Any]]] = {}
+    for transform, owner in manager.transforms():
+        transforms_by_plugin.setdefault(owner.name, []).append({"name": transform.name, "version": transform.version})
     if as_json:
         rows = [
             {
@@ -35,6 +39,7 @@ def plugins(as_json: bool) -> None:
                 "group": info.group,
                 "drivers": drivers_by_plugin.get(info.name, []),
                 "offloaders": offloaders_by_plugin.get(info.name, []),
+                "transforms": transforms_by_plugin.get(info.name, []),
             }
             for info in manager.plugins()
         ]
@@ -51,3 +56,5 @@ def plugins(as_json: bool) -> None:
             serves = ", ".join("any other driver" if d == "*" else d for d in row["serves"]) or "-"
             aliases = ", ".join(row["aliases"]) or "-"
             click.echo(f"    offloader {row['name']:<11} aliases: {aliases:<28} serves: {serves}")
+        for row in transforms_by_plugin.get(info.name, []):
+            click.echo(f"    transform {row['name']:<11} version {row['version']}")

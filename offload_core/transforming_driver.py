@@ -1,0 +1,227 @@
+"""A storage driver that stores objects transformed chunk by chunk
+(compressed, encrypted, checksummed) and serves their logical bytes.
+
+Writes with a chain of transforms cut the object into chunks of
+``chunk_size`` logical bytes, transform each (the chain in order), and end
+the stored object with a chunk table (:mod:`offload_core.formats.chunked`).
+The chain (names, versions, distributions, parameters such as key ids and
+wrapped keys) is recorded in the object's user metadata under
+``offload-transforms``, so a reader picks the decoders from the object
+alone. Objects written without a chain are stored as they are, byte for
+byte, and read through unchanged.
+
+A ranged read of a transformed object costs one GET (the stored range of
+the chunks it needs) once the object's layout is known; learning it costs a
+stat and a read of the object's tail, once per object per driver.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import FormatError, NotFoundError, TransformNotInstalledError
+from .formats.chunked import FOOTER_TAIL, ChunkTable, decode_footer, encode_footer, footer_length
+from .hooks import ChunkCodec, Transform
+from .model import ObjectInfo
+from .storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver, slice_range
+
+__all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver"]
+
+CHAIN_KEY = "offload-transforms"
+DEFAULT_CHUNK_SIZE = 1024 * 1024
+_TAIL_READ = 64 * 1024
+_LAYOUTS = 4096
+
+
+@dataclass(frozen=True)
+class _Layout:
+    table: ChunkTable
+    codecs: tuple[ChunkCodec, ...]  # in chain order
+
+
+class TransformingDriver(StorageDriver):
+    """Wraps ``inner``. ``chain`` transforms every object written (none: a
+    pass-through writer); ``lookup(name, distribution)`` finds the transform
+    an object was written with (:meth:`PluginManager.transform`), raising
+    :class:`TransformNotInstalledError` naming the distribution to install.
+    Reads raise :class:`FormatError` when a stored chunk fails its
+    transform's check: altered bytes are never returned."""
+
+    counts_requests = True  # the wrapped store's requests are what count
+
+    def __init__(
+        self,
+        inner: StorageDriver,
+        lookup: Callable[..., Transform],
+        chain: Sequence[Transform] = (),
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ) -> None:
+        if not isinstance(chunk_size, int) or not 0 < chunk_size < 2**31:
+            raise FormatError(f"chunk size must be between 1 byte and 2 GiB, got {chunk_size!r}")
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.min_part_size = inner.min_part_size
+        self.chain = tuple(chain)
+        self.chunk_size = chunk_size
+        self._lookup = lookup
+        self._lock = threading.Lock()
+        self._layouts: OrderedDict[str, _Layout | None] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"TransformingDriver({self.inner!r}, chain={[t.name for t in self.chain]})"
+
+    @property
+    def request_counts(self) -> Any:
+        return self.inner.request_counts
+
+    def sweep_stale_uploads(
+        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
+    ) -> tuple[ObjectInfo, ...]:
+        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    # -- writing -------------------------------------------------------------
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        if not self.chain:
+            return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
+        codecs, described = [], []
+        for transform in self.chain:
+            codec, params = transform.for_writing()
+            codecs.append(codec)
+            described.append({"name": transform.name, "version": transform.version,
+                              "distribution": transform.distribution, "params": dict(params)})  # fmt: skip
+        stored_metadata = {**metadata, CHAIN_KEY: json.dumps(described, sort_keys=True, separators=(",", ":"))}
+        lengths: list[int] = []
+        logical = [0]
+
+        def stored_parts() -> Iterator[bytes]:
+            pending = bytearray()
+            for part in parts:
+                pending += part
+                while len(pending) >= self.chunk_size:
+                    yield self._encode(codecs, bytes(pending[: self.chunk_size]), lengths, logical)
+                    del pending[: self.chunk_size]
+            if pending:
+                yield self._encode(codecs, bytes(pending), lengths, logical)
+            yield encode_footer(ChunkTable(self.chunk_size, logical[0], tuple(lengths)))
+
+        with self._lock:
+            self._layouts.pop(key, None)
+        info = self.inner.write(key, stored_parts(), metadata=stored_metadata, if_absent=if_absent)
+        return ObjectInfo(key, logical[0], metadata, info.etag)
+
+    @staticmethod
+    def _encode(codecs: list[ChunkCodec], chunk: bytes, lengths: list[int], logical: list[int]) -> bytes:
+        index = len(lengths)
+        stored = chunk
+        for codec in codecs:
+            stored = codec.encode(stored, index)
+        lengths.append(len(stored))
+        logical[0] += len(chunk)
+        return stored
+
+    # -- reading -------------------------------------------------------------
+
+    def _layout(self, key: str, info: ObjectInfo | None = None) -> _Layout | None:
+        with self._lock:
+            if key in self._layouts:
+                self._layouts.move_to_end(key)
+                return self._layouts[key]
+        info = info if info is not None else self.inner.stat(key)
+        chain = info.metadata.get(CHAIN_KEY)
+        layout = None if chain is None else _Layout(self._table(key, info.size), self._codecs(key, chain))
+        with self._lock:
+            self._layouts[key] = layout
+            while len(self._layouts) > _LAYOUTS:
+                self._layouts.popitem(last=False)
+        return layout
+
+    def _table(self, key: str, stored_size: int) -> ChunkTable:
+        if stored_size < FOOTER_TAIL:
+            raise FormatError(f"{key}: {stored_size} bytes cannot hold a chunk table: the object is damaged")
+        tail = self.inner.read(key, max(0, stored_size - _TAIL_READ), stored_size)
+        needed = footer_length(tail)
+        if needed > len(tail) and needed <= stored_size:
+            tail = self.inner.read(key, stored_size - needed, stored_size)
+        return decode_footer(tail, stored_size, key=key)
+
+    def _codecs(self, key: str, chain: str) -> tuple[ChunkCodec, ...]:
+        try:
+            described = json.loads(chain)
+            steps = [(str(d["name"]), int(d["version"]), str(d["distribution"]), d["params"]) for d in described]
+        except (ValueError, TypeError, KeyError):
+            raise FormatError(
+                f"{key}: its {CHAIN_KEY} metadata is not a transform chain: the object is damaged"
+            ) from None
+        codecs = []
+        for name, version, distribution, params in steps:
+            transform: Transform = self._lookup(name, distribution=distribution)
+            if version > transform.version:
+                raise TransformNotInstalledError(
+                    f"{key} was written with {name} version {version}; the installed plugin reads up to "
+                    f"{transform.version}: upgrade {distribution}"
+                )
+            codecs.append(transform.for_reading({str(k): str(v) for k, v in dict(params).items()}))
+        return tuple(codecs)
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        layout = self._layout(key)
+        if layout is None:
+            return self.inner.read(key, start, end)
+        table = layout.table
+        first, stop = slice_range(key, table.logical_size, start, end)
+        chunks = table.chunks_for(first, stop)
+        if not chunks:
+            return b""
+        starts = table.starts
+        stored = self.inner.read(key, starts[chunks.start], starts[chunks.stop])
+        if len(stored) != starts[chunks.stop] - starts[chunks.start]:
+            raise FormatError(f"{key}: the store returned {len(stored)} bytes of a {starts[chunks.stop]}-byte range")
+        pieces = []
+        for index in chunks:
+            data = stored[starts[index] - starts[chunks.start] : starts[index + 1] - starts[chunks.start]]
+            for codec in reversed(layout.codecs):
+                data = codec.decode(data, index)
+            expected = min(table.chunk_size, table.logical_size - index * table.chunk_size)
+            if len(data) != expected:
+                raise FormatError(f"{key}: chunk {index} decodes to {len(data)} bytes, not {expected}")
+            pieces.append(data)
+        joined = b"".join(pieces)
+        offset = first - chunks.start * table.chunk_size
+        return joined[offset : offset + stop - first]
+
+    def _stat(self, key: str) -> ObjectInfo:
+        info = self.inner.stat(key)
+        return self._logical(info)
+
+    def _logical(self, info: ObjectInfo) -> ObjectInfo:
+        layout = self._layout(info.key, info)
+        if layout is None:
+            return info
+        shown: Mapping[str, str] = {k: v for k, v in info.metadata.items() if k != CHAIN_KEY}
+        return ObjectInfo(info.key, layout.table.logical_size, shown, info.etag)
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        # Listings carry no metadata: which objects are transformed (and
+        # their logical sizes) takes a stat each, once per object.
+        for info in self.inner.list(prefix):
+            try:
+                layout = self._layout(info.key)
+            except NotFoundError:
+                continue  # deleted since the listing
+            yield info if layout is None else ObjectInfo(info.key, layout.table.logical_size, {}, info.etag)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._layouts.pop(key, None)
+        self.inner.delete(keys)
