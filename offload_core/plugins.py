@@ -308,17 +308,38 @@ class PluginManager:
         ``memory://``, ``s3://bucket/prefix``) or by name/alias with options
         (``open_driver("aws-s3", bucket=..., endpoint=...)``).
 
+        ``transforms`` (``"zstd,crc32c"``, in order; ``"auto"``: write
+        plain) returns it wrapped in a :class:`TransformingDriver` that writes
+        through that chain and reads objects written with any installed one
+        (``transform_chunk_size`` bytes a chunk, default 1 MiB).
+
         Raises :class:`DriverNotInstalledError` for an unknown driver and
         :class:`ConfigError` for options the driver does not take."""
+        transforms = options.pop("transforms", None)
+        chunk_size = options.pop("transform_chunk_size", None)
         if "://" in url_or_name:
             scheme = urlsplit(url_or_name).scheme
             spec = self.driver_for_scheme(scheme)
             from_url = getattr(spec.driver, "from_url", None)
             if from_url is None:
                 raise ConfigError(f"storage driver {spec.name!r} registered scheme {scheme!r} but has no from_url")
-            return _construct(spec, from_url, url_or_name, options)
-        spec = self.driver(url_or_name)
-        return _construct(spec, spec.driver, None, options)
+            driver = _construct(spec, from_url, url_or_name, options)
+        else:
+            spec = self.driver(url_or_name)
+            driver = _construct(spec, spec.driver, None, options)
+        return driver if transforms is None else self._transforming(driver, transforms, chunk_size)
+
+    def _transforming(self, driver: StorageDriver, transforms: object, chunk_size: object) -> StorageDriver:
+        from .transforming_driver import DEFAULT_CHUNK_SIZE, TransformingDriver
+
+        names = transforms.split(",") if isinstance(transforms, str) else list(transforms)  # type: ignore[call-overload]
+        names = [str(name).strip() for name in names if str(name).strip() and str(name).strip() != "auto"]
+        chain = [self.transform(name, distribution=f"offload-plugin-{name}") for name in names]
+        try:
+            size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            raise ConfigError(f"transform_chunk_size {chunk_size!r} is not a number of bytes") from None
+        return TransformingDriver(driver, self.transform, chain, chunk_size=size)
 
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every ``offload_core_on_event`` implementation."""

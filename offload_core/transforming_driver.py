@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import FormatError, NotFoundError, TransformNotInstalledError
+from .errors import ConfigError, FormatError, NotFoundError, TransformNotInstalledError
 from .formats.chunked import FOOTER_TAIL, ChunkTable, decode_footer, encode_footer, footer_length
 from .hooks import ChunkCodec, Transform
 from .model import ObjectInfo
@@ -63,7 +63,7 @@ class TransformingDriver(StorageDriver):
         chunk_size: int = DEFAULT_CHUNK_SIZE,
     ) -> None:
         if not isinstance(chunk_size, int) or not 0 < chunk_size < 2**31:
-            raise FormatError(f"chunk size must be between 1 byte and 2 GiB, got {chunk_size!r}")
+            raise ConfigError(f"transform chunk size must be between 1 byte and 2 GiB, got {chunk_size!r}")
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
         self.min_part_size = inner.min_part_size

@@ -20,6 +20,7 @@ from offload_core import PluginManager, StorageDriver
 from offload_core.errors import FormatError, TransformNotInstalledError
 from offload_core.formats.chunked import ChunkTable, decode_footer, encode_footer
 from offload_core.memory import MemoryDriver
+from offload_core.plugins import ENV_ALLOW
 from offload_core.testing import DriverContract, OffloaderContract
 from offload_core.testing.offloader_contract import MakeOffloader
 from offload_core.transforming_driver import CHAIN_KEY, TransformingDriver
@@ -156,3 +157,43 @@ def test_chunk_table_round_trip(chunk_size: int, lengths: list[int]) -> None:
 def test_arbitrary_tails_raise_only_format_errors(tail: bytes, size: int) -> None:
     with contextlib.suppress(FormatError):
         decode_footer(tail, size)
+
+
+def test_a_broker_policy_offloads_through_the_chain_and_reads_it_back(tmp_path: Path) -> None:
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from offload_core.cli import main
+    from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+    from offload_core.model import Position
+
+    config = parse_config({"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0,
+                           "managedLedgerOffloadWorkerProcesses": 0, "managedLedgerOffloadDeletionLagMs": 0,
+                           "managedLedgerOffloadTransforms": "zstd,crc32c",
+                           "managedLedgerOffloadTransformChunkSizeInBytes": 4096})  # fmt: skip
+    payloads = [b"order %d: " % n + b"x" * 300 for n in range(250)]
+    with Broker(tmp_path / "data", config) as broker:
+        ledger = broker.topic("acme/orders/events")
+        for payload in payloads:
+            ledger.append(payload)
+        assert ledger.offload_prefix().status == "success"
+        ledger.delete_hot_copies_past_lag()
+        first = ledger.ledgers()[0].ledger_id
+        back = ledger.read_tiered(Position(first, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
+        assert [e.entry.data for e in back] == payloads[:200]
+    bucket = tmp_path / "data" / "bucket"
+    plain = FilesystemDriver(str(bucket))
+    data_keys = [i.key for i in plain.list("") if "-ledger-" in i.key and not i.key.endswith("-index")]
+    assert data_keys
+    stored = plain.stat(data_keys[0])
+    assert _json.loads(stored.metadata[CHAIN_KEY])[0]["name"] == "zstd"
+    assert stored.size < 100 * 310 / 5  # compressed
+
+    url = f"file://{bucket}"
+    cat = CliRunner().invoke(main, ["ledgers", "cat", url, str(first), "-o", "transforms=auto", "--json"])
+    assert cat.exit_code == 0, cat.output
+    assert [_json.loads(line)["entry_id"] for line in cat.stdout.splitlines()] == list(range(100))
+    without = PluginManager(environ={ENV_ALLOW: "filesystem"}).open_driver(url, transforms="auto")
+    with pytest.raises(TransformNotInstalledError, match="install offload-plugin-zstd"):
+        without.read(data_keys[0], 0, 10)

@@ -119,6 +119,9 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "maxSizePerOffloadSegmentMbytes": ("policies", "segment_max_size_mb", _positive),
     "maxOffloadSegmentRolloverTimeMinutes": ("policies", "segment_rollover_minutes", _positive),
     "managedLedgerOffloadStreamingBufferSizeInBytes": ("policies", "streaming_buffer_bytes", _positive),
+    # Ours: chunk transforms of offloaded objects, in order (e.g. "zstd,crc32c"), and their chunk size.
+    "managedLedgerOffloadTransforms": ("policies", "transforms", _text),
+    "managedLedgerOffloadTransformChunkSizeInBytes": ("policies", "transform_chunk_size", _positive),
     # Pulsar's legacy S3-only names, still accepted by Pulsar brokers.
     "s3ManagedLedgerOffloadBucket": ("policies", "bucket", _text),
     "s3ManagedLedgerOffloadRegion": ("policies", "region", _text),

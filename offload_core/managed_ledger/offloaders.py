@@ -22,14 +22,14 @@ from .policies import OffloadPolicies
 
 __all__ = ["OffloaderProvider", "driver_settings"]
 
-_SETTINGS = ("driver", "bucket", "endpoint", "region")
+_SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
 _LOCAL_DRIVERS = {"filesystem", "file", "local"}
 
 
 def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]:
     """Driver name and location from policies; the embedded default is a
     ``bucket`` folder in the data directory."""
-    settings = {name: value for name in _SETTINGS if (value := getattr(policies, name)) is not None}
+    settings = {name: str(value) for name in _SETTINGS if (value := getattr(policies, name)) is not None}
     settings.setdefault("driver", "filesystem")
     if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
         settings["bucket"] = str(data_dir / "bucket")
@@ -119,16 +119,23 @@ class OffloaderProvider:
         with a plain ``ValueError`` (an SDK refusing an endpoint, say) is a
         :class:`ConfigError` naming the settings, secrets masked."""
         driver_name = settings.get("driver", "filesystem")
+        # With transform plugins installed, every driver can read what they
+        # wrote, whatever the policy says now ("auto": detect, write plain).
+        chained: dict[str, object] = {}
+        if settings.get("transforms") or self._plugins.transforms():
+            chained["transforms"] = settings.get("transforms") or "auto"
+            if settings.get("transform_chunk_size"):
+                chained["transform_chunk_size"] = int(settings["transform_chunk_size"])
         try:
             if "://" in driver_name:
-                return self._plugins.open_driver(driver_name)
+                return self._plugins.open_driver(driver_name, **chained)
             if driver_name.lower() in _LOCAL_DRIVERS:
                 root = Path(settings.get("bucket") or self._data_dir / "bucket")
                 return self._plugins.open_driver(
-                    driver_name, root=str(root if root.is_absolute() else self._data_dir / root)
+                    driver_name, root=str(root if root.is_absolute() else self._data_dir / root), **chained
                 )
             options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
-            return self._plugins.open_driver(driver_name, **options)
+            return self._plugins.open_driver(driver_name, **options, **chained)
         except OffloadError:
             raise
         except ValueError as exc:

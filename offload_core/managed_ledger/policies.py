@@ -67,6 +67,8 @@ class OffloadPolicies:
     segment_max_size_mb: int | None = None
     segment_rollover_minutes: int | None = None
     streaming_buffer_bytes: int | None = None
+    transforms: str | None = None  # comma-separated chunk transforms, in order ("" for none)
+    transform_chunk_size: int | None = None
 
     def over(self, base: OffloadPolicies) -> OffloadPolicies:
         """These policies, falling back to ``base`` for fields not set here."""
@@ -113,7 +115,7 @@ def validate_policies(policies: OffloadPolicies) -> None:
     """Raise :class:`ConfigError` if data would be deleted by retention
     before the offload thresholds would offload it, or a value is out of range."""
     for name in ("max_block_size", "read_buffer_size", "segment_max_size_mb", "segment_rollover_minutes",
-                 "streaming_buffer_bytes"):  # fmt: skip
+                 "streaming_buffer_bytes", "transform_chunk_size"):  # fmt: skip
         value = getattr(policies, name)
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be positive, got {value}")
