@@ -1,0 +1,120 @@
+"""AES-256-GCM envelope encryption of stored chunks: round trips through
+any chain, nothing in the clear, tampered or moved chunks refused, and
+missing or wrong keys named."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from offload_driver_filesystem import FilesystemDriver
+from offload_plugin_aes_gcm import AesGcmTransform, FileKeyring, KeyringError, keyring_from_spec
+from offload_plugin_crc32c import Crc32cTransform
+from offload_plugin_zstd import ZstdTransform
+
+from offload_core import PluginManager, StorageDriver
+from offload_core.errors import FormatError
+from offload_core.memory import MemoryDriver
+from offload_core.testing import DriverContract, OffloaderContract
+from offload_core.testing.offloader_contract import MakeOffloader
+from offload_core.transforming_driver import CHAIN_KEY, TransformingDriver
+
+KEY_1, KEY_2 = bytes(range(32)), bytes(range(1, 33))
+
+
+def keyring(active: str = "k1", **keys: bytes) -> FileKeyring:
+    return FileKeyring(keys or {"k1": KEY_1}, active)
+
+
+def driver_with(
+    inner: StorageDriver, chain: list[object], ring: FileKeyring, chunk_size: int = 1000
+) -> TransformingDriver:
+    aes = AesGcmTransform(lambda: ring)
+    known = {"aes-gcm": aes, "zstd": ZstdTransform(), "crc32c": Crc32cTransform()}
+    resolved = [known[name] if isinstance(name, str) else name for name in chain]
+    return TransformingDriver(inner, lambda name, distribution=None: known[name], resolved,  # type: ignore[arg-type]
+                              chunk_size=chunk_size)  # fmt: skip
+
+
+class TestEncryptedFilesystemDriver(DriverContract):
+    large_part_size = 2**20
+
+    @pytest.fixture
+    def driver(self, tmp_path: Path) -> StorageDriver:
+        return driver_with(FilesystemDriver(str(tmp_path / "bucket")), ["zstd", "aes-gcm"], keyring(), 64 * 1024)
+
+
+class TestOffloaderThroughEncryption(OffloaderContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> StorageDriver:
+        return driver_with(FilesystemDriver(str(tmp_path / "bucket")), ["aes-gcm"], keyring(), 2048)
+
+    @pytest.fixture
+    def make_offloader(self) -> MakeOffloader:
+        spec = PluginManager(load_entry_points=False).offloader_for_driver("memory")
+        return lambda driver: spec.factory(driver, max_block_size=4096, read_buffer_size=1024)  # type: ignore[no-any-return]
+
+
+CHAINS = [["aes-gcm"], ["zstd", "aes-gcm"], ["aes-gcm", "crc32c"], ["crc32c", "zstd", "aes-gcm"]]
+
+
+@settings(max_examples=30)
+@given(st.sampled_from(CHAINS), st.binary(min_size=1, max_size=6000), st.data())
+def test_round_trip_nothing_in_the_clear_and_tampering_refused(chain: list[str], data: bytes,
+                                                                draw: st.DataObject) -> None:  # fmt: skip
+    inner = MemoryDriver()
+    plaintext = b"SECRET-" + data
+    driver_with(inner, chain, keyring()).write("k", [plaintext], metadata={})
+    stored = inner.read("k")
+    assert b"SECRET-" not in stored
+    recorded = json.loads(inner.stat("k").metadata[CHAIN_KEY])
+    aes = next(step for step in recorded if step["name"] == "aes-gcm")
+    assert aes["params"]["key_id"] == "k1" and KEY_1 not in base64.b64decode(aes["params"]["wrapped_key"])
+    assert driver_with(inner, [], keyring()).read("k") == plaintext
+    flipped = bytearray(stored)
+    flipped[draw.draw(st.integers(0, len(stored) - 1))] ^= 1 << draw.draw(st.integers(0, 7))
+    inner.write("k", [bytes(flipped)], metadata=inner.stat("k").metadata)
+    with pytest.raises(FormatError):
+        driver_with(inner, [], keyring()).read("k")
+
+
+def test_swapped_chunks_are_refused() -> None:
+    inner = MemoryDriver()
+    driver_with(inner, ["aes-gcm"], keyring(), chunk_size=100).write("k", [bytes(range(200))], metadata={})
+    stored = inner.read("k")
+    chunk = 12 + 100 + 16  # nonce, ciphertext, tag
+    swapped = stored[chunk : 2 * chunk] + stored[:chunk] + stored[2 * chunk :]
+    inner.write("k", [swapped], metadata=inner.stat("k").metadata)
+    with pytest.raises(FormatError, match="altered or moved"):
+        driver_with(inner, [], keyring()).read("k", 0, 10)
+
+
+def test_missing_and_wrong_keys_are_named() -> None:
+    inner = MemoryDriver()
+    driver_with(inner, ["aes-gcm"], keyring("k2", k1=KEY_1, k2=KEY_2)).write("k", [b"data"], metadata={})
+    assert driver_with(inner, [], keyring("k2", k1=KEY_1, k2=KEY_2)).read("k") == b"data"
+    with pytest.raises(KeyringError, match="key id 'k2' is not in"):
+        driver_with(inner, [], keyring("k1", k1=KEY_1)).read("k")
+    with pytest.raises(KeyringError, match="key id 'k2' .* cannot unwrap"):
+        driver_with(inner, [], keyring("k2", k2=KEY_1)).read("k")
+
+
+def test_keyring_files_and_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "keyring.json"
+    path.write_text(json.dumps({"active": "a", "keys": {"a": base64.b64encode(KEY_1).decode()}}))
+    monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{path}")
+    assert keyring_from_spec().active_key_id() == "a"
+    monkeypatch.delenv("OFFLOAD_AES_GCM_KEYRING")
+    with pytest.raises(KeyringError, match="set OFFLOAD_AES_GCM_KEYRING"):
+        AesGcmTransform().for_writing()
+    with pytest.raises(KeyringError, match="python -m offload_plugin_aes_gcm.keyring new"):
+        FileKeyring.load(tmp_path / "missing.json")
+    path.write_text(json.dumps({"active": "a", "keys": {"a": base64.b64encode(b"short").decode()}}))
+    with pytest.raises(KeyringError, match="5 bytes"):
+        FileKeyring.load(path)
+    with pytest.raises(KeyringError, match="no aes-gcm keyring handles 'kms'"):
+        keyring_from_spec("kms:projects/x")
