@@ -197,3 +197,16 @@ def test_a_broker_policy_offloads_through_the_chain_and_reads_it_back(tmp_path: 
     without = PluginManager(environ={ENV_ALLOW: "filesystem"}).open_driver(url, transforms="auto")
     with pytest.raises(TransformNotInstalledError, match="install offload-plugin-zstd"):
         without.read(data_keys[0], 0, 10)
+
+
+def test_chunks_of_one_object_decode_on_many_threads_at_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    inner = MemoryDriver()
+    data = b"".join(b"line %d of a compressible object\n" % n for n in range(40_000))
+    transforming(inner, ["zstd", "crc32c"], 4096).write("k", [data], metadata={})
+    reader = transforming(inner, [])
+    ranges = [(start, start + 9000) for start in range(0, len(data), 7000)] * 3
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda r: reader.read("k", *r), ranges))
+    assert got == [data[a:b] for a, b in ranges]

@@ -15,16 +15,17 @@ DISTRIBUTION = "offload-plugin-zstd"
 
 
 class _Codec:
+    # zstandard's (de)compressor objects are not thread-safe, and read-ahead
+    # decodes chunks of one object on several threads: one per call.
     def __init__(self, level: int) -> None:
-        self._compressor = zstandard.ZstdCompressor(level=level, write_checksum=True)
-        self._decompressor = zstandard.ZstdDecompressor()
+        self._level = level
 
     def encode(self, chunk: bytes, index: int) -> bytes:
-        return self._compressor.compress(chunk)
+        return zstandard.ZstdCompressor(level=self._level, write_checksum=True).compress(chunk)
 
     def decode(self, stored: bytes, index: int) -> bytes:
         try:
-            return self._decompressor.decompress(stored)
+            return zstandard.ZstdDecompressor().decompress(stored)
         except zstandard.ZstdError as exc:
             raise FormatError(f"chunk {index} is not an intact zstd frame ({exc}): the object is damaged") from None
 
