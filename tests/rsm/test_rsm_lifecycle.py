@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
+from offload_driver_filesystem import FilesystemDriver
 
 from offload_core.errors import (
     ConfigError,
@@ -366,3 +367,21 @@ def test_copies_and_deletes_are_reported_as_events(store, tmp_path) -> None:
     assert copied.fields["bytes"] > segments[0].data.log_segment.stat().st_size
     writes = [e for e in events if e.kind == "storage.request" and e.fields["op"] == "write"]
     assert any(e.fields["key"].endswith(".log") for e in writes)
+
+
+def test_segments_copied_through_transforms_read_back_lazily_and_byte_identical(tmp_path) -> None:
+    tp, (segment,) = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(1, batches=60)))
+    rsm = RemoteStorageManager()
+    rsm.configure({"storage.url": f"file://{tmp_path / 'store'}", "storage.option.transforms": "zstd,crc32c",
+                   "storage.option.transform_chunk_size": 8192})  # fmt: skip
+    rsm.copy_log_segment(tp, segment.data)
+    (remote,) = rsm.list_remote_segments(tp)
+    log = segment.data.log_segment.read_bytes()
+    assert rsm.fetch_log_segment(remote, 0).read() == log
+    assert rsm.fetch_index(remote, IndexType.OFFSET).read() == segment.data.offset_index.read_bytes()
+    stored = sum(i.size for i in FilesystemDriver(str(tmp_path / "store")).list("") if i.key.endswith(".log"))
+    assert stored < len(log) / 3  # compressed where it is stored
+    before = rsm.driver.request_counts["read"]
+    assert rsm.fetch_log_segment(remote, 20_000, 20_099).read() == log[20_000:20_100]
+    assert rsm.driver.request_counts["read"] - before == 1  # one chunk, one GET
+    rsm.close()
