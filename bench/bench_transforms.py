@@ -38,6 +38,26 @@ def event(n: int) -> bytes:
     return json.dumps(record).encode()
 
 
+def measure(
+    offloader: BlobStoreLedgerOffloader, inner: FilesystemDriver, entries: list[bytes], repeat: int
+) -> tuple[float, int, float]:
+    """Median offload and read seconds, and the stored bytes of one offload."""
+    uids = iter(uuid.UUID(int=n) for n in range(1, 100))
+    ledger = InMemoryReadHandle(1, entries)
+    offload_seconds = timed(lambda: offloader.offload(ledger, next(uids), {}), repeat)
+    stored = sum(info.size for info in inner.list("") if not info.key.endswith("-index")) // repeat
+
+    def read_all() -> None:
+        handle = offloader.read_offloaded(1, uuid.UUID(int=1), {})
+        try:
+            for first in range(0, len(entries), 1000):
+                handle.read(first, min(first + 999, len(entries) - 1))
+        finally:
+            handle.close()
+
+    return offload_seconds, stored, timed(read_all, repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=150_000)
@@ -57,24 +77,8 @@ def main() -> None:
             inner = FilesystemDriver(f"{root}/{label}")
             driver = TransformingDriver(inner, lambda name, distribution=None: known[name], [known[n] for n in chain],
                                         chunk_size=MiB)  # fmt: skip
-            offloader = BlobStoreLedgerOffloader(driver, max_block_size=4 * MiB, read_buffer_size=MiB)
-            uids = iter(uuid.UUID(int=n) for n in range(1, 100))
-            ledger = InMemoryReadHandle(1, entries)
-            offload_seconds = timed(lambda: offloader.offload(ledger, next(uids), {}), args.repeat)
-            stored = sum(info.size for info in inner.list("") if not info.key.endswith("-index"))
-            stored //= args.repeat
-            uid = uuid.UUID(int=1)
-
-            def read_all() -> None:
-                handle = offloader.read_offloaded(1, uid, {})  # noqa: B023 - run at once, in this iteration
-                try:
-                    for first in range(0, args.entries, 1000):
-                        handle.read(first, min(first + 999, args.entries - 1))
-                finally:
-                    handle.close()
-
-            read_seconds = timed(read_all, args.repeat)
-            results[label] = (offload_seconds, stored, read_seconds)
+            results[label] = measure(BlobStoreLedgerOffloader(driver, max_block_size=4 * MiB, read_buffer_size=MiB),
+                                     inner, entries, args.repeat)  # fmt: skip
     plain_offload, plain_stored, plain_read = results["plain"]
     logical = sum(len(e) for e in entries)
     print(f"\nchunk transforms vs plain, {args.entries} events ({logical / MiB:.1f} MiB of payloads), one run")
