@@ -29,6 +29,7 @@ from .metadata_manager import RemoteLogMetadataManager
 from .remote_log import list_partition
 from .segment_copy import remove_attempt, scan_log_file, upload_segment
 from .segment_stream import RemoteSegmentStream
+from .settings import DEFAULT_BUFFER_SIZE, DEFAULT_INDEX_ENTRY_BYTES, parse_settings, positive
 from .types import (
     IndexType,
     LogSegmentData,
@@ -42,13 +43,8 @@ from .types import (
 
 __all__ = ["DEFAULT_BUFFER_SIZE", "DEFAULT_INDEX_ENTRY_BYTES", "RemoteStorageManager"]
 
-DEFAULT_BUFFER_SIZE = 1024 * 1024
-DEFAULT_INDEX_ENTRY_BYTES = 1024 * 1024
 _STATE = RemoteLogSegmentState
 _DELETE = RemotePartitionDeleteState
-_CONFIG_KEYS = ("storage.url", "storage.option.<name>", "key.prefix", "metadata.path", "broker.id",
-                "index.entry.bytes", "fetch.buffer.bytes", "read.ahead.bytes", "read.ahead.bytes.per.reader",
-                "read.ahead.range.bytes")  # fmt: skip
 
 
 class RemoteStorageManager:
@@ -79,8 +75,8 @@ class RemoteStorageManager:
         self.prefix = prefix
         self.metadata_manager = metadata_manager
         self.broker_id = broker_id
-        self.index_entry_bytes = _positive("index.entry.bytes", index_entry_bytes)
-        self.buffer_size = _positive("fetch.buffer.bytes", buffer_size)
+        self.index_entry_bytes = positive("index.entry.bytes", index_entry_bytes)
+        self.buffer_size = positive("fetch.buffer.bytes", buffer_size)
         self.read_ahead = read_ahead
         self._clock = clock
         self._owned: list[Any] = []
@@ -101,30 +97,23 @@ class RemoteStorageManager:
         Raises :class:`ConfigError` naming an unknown or invalid key."""
         from ..plugins import default_plugin_manager
 
-        unknown = [k for k in configs if k not in _CONFIG_KEYS and not k.startswith("storage.option.")]
-        if unknown:
-            raise ConfigError(f"unknown RemoteStorageManager setting(s) {sorted(unknown)}; known: {list(_CONFIG_KEYS)}")
-        if "storage.url" not in configs:
-            raise ConfigError("RemoteStorageManager needs storage.url (e.g. s3://bucket/kafka or file:///data/tiered)")
-        options = {k[len("storage.option.") :]: v for k, v in configs.items() if k.startswith("storage.option.")}
+        settings = parse_settings(configs)
         manager = default_plugin_manager()
         self._emit = manager.emit
-        opened = manager.open_driver(str(configs["storage.url"]), **options)
+        opened = manager.open_driver(settings.url, **settings.driver_options)
         self._owned.append(opened)
         self._driver = InstrumentedDriver(opened, self._emit)
-        self.prefix = str(configs.get("key.prefix", ""))
-        self.broker_id = _int(configs, "broker.id", 0)
-        entry_bytes = _int(configs, "index.entry.bytes", DEFAULT_INDEX_ENTRY_BYTES)
-        self.index_entry_bytes = _positive("index.entry.bytes", entry_bytes)
-        self.buffer_size = _positive("fetch.buffer.bytes", _int(configs, "fetch.buffer.bytes", DEFAULT_BUFFER_SIZE))
-        if "metadata.path" in configs:
-            self.metadata_manager = RemoteLogMetadataManager(str(configs["metadata.path"]))
+        self.prefix = settings.prefix
+        self.broker_id = settings.broker_id
+        self.index_entry_bytes = settings.index_entry_bytes
+        self.buffer_size = settings.buffer_size
+        if settings.metadata_path is not None:
+            self.metadata_manager = RemoteLogMetadataManager(settings.metadata_path)
             self._owned.append(self.metadata_manager)
-        if "read.ahead.bytes" in configs:
-            range_bytes = _int(configs, "read.ahead.range.bytes", 16 * 2**20)
-            self.read_ahead = ReadAheadPool(total_bytes=_int(configs, "read.ahead.bytes", 0),
-                                            reader_bytes=_int(configs, "read.ahead.bytes.per.reader", 4 * range_bytes),
-                                            range_size=range_bytes)  # fmt: skip
+        if settings.read_ahead is not None:
+            total, per_reader, range_bytes = settings.read_ahead
+            self.read_ahead = ReadAheadPool(total_bytes=total, reader_bytes=per_reader, range_size=range_bytes,
+                                            emit=self._emit)  # fmt: skip
             self._owned.append(self.read_ahead)
 
     @property
@@ -388,17 +377,3 @@ class RemoteStorageManager:
         finally:
             with self._lock:
                 self._copying[topic_partition].discard(event)
-
-
-def _int(configs: Mapping[str, Any], key: str, default: int) -> int:
-    value = configs.get(key, default)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"RemoteStorageManager setting {key}={value!r} is not an integer") from None
-
-
-def _positive(key: str, value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"RemoteStorageManager setting {key} must be a positive integer, got {value!r}")
-    return value
