@@ -36,6 +36,7 @@ CHAIN_KEY = "offload-transforms"
 DEFAULT_CHUNK_SIZE = 1024 * 1024
 _TAIL_READ = 64 * 1024
 _LAYOUTS = 4096
+_DECODED = 4  # decoded chunks kept (4 MiB at the default chunk size)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class TransformingDriver(StorageDriver):
         self._lookup = lookup
         self._lock = threading.Lock()
         self._layouts: OrderedDict[str, _Layout | None] = OrderedDict()
+        self._decoded: OrderedDict[tuple[str, int], bytes] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"TransformingDriver({self.inner!r}, chain={[t.name for t in self.chain]})"
@@ -91,6 +93,7 @@ class TransformingDriver(StorageDriver):
     # -- writing -------------------------------------------------------------
 
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        self._forget(key)
         if not self.chain:
             return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
         codecs, described = [], []
@@ -114,8 +117,6 @@ class TransformingDriver(StorageDriver):
                 yield self._encode(codecs, bytes(pending), lengths, logical)
             yield encode_footer(ChunkTable(self.chunk_size, logical[0], tuple(lengths)))
 
-        with self._lock:
-            self._layouts.pop(key, None)
         info = self.inner.write(key, stored_parts(), metadata=stored_metadata, if_absent=if_absent)
         return ObjectInfo(key, logical[0], metadata, info.etag)
 
@@ -182,22 +183,38 @@ class TransformingDriver(StorageDriver):
         chunks = table.chunks_for(first, stop)
         if not chunks:
             return b""
-        starts = table.starts
-        stored = self.inner.read(key, starts[chunks.start], starts[chunks.stop])
-        if len(stored) != starts[chunks.stop] - starts[chunks.start]:
-            raise FormatError(f"{key}: the store returned {len(stored)} bytes of a {starts[chunks.stop]}-byte range")
-        pieces = []
-        for index in chunks:
-            data = stored[starts[index] - starts[chunks.start] : starts[index + 1] - starts[chunks.start]]
+        with self._lock:
+            known = {i: self._decoded[(key, i)] for i in chunks if (key, i) in self._decoded}
+        missing = [i for i in chunks if i not in known]
+        if missing:
+            known.update(self._fetch_chunks(key, layout, missing[0], missing[-1] + 1))
+        joined = b"".join(known[i] for i in chunks)
+        offset = first - chunks.start * table.chunk_size
+        return joined[offset : offset + stop - first]
+
+    def _fetch_chunks(self, key: str, layout: _Layout, first: int, stop: int) -> dict[int, bytes]:
+        """Chunks ``[first, stop)`` decoded, in one GET; the last few stay
+        cached, so windows that do not start on a chunk boundary (a read
+        buffer, say) neither fetch nor decode a chunk twice."""
+        table, starts = layout.table, layout.table.starts
+        stored = self.inner.read(key, starts[first], starts[stop])
+        if len(stored) != starts[stop] - starts[first]:
+            raise FormatError(f"{key}: the store returned {len(stored)} bytes of a {starts[stop]}-byte range")
+        decoded = {}
+        for index in range(first, stop):
+            data = stored[starts[index] - starts[first] : starts[index + 1] - starts[first]]
             for codec in reversed(layout.codecs):
                 data = codec.decode(data, index)
             expected = min(table.chunk_size, table.logical_size - index * table.chunk_size)
             if len(data) != expected:
                 raise FormatError(f"{key}: chunk {index} decodes to {len(data)} bytes, not {expected}")
-            pieces.append(data)
-        joined = b"".join(pieces)
-        offset = first - chunks.start * table.chunk_size
-        return joined[offset : offset + stop - first]
+            decoded[index] = data
+        with self._lock:
+            for index in range(max(first, stop - _DECODED), stop):
+                self._decoded[(key, index)] = decoded[index]
+            while len(self._decoded) > _DECODED:
+                self._decoded.popitem(last=False)
+        return decoded
 
     def _stat(self, key: str) -> ObjectInfo:
         info = self.inner.stat(key)
@@ -221,7 +238,12 @@ class TransformingDriver(StorageDriver):
             yield info if layout is None else ObjectInfo(info.key, layout.table.logical_size, {}, info.etag)
 
     def _delete(self, keys: Sequence[str]) -> None:
-        with self._lock:
-            for key in keys:
-                self._layouts.pop(key, None)
+        for key in keys:
+            self._forget(key)
         self.inner.delete(keys)
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._layouts.pop(key, None)
+            for cached in [c for c in self._decoded if c[0] == key]:
+                del self._decoded[cached]
