@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import uuid
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,25 @@ def test_windows_off_chunk_boundaries_fetch_and_decode_each_chunk_once() -> None
     # Rewritten under the same key: nothing stale is served.
     reader.write("k", [b"new"], metadata={})
     assert reader.read("k") == b"new"
+
+
+def test_ledgers_verify_checks_every_chunk_of_a_transformed_ledger(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle
+    from offload_core.cli import main
+
+    bucket = tmp_path / "bucket"
+    inner = FilesystemDriver(str(bucket))
+    offloader = BlobStoreLedgerOffloader(transforming(inner, ["crc32c"], 1024), max_block_size=4096)
+    offloader.offload(InMemoryReadHandle(5, [b"payload %d" % n * 20 for n in range(300)]), uuid.UUID(int=7), {})
+    url = f"file://{bucket}"
+    clean = CliRunner().invoke(main, ["ledgers", "verify", url, "-o", "transforms=auto"])
+    assert clean.exit_code == 0 and "1 ledger" in clean.output, clean.output
+    (data_key,) = [i.key for i in inner.list("") if i.key.endswith("-ledger-5")]
+    stored = bytearray(inner.read(data_key))
+    stored[3000] ^= 0x01  # a payload byte, which a plain PIP-17 object could not detect
+    inner.write(data_key, [bytes(stored)], metadata=inner.stat(data_key).metadata)
+    damaged = CliRunner().invoke(main, ["ledgers", "verify", url, "-o", "transforms=auto"])
+    assert damaged.exit_code == 1
+    assert "CRC-32C" in damaged.output
