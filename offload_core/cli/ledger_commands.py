@@ -283,7 +283,9 @@ def verify(
 
     \b
     Not checked: payload bytes. PIP-17 objects carry no checksum, so a
-    changed payload byte of the same length passes.
+    changed payload byte of the same length passes, unless the ledger was
+    written through a checking transform (crc32c, aes-gcm, zstd) and is
+    read with -o transforms=auto: then every chunk is checked too.
 
     Exits 1 if any ledger has a defect, naming where the first one is.
     """
