@@ -355,6 +355,23 @@ class FsspecDriver(StorageDriver):
         metadata = self._metadata_from_info(key, info) if self.native_metadata else self._sidecar_metadata(key)
         return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        if self.native_metadata:
+            return super()._replace_metadata(key, metadata)  # a native store overrides this itself
+        with self._commit_lock():
+            info = self._info(key)  # rolls a pending write forward first
+            # A new sidecar, renamed over the old one: readers see the old
+            # metadata or the new, never a mix; the data file is untouched.
+            record = json.dumps({"tmp": "", "size": int(info["size"]), "metadata": metadata}).encode()
+            record_tmp = self._tmp_path(".meta")
+            self._put_file(record_tmp, [record])
+            try:
+                self._rename(record_tmp, self._meta_path(key))
+            except BaseException:
+                self._remove_quietly(record_tmp)
+                raise
+        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
+
     def _sidecar_metadata(self, key: str) -> dict[str, str]:
         record = self._load_record(key, self._meta_path(key))
         return {} if record is None else dict(record["metadata"])

@@ -124,6 +124,9 @@ class InstrumentedDriver(StorageDriver):
     def _delete(self, keys: Sequence[str]) -> None:
         self._measured("delete", ",".join(keys), lambda: self.inner.delete(keys))
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        return self._measured("write", key, lambda: self.inner.replace_metadata(key, metadata))
+
     def sweep_stale_uploads(
         self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
     ) -> tuple[ObjectInfo, ...]:

@@ -59,6 +59,12 @@ class MemoryDriver(StorageDriver):
         data, metadata = self._get(key)
         return ObjectInfo(key=key, size=len(data), metadata=metadata)
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        with self._lock:
+            data, _ = self._get(key)
+            self._objects[key] = (data, dict(metadata))
+        return ObjectInfo(key=key, size=len(data), metadata=metadata)
+
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         with self._lock:
             snapshot = sorted((key, len(data)) for key, (data, _) in self._objects.items() if key.startswith(prefix))

@@ -261,6 +261,25 @@ class StorageDriver(abc.ABC):
                 self._count_request("delete")
             self._delete(batch)
 
+    def replace_metadata(self, key: str, metadata: Mapping[str, str]) -> ObjectInfo:
+        """Replace the object's user metadata, leaving its bytes as they are
+        (S3's copy-in-place, a new sidecar on a directory store): how
+        encrypted objects get their data keys re-wrapped without rewriting
+        data. Raises :class:`NotFoundError` for a missing key,
+        :class:`InvalidMetadataError` for bad metadata, and
+        :class:`ConfigError` from a driver that cannot do it in place."""
+        validate_key(key)
+        checked = validate_metadata(metadata)
+        if not self.counts_requests:
+            self._count_request("write")
+        return self._replace_metadata(key, checked)
+
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        raise ConfigError(
+            f"storage driver {self.name or type(self).__name__!r} cannot replace an object's metadata in place "
+            f"(needed for {key!r}); rewrite the object instead"
+        )
+
     def exists(self, key: str) -> bool:
         """True if an object is stored under ``key``."""
         try:

@@ -227,6 +227,13 @@ class TransformingDriver(StorageDriver):
         shown: Mapping[str, str] = {k: v for k, v in info.metadata.items() if k != CHAIN_KEY}
         return ObjectInfo(info.key, layout.table.logical_size, shown, info.etag)
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        # The chain stays: it says how the bytes, which do not change, were written.
+        chain = self.inner.stat(key).metadata.get(CHAIN_KEY)
+        info = self.inner.replace_metadata(key, metadata if chain is None else {**metadata, CHAIN_KEY: chain})
+        self._forget(key)
+        return self._logical(info)
+
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         # Listings carry no metadata: which objects are transformed (and
         # their logical sizes) takes a stat each, once per object.

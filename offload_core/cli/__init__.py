@@ -11,6 +11,7 @@ from ..errors import OffloadError
 from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
 from .driver_commands import drivers
 from .kafka_commands import kafka
+from .key_commands import keys
 from .ledger_commands import ledgers
 from .plugin_commands import plugins
 from .segment_commands import segments
@@ -52,3 +53,4 @@ main.add_command(topics)
 main.add_command(namespaces)
 main.add_command(spark)
 main.add_command(kafka)
+main.add_command(keys)

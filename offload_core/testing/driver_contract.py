@@ -24,6 +24,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from ..errors import (
     AlreadyExistsError,
+    ConfigError,
     InvalidKeyError,
     InvalidMetadataError,
     InvalidRangeError,
@@ -98,12 +99,30 @@ class DriverContract:
     #: from; narrow it (say to ``"latin-1"``) only for a test server that
     #: cannot carry more, and say why where you do.
     state_machine_metadata_codec: str = "utf-8"
+    #: Set to a reason for a driver that cannot replace metadata in place
+    #: (it then raises ``ConfigError``, which is checked instead).
+    replace_metadata_unsupported: str | None = None
 
     @pytest.fixture
     def driver(self) -> StorageDriver:
         raise NotImplementedError("override the driver fixture to return an empty store")
 
     # -- round trips -------------------------------------------------------
+
+    def test_replace_metadata_leaves_the_bytes(self, driver: StorageDriver) -> None:
+        driver.write("meta/obj", [b"x" * 1000, b"y"], metadata={"a": "1", "keep": "k"})
+        if self.replace_metadata_unsupported:
+            with pytest.raises(ConfigError, match="cannot replace an object's metadata"):
+                driver.replace_metadata("meta/obj", {"b": "2"})
+            pytest.skip(self.replace_metadata_unsupported)
+        info = driver.replace_metadata("meta/obj", {"b": "2", "keep": "k"})
+        assert (info.size, dict(info.metadata)) == (1001, {"b": "2", "keep": "k"})
+        assert dict(driver.stat("meta/obj").metadata) == {"b": "2", "keep": "k"}
+        assert driver.read("meta/obj") == b"x" * 1000 + b"y"
+        with pytest.raises(NotFoundError):
+            driver.replace_metadata("meta/missing", {"b": "2"})
+        with pytest.raises(InvalidMetadataError):
+            driver.replace_metadata("meta/obj", {"Bad Name": "v"})
 
     def test_round_trip_of_several_parts(self, driver: StorageDriver) -> None:
         info = driver.write("obj", [b"hello ", b"", b"world"], metadata={"k": "v"})

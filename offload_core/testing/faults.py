@@ -98,6 +98,9 @@ class _WrappedDriver(StorageDriver):
     def close(self) -> None:
         self.inner.close()
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        return self.inner.replace_metadata(key, metadata)
+
 
 class FaultyDriver(_WrappedDriver):
     """Wraps ``inner`` and raises at the calls the ``faults`` choose."""

@@ -223,6 +223,16 @@ class S3Driver(FsspecDriver):
                 first_error = errors[0]
                 raise self._translate(_ClientCode(first_error.get("Code", "")), first_error["Key"][len(self.prefix) :])
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        """CopyObject onto itself with the new metadata: S3 copies the bytes
+        server-side, nothing passes through here (objects up to 5 GiB)."""
+        full_key = self.prefix + key
+        headers = {name: encode_header_value(value) for name, value in metadata.items()}
+        self._s3(key, "copy_object", Key=full_key, CopySource={"Bucket": self.bucket, "Key": full_key},
+                 Metadata=headers, MetadataDirective="REPLACE")  # fmt: skip
+        self.fs.invalidate_cache(self._path(key))
+        return self._stat(key)
+
     def _write_object(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> int:
         """Small objects: one PutObject. Larger: a multipart upload, a part
         per incoming part once they reach 5 MiB (smaller ones coalesce).

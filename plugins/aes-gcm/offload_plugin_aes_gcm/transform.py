@@ -59,6 +59,16 @@ class AesGcmTransform:
         wrapped = keyring.wrap(key_id, data_key)
         return _Codec(data_key), {"key_id": key_id, "wrapped_key": base64.b64encode(wrapped).decode("ascii")}
 
+    def rewrap(self, params: Mapping[str, str]) -> Mapping[str, str] | None:
+        """New parameters wrapping the same data key under the keyring's
+        active key, or ``None`` if it already is (``offload keys rotate``)."""
+        keyring = self.keyring()
+        key_id, active = params.get("key_id", ""), keyring.active_key_id()
+        if key_id == active:
+            return None
+        data_key = keyring.unwrap(key_id, base64.b64decode(params["wrapped_key"], validate=True))
+        return {"key_id": active, "wrapped_key": base64.b64encode(keyring.wrap(active, data_key)).decode("ascii")}
+
     def for_reading(self, params: Mapping[str, str]) -> _Codec:
         key_id = params.get("key_id", "")
         try:

@@ -118,3 +118,42 @@ def test_keyring_files_and_configuration(tmp_path: Path, monkeypatch: pytest.Mon
         FileKeyring.load(path)
     with pytest.raises(KeyringError, match="no aes-gcm keyring handles 'kms'"):
         keyring_from_spec("kms:projects/x")
+
+
+def write_keyring(path: Path, active: str, **keys: bytes) -> None:
+    path.write_text(json.dumps({"active": active, "keys": {k: base64.b64encode(v).decode() for k, v in keys.items()}}))
+
+
+def test_rotation_rewraps_data_keys_without_rewriting_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from offload_core.cli import main
+
+    ring = tmp_path / "keyring.json"
+    write_keyring(ring, "k1", k1=KEY_1)
+    monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{ring}")
+    bucket = tmp_path / "bucket"
+    url = f"file://{bucket}"
+    writer = PluginManager().open_driver(url, transforms="zstd,aes-gcm")
+    for n in range(3):
+        writer.write(f"obj-{n}", [b"secret %d " % n * 500], metadata={"n": str(n)})
+    inner = FilesystemDriver(str(bucket))
+    inner.write("plain", [b"not encrypted"], metadata={})
+    before = {n: inner.read(f"obj-{n}") for n in range(3)}
+
+    write_keyring(ring, "k2", k1=KEY_1, k2=KEY_2)  # a new active key; the old one still held
+    dry = CliRunner().invoke(main, ["keys", "rotate", url, "--dry-run"])
+    assert dry.exit_code == 0 and "3 of 3 transformed object(s) need re-wrapping" in dry.stderr, dry.output
+    done = CliRunner().invoke(main, ["keys", "rotate", url])
+    assert done.exit_code == 0 and "3 of 3 transformed object(s) re-wrapped" in done.stderr, done.output
+    again = CliRunner().invoke(main, ["keys", "rotate", url])
+    assert "0 of 3" in again.stderr
+
+    assert {n: inner.read(f"obj-{n}") for n in range(3)} == before  # data untouched
+    for n in range(3):
+        chain = json.loads(inner.stat(f"obj-{n}").metadata[CHAIN_KEY])
+        assert chain[1]["params"]["key_id"] == "k2" and inner.stat(f"obj-{n}").metadata["n"] == str(n)
+    write_keyring(ring, "k2", k2=KEY_2)  # the old key retired
+    reader = PluginManager().open_driver(url, transforms="auto")
+    assert reader.read("obj-1") == b"secret 1 " * 500
+    assert reader.read("plain") == b"not encrypted"
