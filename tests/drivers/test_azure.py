@@ -38,7 +38,6 @@ def driver_for(azurite: Azurite, container: str, **options: object) -> AzureBlob
 
 
 class TestAzureContract(DriverContract):
-    replace_metadata_unsupported = "not implemented for this driver yet (its SDK can patch metadata natively)"
     state_machine_examples = 10
     large_part_size = 2**20
 

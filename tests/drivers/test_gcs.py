@@ -36,7 +36,6 @@ def driver_for(gcs: GcsEmulator, **options: object) -> GCSDriver:
 
 
 class TestGCSContract(DriverContract):
-    replace_metadata_unsupported = "not implemented for this driver yet (its SDK can patch metadata natively)"
     state_machine_examples = 10
     large_part_size = MiB + 7
     conditional_create_unverifiable = EMULATOR_GAP

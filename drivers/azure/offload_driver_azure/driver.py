@@ -236,6 +236,12 @@ class AzureBlobDriver(StorageDriver):
 
     # -- writing --------------------------------------------------------------------
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        """Set Blob Metadata: replaces all of it, the blob's bytes untouched."""
+        stored = {encode_name(name): encode_header_value(value) for name, value in metadata.items()}
+        self._call(key, lambda: self._blob(key).set_blob_metadata(metadata=stored), op="write")
+        return self._stat(key)
+
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
         """Stage one block per non-empty part, then commit the list (the
         blob appears only then). Blocks of a failed write stay uncommitted,

@@ -172,8 +172,22 @@ class GCSDriver(FsspecDriver):
         page: dict[str, Any] = self._run(self.fs._call("GET", "b/{}/o", self.bucket, json_out=True, **query))
         return page
 
+    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
+        """A metadata PATCH (GCS merges: keys to drop are sent as null); the
+        object's bytes are untouched."""
+        current = self._stat(key).metadata
+        patch: dict[str, str | None] = {name: None for name in current if name not in metadata}
+        patch.update(metadata)
+        full_key = self.prefix + key
+        self._call(key, lambda: self._run(self.fs._call("PATCH", "b/{}/o/{}", self.bucket, full_key,
+                                                        json={"metadata": patch}, json_out=True)),
+                   op="write")  # fmt: skip
+        self.fs.invalidate_cache(self._path(key))
+        return self._stat(key)
+
     def _metadata_from_info(self, key: str, info: Mapping[str, Any]) -> dict[str, str]:
-        return dict(info.get("metadata") or {})
+        # A null value is a key a PATCH removed (the emulator keeps it as null; GCS drops it).
+        return {name: value for name, value in (info.get("metadata") or {}).items() if value is not None}
 
     # -- writing ---------------------------------------------------------------
 
