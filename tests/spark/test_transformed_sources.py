@@ -1,0 +1,33 @@
+"""Both Spark sources read objects written through chunk transforms, given
+``driver.transforms=auto`` (the chain comes from each object)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, PluginManager
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from tests.rsm.segments import numbered_segments, write_partition
+
+pytestmark = pytest.mark.spark
+
+
+def test_pulsar_offload_and_kafka_remote_read_transformed_objects(spark: Any, tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    driver = PluginManager().open_driver(url, transforms="zstd,crc32c", transform_chunk_size=4096)
+    entries = [b"entry %d " % n * 30 for n in range(3000)]
+    BlobStoreLedgerOffloader(driver, max_block_size=16384).offload(InMemoryReadHandle(8, entries), uuid.UUID(int=8))
+    rsm = RemoteStorageManager(driver, prefix="kafka")
+    tp, (segment,) = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(1)))
+    rsm.copy_log_segment(tp, segment.data)
+
+    rows = (spark.read.format("pulsar-offload").option("decode", "none").option("driver.transforms", "auto")
+            .load(url).orderBy("entry_id").collect())  # fmt: skip
+    assert [bytes(r.payload) for r in rows] == entries
+    records = (spark.read.format("kafka-remote").option("url", url).option("prefix", "kafka").option("topic", "orders")
+               .option("driver.transforms", "auto").load())  # fmt: skip
+    assert sorted(r.offset for r in records.select("offset").collect()) == list(range(100))
