@@ -329,12 +329,26 @@ class PluginManager:
             driver = _construct(spec, spec.driver, None, options)
         return driver if transforms is None else self._transforming(driver, transforms, chunk_size)
 
+    def _configured(self, spec: str) -> Transform:
+        """``zstd`` or ``zstd:level=9`` (options for a transform that takes
+        them through ``with_options``)."""
+        name, _, rest = spec.partition(":")
+        transform = self.transform(name, distribution=f"offload-plugin-{name}")
+        if not rest:
+            return transform
+        options = dict(pair.partition("=")[::2] for pair in rest.split(";"))
+        configure = getattr(transform, "with_options", None)
+        if configure is None:
+            raise ConfigError(f"transform {name!r} takes no options (given {rest!r})")
+        configured: Transform = configure(options)
+        return configured
+
     def _transforming(self, driver: StorageDriver, transforms: object, chunk_size: object) -> StorageDriver:
         from .transforming_driver import DEFAULT_CHUNK_SIZE, TransformingDriver
 
         names = transforms.split(",") if isinstance(transforms, str) else list(transforms)  # type: ignore[call-overload]
         names = [str(name).strip() for name in names if str(name).strip() and str(name).strip() != "auto"]
-        chain = [self.transform(name, distribution=f"offload-plugin-{name}") for name in names]
+        chain = [self._configured(spec) for spec in names]
         try:
             size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)  # type: ignore[call-overload]
         except (TypeError, ValueError):

@@ -29,7 +29,7 @@ def rotate(url: str, prefix: str, dry_run: bool, options: tuple[str, ...]) -> No
     by running it again."""
     manager = PluginManager()
     looked = changed = 0
-    for rotated in rotate_keys(_open(url, options), manager.transform, prefix, dry_run=dry_run):
+    for rotated in rotate_keys(_open(url, options, transforms=False), manager.transform, prefix, dry_run=dry_run):
         looked += 1
         if rotated.changed:
             changed += 1

@@ -34,12 +34,16 @@ def ledgers() -> None:
     """Offloaded ledgers (PIP-17 objects) in a store."""
 
 
-def _open(url: str, options: tuple[str, ...]) -> StorageDriver:
+def _open(url: str, options: tuple[str, ...], *, transforms: bool = True) -> StorageDriver:
     """The store at ``url``. These verbs only read (or delete what is
     there): a local root that does not exist is an error, never created."""
     parsed = parse_driver_options(options)
     if url.lower().startswith("file://"):
         parsed.setdefault("create", False)
+    # Objects written through chunk transforms read as they were written (a
+    # stat per object, once); -o transforms=... chooses otherwise.
+    if transforms:
+        parsed.setdefault("transforms", "auto")
     return open_driver(url, **parsed)
 
 

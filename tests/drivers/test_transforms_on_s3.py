@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, PluginManager
+from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, PluginManager, StorageDriver
 from offload_core.errors import FormatError
 from offload_core.key_rotation import rotate_keys
+from offload_core.testing import DriverContract
 from offload_core.transforming_driver import CHAIN_KEY
 from tests.emulators import MotoS3
 
@@ -27,6 +28,17 @@ def keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text(json.dumps({"active": "k1", "keys": {"k1": base64.b64encode(os.urandom(32)).decode()}}))
     monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{path}")
     return path
+
+
+class TestTransformedS3Contract(DriverContract):
+    """The whole driver contract through zstd, aes-gcm and crc32c on S3."""
+
+    state_machine_examples = 10
+
+    @pytest.fixture
+    def driver(self, s3: MotoS3, keyring: Path) -> StorageDriver:
+        return PluginManager().open_driver("s3://offload-test/contract", transforms="zstd,aes-gcm,crc32c",
+                                           transform_chunk_size=2**20, **s3.client_options())  # fmt: skip
 
 
 def test_every_transform_on_s3(s3: MotoS3, keyring: Path) -> None:

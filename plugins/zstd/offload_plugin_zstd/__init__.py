@@ -42,6 +42,16 @@ class ZstdTransform:
             raise ConfigError(f"zstd level must be 1-22, got {level!r}")
         self.level = level
 
+    def with_options(self, options: Mapping[str, str]) -> ZstdTransform:
+        """``zstd:level=9`` in a chain; :class:`ConfigError` for anything else."""
+        unknown = set(options) - {"level"}
+        if unknown:
+            raise ConfigError(f"zstd takes only level=1..22, not {sorted(unknown)}")
+        try:
+            return ZstdTransform(int(options.get("level", self.level)))
+        except ValueError:
+            raise ConfigError(f"zstd level {options.get('level')!r} is not a number") from None
+
     def for_writing(self) -> tuple[_Codec, Mapping[str, str]]:
         return _Codec(self.level), {"level": str(self.level)}
 
