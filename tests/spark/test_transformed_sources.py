@@ -31,3 +31,23 @@ def test_pulsar_offload_and_kafka_remote_read_transformed_objects(spark: Any, tm
     records = (spark.read.format("kafka-remote").option("url", url).option("prefix", "kafka").option("topic", "orders")
                .option("driver.transforms", "auto").load())  # fmt: skip
     assert sorted(r.offset for r in records.select("offset").collect()) == list(range(100))
+
+
+def test_the_spark_verify_job_checks_every_chunk(spark: Any, tmp_path: Path) -> None:
+    from offload_driver_filesystem import FilesystemDriver
+
+    from offload_core.spark import verify_store
+
+    url = f"file://{tmp_path / 'store'}"
+    driver = PluginManager().open_driver(url, transforms="crc32c", transform_chunk_size=2048)
+    BlobStoreLedgerOffloader(driver, max_block_size=8192).offload(
+        InMemoryReadHandle(4, [b"entry %d " % n * 30 for n in range(1000)]), uuid.UUID(int=4)
+    )
+    assert verify_store(spark, url, driver_options={"transforms": "auto"}).defects.count() == 0
+    inner = FilesystemDriver(str(tmp_path / "store"))
+    (key,) = [i.key for i in inner.list("") if i.key.endswith("-ledger-4")]
+    stored = bytearray(inner.read(key))
+    stored[5000] ^= 1  # a payload byte: only the chunk's CRC can tell
+    inner.write(key, [bytes(stored)], metadata=dict(inner.stat(key).metadata))
+    defects = verify_store(spark, url, driver_options={"transforms": "auto"}).defects.collect()
+    assert defects and "CRC-32C" in defects[0].problem
