@@ -13,8 +13,9 @@ from offload_core.transforming_driver import CHAIN_KEY
 
 
 def test_segments_stream_through_the_chain_and_read_back(tmp_path: Path) -> None:
-    config = parse_config({"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0, "managedLedgerOffloadWorkerProcesses": 0,
-                           "managedLedgerOffloadDeletionLagMs": 0, "managedLedgerOffloadTransforms": "zstd,crc32c",
+    config = parse_config({"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0,
+                           "managedLedgerOffloadWorkerProcesses": 0, "managedLedgerOffloadDeletionLagMs": 0,
+                           "managedLedgerOffloadTransforms": "zstd,crc32c",
                            "managedLedgerOffloadTransformChunkSizeInBytes": 4096})  # fmt: skip
     payloads = [b"streamed %d " % n * 20 for n in range(400)]
     with Broker(tmp_path / "data", config) as broker:
