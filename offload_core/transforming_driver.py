@@ -22,13 +22,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .errors import ConfigError, FormatError, NotFoundError, TransformNotInstalledError
 from .formats.chunked import FOOTER_TAIL, ChunkTable, decode_footer, encode_footer, footer_length
 from .hooks import ChunkCodec, Transform
 from .model import ObjectInfo
-from .storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver, slice_range
+from .storage import BytesLike, StorageDriver, slice_range
+from .wrapping_driver import WrappingDriver
 
 __all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver"]
 
@@ -45,15 +45,13 @@ class _Layout:
     codecs: tuple[ChunkCodec, ...]  # in chain order
 
 
-class TransformingDriver(StorageDriver):
+class TransformingDriver(WrappingDriver):
     """Wraps ``inner``. ``chain`` transforms every object written (none: a
     pass-through writer); ``lookup(name, distribution)`` finds the transform
     an object was written with (:meth:`PluginManager.transform`), raising
     :class:`TransformNotInstalledError` naming the distribution to install.
     Reads raise :class:`FormatError` when a stored chunk fails its
     transform's check: altered bytes are never returned."""
-
-    counts_requests = True  # the wrapped store's requests are what count
 
     def __init__(
         self,
@@ -65,9 +63,7 @@ class TransformingDriver(StorageDriver):
     ) -> None:
         if not isinstance(chunk_size, int) or not 0 < chunk_size < 2**31:
             raise ConfigError(f"transform chunk size must be between 1 byte and 2 GiB, got {chunk_size!r}")
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.min_part_size = inner.min_part_size
+        super().__init__(inner)
         self.chain = tuple(chain)
         self.chunk_size = chunk_size
         self._lookup = lookup
@@ -77,18 +73,6 @@ class TransformingDriver(StorageDriver):
 
     def __repr__(self) -> str:
         return f"TransformingDriver({self.inner!r}, chain={[t.name for t in self.chain]})"
-
-    @property
-    def request_counts(self) -> Any:
-        return self.inner.request_counts
-
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
-
-    def close(self) -> None:
-        self.inner.close()
 
     # -- writing -------------------------------------------------------------
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import ConfigError, OffloadError, TransientStorageError
 from ..model import ObjectInfo
-from ..storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
+from ..storage import BytesLike, StorageDriver
+from ..wrapping_driver import WrappingDriver
 
 __all__ = ["Fault", "FaultyDriver", "InjectedFault", "Latency", "SlowDriver"]
 
@@ -75,34 +75,7 @@ class Fault:
         return TransientStorageError(f"injected transient failure: {what}")
 
 
-class _WrappedDriver(StorageDriver):
-    """What a wrapper passes through to the driver it wraps unchanged: its
-    name and part size, its request counts, its sweep and its close."""
-
-    counts_requests = True  # what the wrapped store sends is what counts
-
-    def __init__(self, inner: StorageDriver) -> None:
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.min_part_size = inner.min_part_size
-
-    @property
-    def request_counts(self) -> Counter[str]:
-        return self.inner.request_counts
-
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
-        return self.inner.replace_metadata(key, metadata)
-
-
-class FaultyDriver(_WrappedDriver):
+class FaultyDriver(WrappingDriver):
     """Wraps ``inner`` and raises at the calls the ``faults`` choose."""
 
     def __init__(self, inner: StorageDriver, faults: Sequence[Fault]) -> None:
@@ -183,7 +156,7 @@ class Latency:
             raise ConfigError(f"latency {self.seconds}s and jitter {self.jitter}s must not be negative")
 
 
-class SlowDriver(_WrappedDriver):
+class SlowDriver(WrappingDriver):
     """Wraps ``inner`` so that each request takes what it would on a remote
     object store: the first-byte ``latency``, then its bytes at
     ``bandwidth`` bytes per second (a cap per request, as S3 gives each
