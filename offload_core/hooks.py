@@ -38,11 +38,16 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 class DriverRegistrar(Protocol):
-    """What ``offload_core_register_drivers`` receives as ``register``."""
+    """What ``offload_core_register_drivers`` receives as ``register``.
+
+    ``driver`` is a :class:`StorageDriver` subclass or its import path,
+    ``"package.module:Class"``: a path is imported only when the driver is
+    first used, so registering a driver whose SDK is slow to import costs
+    commands that never open that store nothing."""
 
     def __call__(
         self,
-        driver: type[StorageDriver],
+        driver: type[StorageDriver] | str,
         *,
         name: str,
         aliases: Sequence[str] = (),

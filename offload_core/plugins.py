@@ -19,7 +19,6 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 import pluggy
 
 from . import hooks
+from .driver_specs import DriverSpec, PluginInfo, construct, driver_target
 from .errors import ConfigError, DriverNotInstalledError, PluginLoadError, TransformNotInstalledError
 from .hooks import Event, MetricsServer, Transform
 from .storage import StorageDriver
@@ -70,31 +70,6 @@ _DISTRIBUTION_FOR = {
     "hdfs": "offload-driver-hdfs",
     "webhdfs": "offload-driver-hdfs",
 }
-
-
-@dataclass(frozen=True)
-class PluginInfo:
-    """Where a loaded plugin came from."""
-
-    name: str
-    module: str
-    group: str
-    distribution: str
-    version: str
-
-    def describe(self) -> str:
-        return f"{self.distribution} {self.version} (entry point {self.name!r} in {self.group})"
-
-
-@dataclass(frozen=True)
-class DriverSpec:
-    """A registered storage driver."""
-
-    name: str
-    driver: type[StorageDriver]
-    aliases: tuple[str, ...]
-    schemes: tuple[str, ...]
-    plugin: PluginInfo
 
 
 @dataclass(frozen=True)
@@ -323,10 +298,10 @@ class PluginManager:
             from_url = getattr(spec.driver, "from_url", None)
             if from_url is None:
                 raise ConfigError(f"storage driver {spec.name!r} registered scheme {scheme!r} but has no from_url")
-            driver = _construct(spec, from_url, url_or_name, options)
+            driver = construct(spec, from_url, url_or_name, options)
         else:
             spec = self.driver(url_or_name)
-            driver = _construct(spec, spec.driver, None, options)
+            driver = construct(spec, spec.driver, None, options)
         return driver if transforms is None else self._transforming(driver, transforms, chunk_size)
 
     def _configured(self, spec: str) -> Transform:
@@ -393,70 +368,6 @@ def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None
     return manager.open_driver(url_or_name, **options)
 
 
-def _construct(
-    spec: DriverSpec, factory: Callable[..., StorageDriver], url: str | None, options: dict[str, Any]
-) -> StorageDriver:
-    parameters = _keyword_parameters(factory, skip_first=url is not None)
-    accepted = _accepted_options(parameters, factory, spec.driver)
-    if accepted is not None:
-        for option in options:
-            if option not in accepted:
-                close = difflib.get_close_matches(option, accepted, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(
-                    f"storage driver {spec.name!r} does not take the option {option!r}{hint} "
-                    f"(it takes: {', '.join(accepted) or 'no options'})"
-                )
-        missing = [name for name in _required_options(parameters or []) if name not in options]
-        if missing:
-            raise ConfigError(f"storage driver {spec.name!r} needs the option(s) {', '.join(missing)}")
-    # A TypeError raised inside the constructor is the driver's bug and
-    # propagates as one; only a mismatch with its signature is ours to report.
-    return factory(url, **options) if url is not None else factory(**options)
-
-
-def _keyword_parameters(function: Callable[..., Any], *, skip_first: bool) -> list[inspect.Parameter] | None:
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if (
-        skip_first
-        and parameters
-        and parameters[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ):
-        parameters = parameters[1:]  # fmt: skip
-    return [p for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-
-
-def _accepted_options(
-    parameters: list[inspect.Parameter] | None, factory: Callable[..., Any], driver: type[StorageDriver]
-) -> list[str] | None:
-    """The options ``factory`` (whose keyword ``parameters`` are given)
-    takes; a ``from_url(url, **options)`` that passes them on takes what the
-    driver class's ``__init__`` does. ``None`` when that cannot be told."""
-    if parameters is None:
-        return None
-    names = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        if factory is driver:
-            return None
-        inner = _keyword_parameters(driver.__init__, skip_first=True)
-        if inner is None or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inner):
-            return None
-        names += [p.name for p in inner if p.name not in names]
-    return names
-
-
-def _required_options(parameters: list[inspect.Parameter]) -> list[str]:
-    return [
-        p.name
-        for p in parameters
-        if p.default is inspect.Parameter.empty
-        and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-
-
 def _claim(table: dict[str, Any], key: str, spec: Any, what: str) -> None:
     existing = table.get(key)
     if existing is not None and existing is not spec:
@@ -469,11 +380,10 @@ def _claim(table: dict[str, Any], key: str, spec: Any, what: str) -> None:
 
 def _driver_registrar(registries: _Registries, info: PluginInfo) -> hooks.DriverRegistrar:
     def register(
-        driver: type[StorageDriver], *, name: str, aliases: Sequence[str] = (), schemes: Sequence[str] = ()
+        driver: type[StorageDriver] | str, *, name: str, aliases: Sequence[str] = (), schemes: Sequence[str] = ()
     ) -> None:
-        if not (isinstance(driver, type) and issubclass(driver, StorageDriver)):
-            raise PluginLoadError(f"plugin {info.describe()} registered {driver!r}, which is not a StorageDriver")
-        spec = DriverSpec(name=name, driver=driver, aliases=tuple(aliases), schemes=tuple(schemes), plugin=info)
+        target = driver_target(driver, info)
+        spec = DriverSpec(name=name, target=target, aliases=tuple(aliases), schemes=tuple(schemes), plugin=info)
         for label in {name.lower(), *(alias.lower() for alias in aliases)}:
             _claim(registries.drivers_by_name, label, spec, "driver name")
         for scheme in schemes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import Phase, settings
 
 from offload_core.errors import OffloadError
 from offload_core.memory import MemoryDriver
@@ -75,8 +76,22 @@ def test_missing_range_check_fails_the_kit() -> None:
         kit.test_invalid_ranges_raise(NoRangeCheck(), 10, 11)
 
 
+@pytest.fixture
+def without_shrinking() -> Iterator[None]:
+    """Finding the bug is what is tested here; shrinking the failing run
+    to a minimal one (most of the time spent) is hypothesis's own job."""
+    previous = settings.default
+    settings.register_profile("kit-finds-bugs", previous, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    settings.load_profile("kit-finds-bugs")
+    try:
+        yield
+    finally:
+        settings.register_profile("kit-finds-bugs-restore", previous)
+        settings.load_profile("kit-finds-bugs-restore")
+
+
 @pytest.mark.parametrize("broken", [UnsortedListing, TornWrites, ForgetsMetadata, IgnoresIfAbsent, NoRangeCheck])
-def test_state_machine_finds_each_broken_driver(broken: type[MemoryDriver]) -> None:
+def test_state_machine_finds_each_broken_driver(broken: type[MemoryDriver], without_shrinking: None) -> None:
     # A broken driver fails either a model assertion or a contract error
     # the model did not expect (TornWrites never stores an empty object),
     # or several of them at once.

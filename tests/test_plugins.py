@@ -204,6 +204,59 @@ def test_registering_a_non_driver_is_an_error() -> None:
         manager.drivers()
 
 
+def test_a_driver_registered_by_path_is_imported_only_when_used(site: Path) -> None:
+    (site / "lazy_store.py").write_text(
+        "from offload_core.memory import MemoryDriver\n\n\nclass LazyDriver(MemoryDriver):\n    pass\n"
+    )
+    (site / "not_a_driver.py").write_text("class Plain:\n    pass\n")
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register("lazy_store:LazyDriver", name="lazy", schemes=("lazy",))
+            register("not_a_driver:Plain", name="plain")
+            register("no_such_module_here:Driver", name="absent")
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    assert {"lazy", "plain", "absent"} <= {spec.name for spec in manager.drivers()}
+    assert "lazy_store" not in sys.modules  # listed, not imported
+    driver = manager.open_driver("lazy://")
+    assert type(driver).__name__ == "LazyDriver" and "lazy_store" in sys.modules
+    driver.close()
+    with pytest.raises(PluginLoadError, match="not a StorageDriver"):
+        manager.open_driver("plain")
+    with pytest.raises(PluginLoadError, match=r"'absent' of plugin .*no_such_module_here:Driver.*does not load"):
+        manager.open_driver("absent")
+
+
+@pytest.mark.parametrize("path", ["no_colon_here", "module:", ":Class", "bad module:Class", "mod:Cls-1"])
+def test_a_malformed_driver_path_is_refused_when_registered(path: str) -> None:
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            register(path, name="broken")
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    with pytest.raises(PluginLoadError, match="write it as 'module:Class'"):
+        manager.drivers()
+
+
+def test_the_cloud_drivers_register_without_importing_their_sdks() -> None:
+    import subprocess
+
+    probe = (
+        "import sys\nfrom offload_core import PluginManager\n"
+        "names = {spec.name for spec in PluginManager().drivers()}\n"
+        "assert {'s3', 'gcs', 'azure', 'hdfs'} <= names, names\n"
+        "loaded = [m for m in ('s3fs', 'gcsfs', 'azure.storage.blob', 'pyarrow.fs') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 def test_events_offloaders_and_transforms_reach_plugins() -> None:
     seen: list[Event] = []
 

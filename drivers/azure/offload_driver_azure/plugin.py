@@ -7,6 +7,11 @@ from offload_core.hooks import DriverRegistrar, hookimpl
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    from .driver import AzureBlobDriver  # the SDK loads when a registry is built, not at discovery
-
-    register(AzureBlobDriver, name="azure", aliases=("azureblob",), schemes=("az", "abfs", "abfss"))
+    # By path: the SDK loads when the driver is first used, not whenever a
+    # registry is built (a command on another store never imports it).
+    register(
+        "offload_driver_azure.driver:AzureBlobDriver",
+        name="azure",
+        aliases=("azureblob",),
+        schemes=("az", "abfs", "abfss"),
+    )

@@ -7,6 +7,8 @@ from offload_core.hooks import DriverRegistrar, hookimpl
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    from .driver import GCSDriver  # the SDK loads when a registry is built, not at discovery
-
-    register(GCSDriver, name="gcs", aliases=("google-cloud-storage",), schemes=("gs", "gcs"))
+    # By path: the SDK loads when the driver is first used, not whenever a
+    # registry is built (a command on another store never imports it).
+    register(
+        "offload_driver_gcs.driver:GCSDriver", name="gcs", aliases=("google-cloud-storage",), schemes=("gs", "gcs")
+    )

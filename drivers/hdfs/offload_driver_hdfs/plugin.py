@@ -7,6 +7,6 @@ from offload_core.hooks import DriverRegistrar, hookimpl
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    from .driver import HdfsDriver  # the SDK loads when a registry is built, not at discovery
-
-    register(HdfsDriver, name="hdfs", aliases=("webhdfs",), schemes=("hdfs", "webhdfs"))
+    # By path: the SDK loads when the driver is first used, not whenever a
+    # registry is built (a command on another store never imports it).
+    register("offload_driver_hdfs.driver:HdfsDriver", name="hdfs", aliases=("webhdfs",), schemes=("hdfs", "webhdfs"))

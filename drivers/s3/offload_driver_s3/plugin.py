@@ -7,6 +7,6 @@ from offload_core.hooks import DriverRegistrar, hookimpl
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    from .driver import S3Driver  # the SDK loads when a registry is built, not at discovery
-
-    register(S3Driver, name="s3", aliases=("aws-s3", "S3"), schemes=("s3", "s3a"))
+    # By path: the SDK loads when the driver is first used, not whenever a
+    # registry is built (a command on another store never imports it).
+    register("offload_driver_s3.driver:S3Driver", name="s3", aliases=("aws-s3", "S3"), schemes=("s3", "s3a"))
