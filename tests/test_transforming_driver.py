@@ -30,8 +30,9 @@ TRANSFORMS = {"zstd": ZstdTransform(), "crc32c": Crc32cTransform()}
 CHAINS = [list(p) for n in (1, 2) for p in itertools.permutations(TRANSFORMS, n)]
 
 
-def lookup(name: str, *, distribution: str | None = None):  # type: ignore[no-untyped-def]
-    return PluginManager().transform(name, distribution=distribution)
+# One manager for the module: building one reads every installed
+# distribution's metadata, and the driver looks a transform up per object.
+lookup = PluginManager().transform
 
 
 def transforming(inner: StorageDriver, chain: list[str], chunk_size: int = 4096) -> TransformingDriver:

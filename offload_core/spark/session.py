@@ -6,7 +6,13 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["get_session"]
+__all__ = ["choose_master", "get_session"]
+
+
+def choose_master(requested: str | None, configured: str | None) -> str:
+    """The master a new session runs on: the one asked for, else the one
+    Spark's configuration names, else ``local[*]``."""
+    return requested or configured or "local[*]"
 
 
 def get_session(master: str | None = None, app_name: str = "offload-core") -> Any:
@@ -28,10 +34,7 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
         # PYSPARK_SUBMIT_ARGS and spark-defaults.conf set (the master among them).
         SparkContext._ensure_initialized()
         conf = SparkConf()
-        if master is not None:
-            conf.setMaster(master)
-        elif not conf.contains("spark.master"):
-            conf.setMaster("local[*]")
+        conf.setMaster(choose_master(master, conf.get("spark.master")))
         if (conf.get("spark.master") or "").startswith("local"):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")

@@ -1,4 +1,4 @@
-"""get_session picks its master the way Spark users expect (a fresh process each)."""
+"""get_session picks its master the way Spark users expect."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+
+from offload_core.spark.session import choose_master
 
 pytestmark = pytest.mark.spark
 
@@ -20,16 +22,20 @@ PROBE = (
 
 
 @pytest.mark.parametrize(
-    ("argv", "submit_args", "master"),
-    [([], None, "local[*]"), ([], "--master local[1] pyspark-shell", "local[1]"), (["local[2]"], None, "local[2]")],
-)
-def test_master_from_argument_then_spark_configuration_then_local(
-    argv: list[str], submit_args: str | None, master: str
+    ("requested", "configured", "master"),
+    [(None, None, "local[*]"), (None, "local[1]", "local[1]"), ("local[2]", "local[1]", "local[2]"),
+     ("spark://h:7077", None, "spark://h:7077")],
+)  # fmt: skip
+def test_the_argument_wins_then_spark_configuration_then_local(
+    requested: str | None, configured: str | None, master: str
 ) -> None:
-    env = {key: value for key, value in os.environ.items() if key != "PYSPARK_SUBMIT_ARGS"}
-    if submit_args is not None:
-        env["PYSPARK_SUBMIT_ARGS"] = submit_args
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], env=env, capture_output=True, text=True, timeout=180, check=True
-    )
-    assert done.stdout.splitlines() == [f"{master} false true", "['ledger_id', 'entry_id']"]
+    assert choose_master(requested, configured) == master
+
+
+def test_a_new_session_takes_its_master_from_spark_configuration() -> None:
+    # One fresh JVM (the slow part) for the case only a real one shows:
+    # PYSPARK_SUBMIT_ARGS reaches the conf get_session reads.
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--master local[1] pyspark-shell"}
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180,
+                          check=True)  # fmt: skip
+    assert done.stdout.splitlines() == ["local[1] false true", "['ledger_id', 'entry_id']"]
