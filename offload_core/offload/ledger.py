@@ -12,7 +12,7 @@ import itertools
 import logging
 import operator
 import uuid as uuid_module
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -26,6 +26,7 @@ from ..proto import LedgerMetadataFormat
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
 from .block_tables import V1BlockTable, check_entry_offsets
+from .built_ahead import BuiltAhead
 from .offloaded_read_handle import OffloadedReadHandle
 from .read_ahead import ReadAheadPool
 from .read_handle import ReadHandle
@@ -184,9 +185,11 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
     ) -> OffloadResult:
         """Offload the closed ledger behind ``handle`` under ``uuid``.
 
-        Streams blocks from the handle into one multipart write (memory
-        stays near two blocks whatever the ledger size), then writes the
-        index. Raises :class:`OffloadError` for an open or empty ledger and
+        Streams blocks from the handle into one multipart write, the next
+        block read and framed (on a thread of the offload's own, so
+        ``handle`` must allow reads from another thread, one at a time)
+        while the current one is written; memory stays near two blocks
+        whatever the ledger size. Then writes the index. Raises :class:`OffloadError` for an open or empty ledger and
         :class:`FormatError` when an entry fits no block or the entries do
         not match the ledger metadata; on any failure at any stage both
         objects are removed before the error propagates.
@@ -209,7 +212,10 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
                 max_block_size=self.max_block_size,
             )
             lengths: list[Sequence[int]] = []
-            data_info = self.driver.write(data_key, _recorded(blocks, table, lengths), metadata=user_metadata)
+            # The next block is read and framed while this one is written:
+            # the write mostly waits on the store, the framing on the CPU.
+            with BuiltAhead(blocks, name=f"offload-core-blocks-{ledger_id}") as ahead:
+                data_info = self.driver.write(data_key, _recorded(ahead, table, lengths), metadata=user_metadata)
             index = v1.Index(
                 data_object_length=data_info.size,
                 ledger_metadata=_without_password(metadata).SerializeToString(),
@@ -388,7 +394,7 @@ def _payload_batches(handle: ReadHandle, max_block_size: int) -> Iterator[list[b
 
 
 def _recorded(
-    blocks: Iterator[v1.EncodedBlock], table: list[v1.IndexEntry], lengths: list[Sequence[int]]
+    blocks: Iterable[v1.EncodedBlock], table: list[v1.IndexEntry], lengths: list[Sequence[int]]
 ) -> Iterator[bytes | bytearray]:
     for block in blocks:
         table.append(block.entry)
