@@ -16,12 +16,10 @@ does with its built-ins. Two environment variables steer loading:
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from importlib import metadata as importlib_metadata
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,9 +27,18 @@ from urllib.parse import urlsplit
 import pluggy
 
 from . import hooks
-from .driver_specs import DriverSpec, PluginInfo, construct, driver_target
-from .errors import ConfigError, DriverNotInstalledError, PluginLoadError, TransformNotInstalledError
+from .driver_specs import DriverSpec, PluginInfo, construct
+from .errors import ConfigError, PluginLoadError, TransformNotInstalledError
 from .hooks import Event, MetricsServer, Transform
+from .registries import (
+    ENV_ALLOW,
+    OffloaderSpec,
+    Registries,
+    driver_registrar,
+    not_installed,
+    offloader_registrar,
+    transform_registrar,
+)
 from .storage import StorageDriver
 
 __all__ = [
@@ -48,49 +55,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUPS = ("offload_core.drivers", "offload_core.plugins")
-ENV_ALLOW = "OFFLOAD_CORE_PLUGINS"
 ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory", "offload_core.offload.ledger")
-
-# Where to send a user who asks for a driver nobody installed.
-_DISTRIBUTION_FOR = {
-    "filesystem": "offload-driver-filesystem",
-    "file": "offload-driver-filesystem",
-    "s3": "offload-driver-s3",
-    "aws-s3": "offload-driver-s3",
-    "s3a": "offload-driver-s3",
-    "gcs": "offload-driver-gcs",
-    "gs": "offload-driver-gcs",
-    "google-cloud-storage": "offload-driver-gcs",
-    "azure": "offload-driver-azure",
-    "azureblob": "offload-driver-azure",
-    "az": "offload-driver-azure",
-    "abfs": "offload-driver-azure",
-    "abfss": "offload-driver-azure",
-    "hdfs": "offload-driver-hdfs",
-    "webhdfs": "offload-driver-hdfs",
-}
-
-
-@dataclass(frozen=True)
-class OffloaderSpec:
-    """A registered ledger-offloader factory and the storage-driver names
-    it serves (``"*"``: any driver no other offloader claims)."""
-
-    name: str
-    factory: Callable[..., Any]
-    aliases: tuple[str, ...]
-    plugin: PluginInfo
-    drivers: tuple[str, ...] = ()
-
-
-@dataclass
-class _Registries:
-    drivers_by_name: dict[str, DriverSpec] = field(default_factory=dict)
-    drivers_by_scheme: dict[str, DriverSpec] = field(default_factory=dict)
-    offloaders: dict[str, OffloaderSpec] = field(default_factory=dict)
-    offloaders_by_driver: dict[str, OffloaderSpec] = field(default_factory=dict)
-    transforms: dict[str, tuple[Transform, PluginInfo]] = field(default_factory=dict)
 
 
 class PluginManager:
@@ -109,7 +75,7 @@ class PluginManager:
         self._pm = pluggy.PluginManager(hooks.PROJECT)
         self._pm.add_hookspecs(hooks)
         self._infos: dict[str, PluginInfo] = {}
-        self._registries: _Registries | None = None
+        self._registries: Registries | None = None
         env = os.environ if environ is None else environ
         for module_name in BUILTIN_PLUGINS:
             module = importlib.import_module(module_name)
@@ -167,14 +133,14 @@ class PluginManager:
 
     # -- registries ------------------------------------------------------
 
-    def _build(self) -> _Registries:
+    def _build(self) -> Registries:
         if self._registries is not None:
             return self._registries
-        registries = _Registries()
+        registries = Registries()
         registrars = (
-            ("offload_core_register_drivers", _driver_registrar),
-            ("offload_core_register_offloaders", _offloader_registrar),
-            ("offload_core_register_transforms", _transform_registrar),
+            ("offload_core_register_drivers", driver_registrar),
+            ("offload_core_register_offloaders", offloader_registrar),
+            ("offload_core_register_transforms", transform_registrar),
         )
         for hook_name, make_registrar in registrars:
             for plugin_name, call in self._callers_by_plugin(hook_name):
@@ -219,7 +185,7 @@ class PluginManager:
         registries = self._build()
         spec = registries.drivers_by_name.get(name.lower())
         if spec is None:
-            raise _not_installed(f"no storage driver named {name!r} is installed", name, registries)
+            raise not_installed(f"no storage driver named {name!r} is installed", name, registries)
         return spec
 
     def driver_for_scheme(self, scheme: str) -> DriverSpec:
@@ -227,7 +193,7 @@ class PluginManager:
         registries = self._build()
         spec = registries.drivers_by_scheme.get(scheme.lower())
         if spec is None:
-            raise _not_installed(f"no storage driver handles {scheme}:// URLs", scheme, registries)
+            raise not_installed(f"no storage driver handles {scheme}:// URLs", scheme, registries)
         return spec
 
     def offloader(self, name: str) -> OffloaderSpec:
@@ -302,33 +268,11 @@ class PluginManager:
         else:
             spec = self.driver(url_or_name)
             driver = construct(spec, spec.driver, None, options)
-        return driver if transforms is None else self._transforming(driver, transforms, chunk_size)
+        if transforms is None:
+            return driver
+        from .transforming_driver import with_transforms
 
-    def _configured(self, spec: str) -> Transform:
-        """``zstd`` or ``zstd:level=9`` (options for a transform that takes
-        them through ``with_options``)."""
-        name, _, rest = spec.partition(":")
-        transform = self.transform(name, distribution=f"offload-plugin-{name}")
-        if not rest:
-            return transform
-        options = dict(pair.partition("=")[::2] for pair in rest.split(";"))
-        configure = getattr(transform, "with_options", None)
-        if configure is None:
-            raise ConfigError(f"transform {name!r} takes no options (given {rest!r})")
-        configured: Transform = configure(options)
-        return configured
-
-    def _transforming(self, driver: StorageDriver, transforms: object, chunk_size: object) -> StorageDriver:
-        from .transforming_driver import DEFAULT_CHUNK_SIZE, TransformingDriver
-
-        names = transforms.split(",") if isinstance(transforms, str) else list(transforms)  # type: ignore[call-overload]
-        names = [str(name).strip() for name in names if str(name).strip() and str(name).strip() != "auto"]
-        chain = [self._configured(spec) for spec in names]
-        try:
-            size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            raise ConfigError(f"transform_chunk_size {chunk_size!r} is not a number of bytes") from None
-        return TransformingDriver(driver, self.transform, chain, chunk_size=size)
+        return with_transforms(driver, transforms, chunk_size, self.transform)
 
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every ``offload_core_on_event`` implementation."""
@@ -366,69 +310,6 @@ def open_driver(url_or_name: str, *, plugin_manager: PluginManager | None = None
     Without ``plugin_manager``, the process's :func:`default_plugin_manager`."""
     manager = plugin_manager if plugin_manager is not None else default_plugin_manager()
     return manager.open_driver(url_or_name, **options)
-
-
-def _claim(table: dict[str, Any], key: str, spec: Any, what: str) -> None:
-    existing = table.get(key)
-    if existing is not None and existing is not spec:
-        raise PluginLoadError(
-            f"{what} {key!r} is registered by both {existing.plugin.describe()} and {spec.plugin.describe()}; "
-            f"uninstall one, or choose one with {ENV_ALLOW}"
-        )
-    table[key] = spec
-
-
-def _driver_registrar(registries: _Registries, info: PluginInfo) -> hooks.DriverRegistrar:
-    def register(
-        driver: type[StorageDriver] | str, *, name: str, aliases: Sequence[str] = (), schemes: Sequence[str] = ()
-    ) -> None:
-        target = driver_target(driver, info)
-        spec = DriverSpec(name=name, target=target, aliases=tuple(aliases), schemes=tuple(schemes), plugin=info)
-        for label in {name.lower(), *(alias.lower() for alias in aliases)}:
-            _claim(registries.drivers_by_name, label, spec, "driver name")
-        for scheme in schemes:
-            _claim(registries.drivers_by_scheme, scheme.lower(), spec, "URL scheme")
-
-    return register
-
-
-def _offloader_registrar(registries: _Registries, info: PluginInfo) -> hooks.OffloaderRegistrar:
-    def register(
-        factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = (), drivers: Sequence[str] = ()
-    ) -> None:
-        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info, drivers=tuple(drivers))
-        for label in {name.lower(), *(alias.lower() for alias in aliases)}:
-            _claim(registries.offloaders, label, spec, "offloader name")
-        for driver in {driver.lower() for driver in drivers}:
-            _claim(registries.offloaders_by_driver, driver, spec, "offloader for storage driver")
-
-    return register
-
-
-def _transform_registrar(registries: _Registries, info: PluginInfo) -> hooks.TransformRegistrar:
-    def register(transform: Transform) -> None:
-        existing = registries.transforms.get(transform.name)
-        if existing is not None:
-            raise PluginLoadError(
-                f"block transform {transform.name!r} is registered by both {existing[1].describe()} and "
-                f"{info.describe()}; uninstall one, or choose one with {ENV_ALLOW}"
-            )
-        registries.transforms[transform.name] = (transform, info)
-
-    return register
-
-
-def _not_installed(message: str, wanted: str, registries: _Registries) -> DriverNotInstalledError:
-    distribution = _DISTRIBUTION_FOR.get(wanted.lower())
-    if distribution is not None:
-        return DriverNotInstalledError(f"{message}; install it with: pip install {distribution}")
-    names = sorted({spec.name for spec in registries.drivers_by_name.values()})
-    schemes = sorted(registries.drivers_by_scheme)
-    close = difflib.get_close_matches(wanted.lower(), [*registries.drivers_by_name, *schemes], n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return DriverNotInstalledError(
-        f"{message}{hint} (installed drivers: {', '.join(names) or 'none'}; schemes: {', '.join(schemes) or 'none'})"
-    )
 
 
 def _builtin_info(module_name: str) -> PluginInfo:

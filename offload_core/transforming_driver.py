@@ -30,7 +30,7 @@ from .model import ObjectInfo
 from .storage import BytesLike, StorageDriver, slice_range
 from .wrapping_driver import WrappingDriver
 
-__all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver"]
+__all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver", "with_transforms"]
 
 CHAIN_KEY = "offload-transforms"
 DEFAULT_CHUNK_SIZE = 1024 * 1024
@@ -238,3 +238,38 @@ class TransformingDriver(WrappingDriver):
             self._layouts.pop(key, None)
             for cached in [c for c in self._decoded if c[0] == key]:
                 del self._decoded[cached]
+
+
+def with_transforms(
+    driver: StorageDriver, transforms: object, chunk_size: object, lookup: Callable[..., Transform]
+) -> TransformingDriver:
+    """``driver`` wrapped to write through ``transforms`` (``"zstd,crc32c"``
+    or a list of names, in order; ``"auto"`` or none: write plain, read any
+    chain), ``chunk_size`` logical bytes a chunk (default 1 MiB), each name
+    found with ``lookup`` (:meth:`PluginManager.transform`). A name may
+    carry options, ``zstd:level=9`` (several separated by ``;``), for a
+    transform that takes them through ``with_options``. Raises
+    :class:`TransformNotInstalledError` for a name nothing registered and
+    :class:`ConfigError` for options a transform does not take or a chunk
+    size that is not a number."""
+    names = transforms.split(",") if isinstance(transforms, str) else list(transforms)  # type: ignore[call-overload]
+    names = [str(name).strip() for name in names if str(name).strip() and str(name).strip() != "auto"]
+    chain = [_configured(spec, lookup) for spec in names]
+    try:
+        size = DEFAULT_CHUNK_SIZE if chunk_size is None else int(chunk_size)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise ConfigError(f"transform_chunk_size {chunk_size!r} is not a number of bytes") from None
+    return TransformingDriver(driver, lookup, chain, chunk_size=size)
+
+
+def _configured(spec: str, lookup: Callable[..., Transform]) -> Transform:
+    name, _, rest = spec.partition(":")
+    transform = lookup(name, distribution=f"offload-plugin-{name}")
+    if not rest:
+        return transform
+    options = dict(pair.partition("=")[::2] for pair in rest.split(";"))
+    configure = getattr(transform, "with_options", None)
+    if configure is None:
+        raise ConfigError(f"transform {name!r} takes no options (given {rest!r})")
+    configured: Transform = configure(options)
+    return configured
