@@ -77,8 +77,8 @@ def driver_target(target: object, plugin: PluginInfo) -> type[StorageDriver] | s
     :class:`PluginLoadError` naming ``plugin`` otherwise."""
     if isinstance(target, str):
         module_name, colon, attribute = target.partition(":")
-        if colon and module_name and attribute and all(part.isidentifier() for part in
-                                                       [*module_name.split("."), *attribute.split(".")]):  # fmt: skip
+        parts = [*module_name.split("."), *attribute.split(".")]
+        if colon and all(part.isidentifier() for part in parts):
             return target
         raise PluginLoadError(
             f"plugin {plugin.describe()} registered the driver path {target!r}; write it as 'module:Class'"

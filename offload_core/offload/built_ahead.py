@@ -3,9 +3,9 @@
 An offload alternates two kinds of work: building a block (reading entries
 from the hot tier and framing them, which holds the interpreter) and
 sending it (a write or an HTTP request, which mostly does not). Done one
-after the other, the two add up; with the block after next built on a
-thread of its own while the caller sends the current one, the slower of
-the two sets the pace.
+after the other, the two add up; with the next block built on a thread
+of its own while the caller sends the current one, the slower of the two
+sets the pace.
 """
 
 from __future__ import annotations

@@ -189,7 +189,8 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
         block read and framed (on a thread of the offload's own, so
         ``handle`` must allow reads from another thread, one at a time)
         while the current one is written; memory stays near two blocks
-        whatever the ledger size. Then writes the index. Raises :class:`OffloadError` for an open or empty ledger and
+        whatever the ledger size. Then writes the index. Raises
+        :class:`StateError` for an open or empty ledger and
         :class:`FormatError` when an entry fits no block or the entries do
         not match the ledger metadata; on any failure at any stage both
         objects are removed before the error propagates.

@@ -20,7 +20,10 @@ class ReadHandle(Protocol):
 
     ``read(first, last)`` returns entries ``first..last`` inclusive, in
     order; it raises :class:`InvalidRangeError` when ``first > last``,
-    ``first < 0`` or ``last > last_entry_id``.
+    ``first < 0`` or ``last > last_entry_id``. An offloader may call
+    ``read`` from a thread other than the one that opened the handle (it
+    reads the next block while the current one is written), one call at a
+    time and never after its ``offload`` has returned.
     """
 
     @property
