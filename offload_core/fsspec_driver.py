@@ -10,9 +10,7 @@ sweeps the temporary files killed writers leave behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import re
 import threading
 import time
 import uuid
@@ -27,6 +25,7 @@ from .errors import (
     OffloadError,
     TransientStorageError,
 )
+from .formats.sidecar_records import decode_record, encode_record, etag_of, is_reserved, mtime_of, record_problem
 from .keys import RESERVED_SEGMENT_PREFIX
 from .model import ObjectInfo
 from .retry import RetryPolicy
@@ -38,7 +37,6 @@ _log = logging.getLogger(__name__)
 
 _TMP_DIR = RESERVED_SEGMENT_PREFIX + "tmp"
 _META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
-_TMP_NAME = re.compile(r"^[0-9a-f]{32}(\.pending)?$")
 _UNCHECKED_RANGE = 64 * 2**20
 
 
@@ -180,7 +178,7 @@ class FsspecDriver(StorageDriver):
                         f"write of {key!r}: its temporary file was swept as abandoned before it was committed; "
                         "write again"
                     )
-                record = json.dumps({"tmp": tmp, "size": size, "metadata": metadata}).encode()
+                record = encode_record(tmp, size, metadata)
                 self._publish_pending(key, record)
                 committed = True
                 self._roll_forward(key)
@@ -257,10 +255,9 @@ class FsspecDriver(StorageDriver):
             raise OffloadError(
                 f"metadata record {path!r} of {key!r} cannot be read ({exc}); check the file's permissions"
             ) from exc
-        problem = self._record_problem(raw, pending=path.endswith(".pending"))
+        problem = record_problem(raw, pending=path.endswith(".pending"), tmp_dir=f"{self.root}/{_TMP_DIR}/")
         if problem is None:
-            record: dict[str, Any] = json.loads(raw)
-            return record
+            return decode_record(raw)
         if path.endswith(".pending"):
             _log.warning("discarding the corrupt pending record %s of %r (%s)", path, key, problem)
             self._remove_quietly(path)
@@ -269,30 +266,6 @@ class FsspecDriver(StorageDriver):
             f"metadata sidecar {path!r} of {key!r} is corrupt ({problem}); rewrite the object to repair it, "
             "or delete it"
         )
-
-    def _record_problem(self, raw: bytes, *, pending: bool) -> str | None:
-        """Why ``raw`` is not a valid record, or ``None``. A pending
-        record's ``tmp`` must name a file directly under this store's
-        ``.offload-tmp/``: anything else would make a roll-forward move an
-        arbitrary file into the store."""
-        try:
-            record = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return f"not JSON: {exc}"
-        if not isinstance(record, dict):
-            return "not a JSON object"
-        metadata = record.get("metadata")
-        if not isinstance(metadata, dict) or not all(
-            isinstance(name, str) and isinstance(value, str) for name, value in metadata.items()
-        ):
-            return "'metadata' is not a mapping of strings"
-        if not pending:
-            return None
-        tmp = record.get("tmp")
-        tmp_dir = f"{self.root}/{_TMP_DIR}/"
-        if not isinstance(tmp, str) or not tmp.startswith(tmp_dir) or not _TMP_NAME.match(tmp[len(tmp_dir) :]):
-            return f"'tmp' is {tmp!r}, not a temporary file directly under {tmp_dir!r}"
-        return None
 
     def sweep_stale_uploads(
         self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
@@ -305,7 +278,7 @@ class FsspecDriver(StorageDriver):
         except FileNotFoundError:
             return ()
         cutoff = time.time() - older_than
-        candidates = [info for info in listing if (_mtime_of(info) or cutoff) < cutoff]
+        candidates = [info for info in listing if (mtime_of(info) or cutoff) < cutoff]
         if not candidates:
             return ()
         stale = []
@@ -353,7 +326,7 @@ class FsspecDriver(StorageDriver):
     def _stat(self, key: str) -> ObjectInfo:
         info = self._info(key)
         metadata = self._metadata_from_info(key, info) if self.native_metadata else self._sidecar_metadata(key)
-        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
+        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=etag_of(info))
 
     def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
         if self.native_metadata:
@@ -362,7 +335,7 @@ class FsspecDriver(StorageDriver):
             info = self._info(key)  # rolls a pending write forward first
             # A new sidecar, renamed over the old one: readers see the old
             # metadata or the new, never a mix; the data file is untouched.
-            record = json.dumps({"tmp": "", "size": int(info["size"]), "metadata": metadata}).encode()
+            record = encode_record("", int(info["size"]), metadata)
             record_tmp = self._tmp_path(".meta")
             self._put_file(record_tmp, [record])
             try:
@@ -370,7 +343,7 @@ class FsspecDriver(StorageDriver):
             except BaseException:
                 self._remove_quietly(record_tmp)
                 raise
-        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=_etag_of(info))
+        return ObjectInfo(key=key, size=int(info["size"]), metadata=metadata, etag=etag_of(info))
 
     def _sidecar_metadata(self, key: str) -> dict[str, str]:
         record = self._load_record(key, self._meta_path(key))
@@ -399,9 +372,9 @@ class FsspecDriver(StorageDriver):
         infos = []
         for path, info in found.items():
             key = path[len(root) :] if path.startswith(root) else None
-            if key is None or not key.startswith(prefix) or _is_reserved(key):
+            if key is None or not key.startswith(prefix) or is_reserved(key):
                 continue
-            infos.append(ObjectInfo(key=key, size=int(info["size"]), etag=_etag_of(info)))
+            infos.append(ObjectInfo(key=key, size=int(info["size"]), etag=etag_of(info)))
         infos.sort(key=lambda info: info.key)
         return iter(infos)
 
@@ -414,27 +387,3 @@ class FsspecDriver(StorageDriver):
                 self._remove_with_retries(key, self._path(key))
                 if not self.native_metadata:
                     self._remove_with_retries(key, self._meta_path(key))
-
-
-def _is_reserved(key: str) -> bool:
-    return any(segment.startswith(RESERVED_SEGMENT_PREFIX) for segment in key.split("/"))
-
-
-def _etag_of(info: Mapping[str, Any]) -> str | None:
-    for name in ("ETag", "etag", "md5Hash"):
-        value = info.get(name)
-        if value:
-            return str(value).strip('"')
-    return None
-
-
-def _mtime_of(info: Mapping[str, Any]) -> float | None:
-    for name in ("mtime", "modificationTime", "LastModified", "updated", "created"):
-        value = info.get(name)
-        if isinstance(value, (int, float)):
-            # WebHDFS reports milliseconds.
-            return float(value) / 1000 if name == "modificationTime" else float(value)
-        timestamp = getattr(value, "timestamp", None)
-        if callable(timestamp):
-            return float(timestamp())
-    return None

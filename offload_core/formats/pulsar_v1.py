@@ -26,7 +26,6 @@ against what is really there before anything is allocated.
 from __future__ import annotations
 
 import itertools
-import re
 import struct
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -44,6 +43,7 @@ from .pulsar_v1_index import (
     decode_index,
     encode_index,
 )
+from .pulsar_v1_keys import LedgerKey, data_key, index_key, parse_key
 from .v1_layout import (
     BLOCK_HEADER_LENGTH,
     BLOCK_MAGIC,
@@ -96,50 +96,6 @@ _BLOCK_HEADER = struct.Struct(">Iqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
 _LENGTH = struct.Struct(">i")
 _INT64_MAX = 2**63 - 1
-
-
-# -- keys ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LedgerKey:
-    """What an object key says: the ``prefix`` before the offload ``uuid``,
-    the ``ledger_id``, and which of the two objects it is."""
-
-    prefix: str
-    uuid: str
-    ledger_id: int
-    is_index: bool
-
-
-def data_key(uuid: str, ledger_id: int) -> str:
-    """``{uuid}-ledger-{ledgerId}``, the data object's key."""
-    return f"{uuid}-ledger-{ledger_id}"
-
-
-def index_key(uuid: str, ledger_id: int) -> str:
-    """``{uuid}-ledger-{ledgerId}-index``, the index object's key."""
-    return f"{data_key(uuid, ledger_id)}-index"
-
-
-_KEY = re.compile(
-    r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
-    r"-ledger-(?P<ledger>0|[1-9][0-9]{0,18})(?P<index>-index)?$"
-)
-
-
-def parse_key(key: str) -> LedgerKey | None:
-    """Parse a v1 object key (with any prefix before the uuid); ``None`` if
-    ``key`` does not end like one."""
-    match = _KEY.search(key)
-    if match is None or int(match["ledger"]) > _INT64_MAX:
-        return None
-    return LedgerKey(
-        prefix=key[: match.start()],
-        uuid=match["uuid"],
-        ledger_id=int(match["ledger"]),
-        is_index=match["index"] is not None,
-    )
 
 
 # -- data blocks ----------------------------------------------------------
