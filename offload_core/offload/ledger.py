@@ -8,11 +8,9 @@ see :mod:`offload_core.offload.streaming_offload`) and reads them back.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import operator
 import uuid as uuid_module
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -27,6 +25,7 @@ from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
 from .block_tables import V1BlockTable, check_entry_offsets
 from .built_ahead import BuiltAhead
+from .ledger_payloads import ledger_payloads, recorded
 from .offloaded_read_handle import OffloadedReadHandle
 from .read_ahead import ReadAheadPool
 from .read_handle import ReadHandle
@@ -48,11 +47,6 @@ DEFAULT_READ_BUFFER_SIZE = 2**20
 DEFAULT_MAX_INDEX_SIZE = 16 * 2**20
 DEFAULT_RETRY = RetryPolicy()
 T = TypeVar("T")
-# Pulsar reads 100 entries per call; we also cap a batch's expected bytes
-# at one block so that huge entries do not blow the memory bound.
-_ENTRIES_PER_READ = 100
-_ENTRY_ID = operator.attrgetter("entry_id")
-_ENTRY_DATA = operator.attrgetter("data")
 
 
 @dataclass(frozen=True)
@@ -207,7 +201,7 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
         table: list[v1.IndexEntry] = []
         try:
             blocks = v1.encode_data_blocks(
-                itertools.chain.from_iterable(_payload_batches(handle, self.max_block_size)),
+                ledger_payloads(handle, self.max_block_size),
                 entry_count=handle.last_entry_id + 1,
                 ledger_length=handle.length,
                 max_block_size=self.max_block_size,
@@ -216,7 +210,7 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
             # The next block is read and framed while this one is written:
             # the write mostly waits on the store, the framing on the CPU.
             with BuiltAhead(blocks, name=f"offload-core-blocks-{ledger_id}") as ahead:
-                data_info = self.driver.write(data_key, _recorded(ahead, table, lengths), metadata=user_metadata)
+                data_info = self.driver.write(data_key, recorded(ahead, table, lengths), metadata=user_metadata)
             index = v1.Index(
                 data_object_length=data_info.size,
                 ledger_metadata=_without_password(metadata).SerializeToString(),
@@ -366,41 +360,6 @@ def _without_password(metadata: LedgerMetadataFormat) -> LedgerMetadataFormat:
     copy.CopyFrom(metadata)
     copy.ClearField("password")
     return copy
-
-
-def _payload_batches(handle: ReadHandle, max_block_size: int) -> Iterator[list[bytes]]:
-    """The ledger's payloads in order, a batch per read, each read small
-    enough to hold about a block's worth of bytes. Ids are checked a batch
-    at a time."""
-    last = handle.last_entry_id
-    average = max(1, handle.length // (last + 1))
-    batch = max(1, min(_ENTRIES_PER_READ, max_block_size // average))
-    first = 0
-    while first <= last:
-        end = min(first + batch - 1, last)
-        entries = handle.read(first, end)
-        if len(entries) != end - first + 1:
-            raise FormatError(
-                f"ledger {handle.ledger_id}: asked for entries {first}..{end}, the read handle returned {len(entries)}"
-            )
-        ids = list(map(_ENTRY_ID, entries))
-        if ids != list(range(first, end + 1)):
-            wrong = next(n for n, entry_id in enumerate(ids, start=first) if entry_id != n)
-            raise FormatError(
-                f"ledger {handle.ledger_id}: the read handle returned entry {ids[wrong - first]} where {wrong} was "
-                "asked for"
-            )
-        yield list(map(_ENTRY_DATA, entries))
-        first = end + 1
-
-
-def _recorded(
-    blocks: Iterable[v1.EncodedBlock], table: list[v1.IndexEntry], lengths: list[Sequence[int]]
-) -> Iterator[bytes | bytearray]:
-    for block in blocks:
-        table.append(block.entry)
-        lengths.append(block.entry_lengths)
-        yield block.data
 
 
 @hookimpl
