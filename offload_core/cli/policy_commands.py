@@ -19,7 +19,8 @@ import click
 
 from ..managed_ledger import Broker, ReadPriority
 from ..managed_ledger.policies import TopicName, parse_namespace
-from .topic_commands import broker_options, namespaces, opened, topics
+from .broker_options import broker_options, opened
+from .topic_commands import namespaces, topics
 from .units import parse_duration_ms, parse_size
 
 __all__: list[str] = []

@@ -11,8 +11,8 @@ import click
 
 from ..errors import ConfigError
 from ..managed_ledger import SqliteMetadataStore, load_config
+from .broker_options import broker_options
 from .options import driver_options, metrics_port_option, parse_driver_options
-from .topic_commands import broker_options
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
