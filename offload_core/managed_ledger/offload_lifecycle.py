@@ -1,7 +1,7 @@
 """The offload lifecycle of a managed ledger (Pulsar's): prepare (uid
 recorded), write the objects, complete (compare-and-set), then delete the
-hot copy after the lag; and the cleanup of offloads left unfinished by a
-crash or a failure, which never blocks the ledger."""
+hot copy after the lag. Cleaning up what an offload left unfinished is in
+:mod:`.unfinished_offloads`."""
 
 from __future__ import annotations
 
@@ -17,120 +17,22 @@ from ..errors import (
     StateError,
     TransientStorageError,
 )
-from ..formats import pulsar_v1 as v1
-from ..hooks import Event
 from ..model import Position
 from ..proto import KeyValue, ManagedLedgerInfo
 from ..retry import RetryPolicy, call_with_retries
-from .ledger_core import LedgerCore
-from .ledger_records import OffloadStatus, UnfinishedOffload, clear_context, driver_metadata, uid_halves, uuid_of
+from .ledger_records import OffloadStatus, uid_halves, uuid_of
 from .offload_ticket import OffloadTicket, SealedLedgerReadHandle
+from .unfinished_offloads import UnfinishedOffloads
 
 log = logging.getLogger(__name__)
 
 _METADATA_RETRY = RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.5)
 
 
-class OffloadLifecycle(LedgerCore):
+class OffloadLifecycle(UnfinishedOffloads):
     """Offloading sealed ledgers, by hand or by threshold."""
 
     trim_in_background: Callable[[], list[int]]
-
-    def sweep_stale_uploads(self) -> int:
-        """Remove temporary files that killed offloads left in the store the
-        policies name (older than an hour, held by no live writer); best
-        effort, logged. Returns how many were removed."""
-        try:
-            swept = self._offloaders.sweep_stale_uploads(self.policies())
-        except Exception as exc:
-            log.warning("sweeping stale uploads for %s failed: %s", self.name, exc)
-            return 0
-        if swept:
-            log.info("removed %d stale temporary upload(s) of %s", swept, self.name)
-            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": swept}))
-        return swept
-
-    def _clean_unfinished_offload_quietly(self, ledger_id: int) -> bool:
-        """:meth:`_clean_unfinished_offload`, logging and counting a failure
-        instead of raising it; true if it was cleaned."""
-        try:
-            self._clean_unfinished_offload(ledger_id)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            self._cleanup_errors[ledger_id] = error
-            log.warning("cleanup of the unfinished offload of ledger %s of %s failed: %s", ledger_id, self.name, error)
-            self._lifecycle("cleanup-failed", ledger_id, error=error)
-            return False
-        self._cleanup_errors.pop(ledger_id, None)
-        return True
-
-    def retry_unfinished_cleanups(self) -> list[int]:
-        """Try again to clean every unfinished offload (objects deleted, uid
-        cleared); returns the ledgers cleaned. Failures are logged, counted
-        and shown by :meth:`unfinished_offloads`."""
-        cleaned = []
-        for unfinished in self.unfinished_offloads():
-            if self._maintenance.acquire(blocking=False):
-                try:
-                    if self._clean_unfinished_offload_quietly(unfinished.ledger_id):
-                        cleaned.append(unfinished.ledger_id)
-                finally:
-                    self._maintenance.release()
-        return cleaned
-
-    def unfinished_offloads(self) -> list[UnfinishedOffload]:
-        """Offloads prepared and not completed, other than one running now
-        in this process, with the error of their last failed cleanup."""
-        with self._lock:
-            if self._offload_running:
-                return []
-            return [
-                UnfinishedOffload(
-                    ledger_id=ledger.ledgerId,
-                    uuid=str(uuid_of(ledger.offloadContext)),
-                    settings=driver_metadata(ledger.offloadContext),
-                    cleanup_error=self._cleanup_errors.get(ledger.ledgerId),
-                )
-                for ledger in self._info.ledgerInfo
-                if ledger.offloadContext.HasField("uidMsb") and not ledger.offloadContext.complete
-            ]
-
-    def clear_unfinished_offload(self, ledger_id: int, *, force: bool = False) -> list[str]:
-        """Clean up ledger ``ledger_id``'s unfinished offload: delete its
-        objects, then clear its uid. With ``force`` the uid is cleared even
-        when the objects cannot be deleted (the store is gone for good);
-        returns the keys that may then be left behind, to delete by hand.
-
-        Raises :class:`OffloadError` if the ledger has no unfinished
-        offload, and the store's error when deleting fails without ``force``."""
-        with self._exclusive("clear-offload"), self._lock:
-            context = self._ledger_info(ledger_id).offloadContext
-            if not context.HasField("uidMsb") or context.complete:
-                raise StateError(f"ledger {ledger_id} of {self.name} has no unfinished offload to clear")
-            try:
-                self._clean_unfinished_offload(ledger_id)
-            except Exception as exc:
-                if not force:
-                    raise
-                uid = uuid_of(context)
-                settings = driver_metadata(context)
-                log.warning("clearing ledger %s's offload %s without deleting its objects: %s", ledger_id, uid, exc)
-                prefix = settings.get("prefix", "")
-                left = [prefix + v1.data_key(str(uid), ledger_id), prefix + v1.index_key(str(uid), ledger_id)]
-                self._update(lambda info: clear_context(info, ledger_id, uid))
-                self._cleanup_errors.pop(ledger_id, None)
-                self._lifecycle("cleared-forced", ledger_id, uuid=str(uid), left=left)
-                return left
-            self._cleanup_errors.pop(ledger_id, None)
-            return []
-
-    def _clean_unfinished_offload(self, ledger_id: int) -> None:
-        context = self._ledger_info(ledger_id).offloadContext
-        uid = uuid_of(context)
-        offloader = self._offloader_for_context(context)
-        offloader.delete_offloaded(ledger_id, uid, driver_metadata(context))
-        self._update(lambda info: clear_context(info, ledger_id, uid))
-        self._lifecycle("cleaned-unfinished", ledger_id, uuid=str(uid))
 
     def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
         """Offload every sealed ledger before ``position``'s ledger (all sealed
