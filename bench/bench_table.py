@@ -40,8 +40,6 @@ Run: ``make bench`` (or ``.venv/bin/python bench/bench_table.py``).
 from __future__ import annotations
 
 import argparse
-import itertools
-import os
 import random
 import statistics
 import struct
@@ -50,9 +48,9 @@ import threading
 import time
 import tracemalloc
 import uuid
-from typing import Any
 
 import bench_streaming as streamed
+import spark_vs_parquet
 from bench_pip17 import timed
 from offload_driver_filesystem import FilesystemDriver
 
@@ -297,107 +295,6 @@ def s3_cold_random(
     }
 
 
-def spark(root: str, args: argparse.Namespace) -> dict[str, float]:
-    """The source's scan against Spark's own Parquet scan of the same
-    payloads, ``sum(length(payload))``, local[2], one session."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from offload_core.spark import get_session
-    except ImportError:
-        return {}
-    rng = random.Random(11)
-    url = f"file://{root}/spark-bucket"
-    offloader = BlobStoreLedgerOffloader(FilesystemDriver(f"{root}/spark-bucket", fsync=False),
-                                         max_block_size=4 * 2**20)  # fmt: skip
-    parquet_dir = f"{root}/parquet"
-    os.makedirs(parquet_dir)
-    for ledger_id in range(1, args.spark_ledgers + 1):
-        payloads = [rng.randbytes(rng.randrange(100, 2000)) for _ in range(args.entries)]
-        offloader.offload(InMemoryReadHandle(ledger_id, payloads), uuid.uuid4())
-        table = pa.table({"ledger_id": [ledger_id] * len(payloads), "entry_id": list(range(len(payloads))),
-                          "payload": pa.array(payloads, pa.binary())})  # fmt: skip
-        pq.write_table(table, f"{parquet_dir}/ledger-{ledger_id}.parquet")
-    session = get_session("local[2]")
-    register_ready_made_source(session, args.spark_ledgers, args.entries)
-    try:
-        ours = session.read.format("pulsar-offload").option("decode", "none").load(url)
-        theirs = session.read.parquet(parquet_dir)
-
-        def total(frame: Any) -> int:
-            return int(frame.selectExpr("sum(length(payload)) AS n").collect()[0].n)
-
-        floor = session.read.format("ready-made").load()
-        assert total(ours) == total(theirs)  # also starts the Python workers before timing
-        assert total(floor) > 0
-        # Warmed twice each, then alternated, medians: the JVM and the
-        # Python workers keep warming up over the first scans, and timing
-        # one scan's runs all first would hand it the cold ones.
-        scans = {"ours": ours, "theirs": theirs, "floor": floor}
-        for frame in [*scans.values(), *scans.values()]:
-            total(frame)
-        samples: dict[str, list[float]] = {name: [] for name in scans}
-        for _ in range(args.repeat):
-            for name, frame in scans.items():
-                started = time.perf_counter()
-                total(frame)
-                samples[name].append(time.perf_counter() - started)
-        ours_time, theirs_time, floor_time = (statistics.median(samples[name]) for name in scans)
-    finally:
-        session.stop()
-    return {
-        "pulsar-offload Spark scan / Spark's Parquet scan (throughput)": theirs_time / ours_time,
-        "the API's floor: a Python source reading nothing / Parquet scan": theirs_time / floor_time,
-    }
-
-
-def register_ready_made_source(session: Any, ledgers: int, entries: int) -> None:
-    """A Python data source that reads nothing: each of ``ledgers`` tasks
-    yields ready-made Arrow batches of ``pulsar-offload``'s schema (10,000
-    rows each, its default; payloads of 100-2,000 B from one buffer, as a
-    block's are), so its scan costs only what PySpark's Python data source
-    machinery does. ``pulsar-offload`` cannot be faster than this on the
-    same session."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from offload_core.spark.source import SCHEMA
-
-    class ReadyMadeReader(DataSourceReader):
-        def partitions(self) -> list[InputPartition]:
-            return [InputPartition(ledger_id) for ledger_id in range(1, ledgers + 1)]
-
-        def read(self, partition: InputPartition) -> Any:
-            import pyarrow as pa
-
-            schema = to_arrow_schema(SCHEMA, timezone="UTC")
-            rng = random.Random(partition.value)
-            sizes = [rng.randrange(100, 2000) for _ in range(10_000)]
-            offsets = pa.array([0, *itertools.accumulate(sizes)], pa.int32()).buffers()[1]
-            data = pa.py_buffer(bytes(sum(sizes)))  # made once: the scan is what is measured
-            for first in range(0, entries, 10_000):
-                count = min(10_000, entries - first)
-                columns = [pa.nulls(count, field.type) for field in schema]
-                columns[0] = pa.array([partition.value] * count, pa.int64())
-                columns[1] = pa.array(range(first, first + count), pa.int64())
-                columns[3] = pa.BinaryArray.from_buffers(pa.binary(), count, [None, offsets, data])
-                yield pa.RecordBatch.from_arrays(columns, schema=schema)
-
-    class ReadyMadeSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "ready-made"
-
-        def schema(self) -> Any:
-            return SCHEMA
-
-        def reader(self, schema: Any) -> Any:
-            return ReadyMadeReader()
-
-    session.dataSource.register(ReadyMadeSource)
-
-
 def streaming(root: str) -> dict[str, float]:
     """PIP-76 streaming offload's ratios (see ``bench_streaming.py``)."""
     off, on = streamed.append_latencies(False), streamed.append_latencies(True)
@@ -450,7 +347,7 @@ def main() -> None:
         results.update(remote_offload(root, args))
         results.update(cold(root, args))
         if not args.no_spark:
-            results.update(spark(root, args))
+            results.update(spark_vs_parquet.spark(root, args))
         if not args.no_streaming:
             results.update(streaming(root))
     if not args.no_s3:

@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from .hooks import Event
 from .model import ObjectInfo
-from .storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
+from .storage import BytesLike, StorageDriver
+from .wrapping_driver import WrappingDriver
 
 __all__ = ["InstrumentedDriver", "RequestCounts"]
 
@@ -41,7 +42,7 @@ class RequestCounts:
         )
 
 
-class InstrumentedDriver(StorageDriver):
+class InstrumentedDriver(WrappingDriver):
     """Wraps a driver and reports what it sends: :attr:`counts` holds the
     requests by operation as the wrapped driver counts them (each retry
     attempt, listing page and multipart part is one; see
@@ -53,16 +54,12 @@ class InstrumentedDriver(StorageDriver):
     running at once on one driver may share their requests out unevenly,
     the totals stay exact)."""
 
-    counts_requests = True
-
     def __init__(self, inner: StorageDriver, emit: Callable[[Event], None] | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._baseline = Counter(inner.request_counts)
         self._bytes_read = 0
         self._bytes_written = 0
         self._emit = emit
-        self.name = inner.name  # type: ignore[misc]
-        self.min_part_size = inner.min_part_size
 
     def __repr__(self) -> str:
         return f"InstrumentedDriver({self.inner!r})"
@@ -72,10 +69,6 @@ class InstrumentedDriver(StorageDriver):
         """Requests and bytes since this wrapper was made (a fresh copy)."""
         return RequestCounts(Counter(self.inner.request_counts) - self._baseline, self._bytes_read,
                              self._bytes_written)  # fmt: skip
-
-    @property
-    def request_counts(self) -> Counter[str]:
-        return self.inner.request_counts
 
     def _measured(self, op: str, key: str, action: Callable[[], T], size: Callable[[T], int] = lambda _: 0) -> T:
         before = Counter(self.inner.request_counts)
@@ -126,11 +119,3 @@ class InstrumentedDriver(StorageDriver):
 
     def _replace_metadata(self, key: str, metadata: dict[str, str]) -> ObjectInfo:
         return self._measured("write", key, lambda: self.inner.replace_metadata(key, metadata))
-
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
-
-    def close(self) -> None:
-        self.inner.close()
