@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import FormatError, NotFoundError
+from .errors import NotFoundError
 from .hooks import Transform
 from .storage import StorageDriver
-from .transforming_driver import CHAIN_KEY
+from .transforming_driver import CHAIN_KEY, damaged_chain, encode_chain
 
 __all__ = ["Rotated", "rotate_keys"]
 
@@ -57,8 +57,7 @@ def rotate_keys(
                 step["params"] = dict(fresh)
                 changed = True
         if changed and not dry_run:
-            rewritten = json.dumps(steps, sort_keys=True, separators=(",", ":"))
-            driver.replace_metadata(listed.key, {**info.metadata, CHAIN_KEY: rewritten})
+            driver.replace_metadata(listed.key, {**info.metadata, CHAIN_KEY: encode_chain(steps)})
         yield Rotated(listed.key, changed)
 
 
@@ -72,4 +71,4 @@ def _steps(key: str, chain: str) -> list[dict[str, Any]]:
             step.setdefault("params", {})
         return steps
     except ValueError:
-        raise FormatError(f"{key}: its {CHAIN_KEY} metadata is not a transform chain: the object is damaged") from None
+        raise damaged_chain(key) from None

@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ConfigError, FormatError, NotFoundError, TransformNotInstalledError
 from .formats.chunked import FOOTER_TAIL, ChunkTable, decode_footer, encode_footer, footer_length
@@ -30,13 +31,24 @@ from .model import ObjectInfo
 from .storage import BytesLike, StorageDriver, slice_range
 from .wrapping_driver import WrappingDriver
 
-__all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver", "with_transforms"]
+__all__ = ["CHAIN_KEY", "DEFAULT_CHUNK_SIZE", "TransformingDriver", "damaged_chain", "encode_chain", "with_transforms"]
 
 CHAIN_KEY = "offload-transforms"
 DEFAULT_CHUNK_SIZE = 1024 * 1024
 _TAIL_READ = 64 * 1024
 _LAYOUTS = 4096
 _DECODED = 4  # decoded chunks kept (4 MiB at the default chunk size)
+
+
+def encode_chain(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The ``offload-transforms`` metadata value for a chain's steps (name,
+    version, distribution, params each), canonical JSON."""
+    return json.dumps(steps, sort_keys=True, separators=(",", ":"))
+
+
+def damaged_chain(key: str) -> FormatError:
+    """The error for object ``key`` whose chain metadata does not decode."""
+    return FormatError(f"{key}: its {CHAIN_KEY} metadata is not a transform chain: the object is damaged")
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,7 @@ class TransformingDriver(WrappingDriver):
             codecs.append(codec)
             described.append({"name": transform.name, "version": transform.version,
                               "distribution": transform.distribution, "params": dict(params)})  # fmt: skip
-        stored_metadata = {**metadata, CHAIN_KEY: json.dumps(described, sort_keys=True, separators=(",", ":"))}
+        stored_metadata = {**metadata, CHAIN_KEY: encode_chain(described)}
         lengths: list[int] = []
         logical = [0]
 
@@ -144,9 +156,7 @@ class TransformingDriver(WrappingDriver):
             described = json.loads(chain)
             steps = [(str(d["name"]), int(d["version"]), str(d["distribution"]), d["params"]) for d in described]
         except (ValueError, TypeError, KeyError):
-            raise FormatError(
-                f"{key}: its {CHAIN_KEY} metadata is not a transform chain: the object is damaged"
-            ) from None
+            raise damaged_chain(key) from None
         codecs = []
         for name, version, distribution, params in steps:
             transform: Transform = self._lookup(name, distribution=distribution)
