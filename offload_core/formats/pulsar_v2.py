@@ -284,6 +284,87 @@ class BlockGrouper:
             finished.append(self._finish())
         return finished
 
+    def add_run(
+        self,
+        ledger_id: int,
+        first_entry_id: int,
+        payloads: Sequence[bytes | memoryview],
+        *,
+        room: int | None = None,
+        fill_open_block: bool = False,
+        stop_at: int | None = None,
+    ) -> tuple[int, list[EncodedSegmentBlock]]:
+        """Add consecutive entries of one ledger (ids from ``first_entry_id``),
+        as :meth:`add` would one by one, as many as the limits allow:
+
+        - ``room``: entries are taken while their framing (entry header,
+          payload, and a block header for each block they open) fits in
+          ``room`` bytes; with ``fill_open_block``, entries are taken
+          whatever the room until a block finishes (a caller holding
+          nothing else must be able to finish a block);
+        - ``stop_at``: no entry after the one that brings the segment
+          (:attr:`offset` plus the open block) to ``stop_at`` bytes.
+
+        Returns how many were taken and the blocks they finished. Raises
+        :class:`FormatError` as :meth:`add` does, before taking the
+        offending entry (entries before it are taken and returned)."""
+        finished: list[EncodedSegmentBlock] = []
+        count = len(payloads)
+        if not count:
+            return 0, finished
+        free = fill_open_block
+        taken = 0
+        if not (self._block is not None and ledger_id == self._ledger_id and first_entry_id == self._next_entry_id):
+            cost = BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + len(payloads[0])
+            if room is not None and cost > room and not free:
+                return 0, finished
+            done = self.add(ledger_id, first_entry_id, payloads[0])
+            taken = 1
+            if room is not None:
+                room -= cost
+            if done:
+                finished.extend(done)
+                free = False
+            if stop_at is not None and self._offset + self.open_block_bytes >= stop_at:
+                return taken, finished
+        # The common case, kept in locals: the next entries of the open block's ledger.
+        block = self._block
+        lengths = self._lengths
+        payload_bytes = self._payload
+        entry_id = self._next_entry_id
+        block_size = self._size
+        pack = _ENTRY_HEADER.pack
+        for payload in payloads[taken:] if taken else payloads:
+            size = len(payload)
+            if size > _INT32_MAX:
+                if taken:
+                    break  # taken so far are kept; the caller's next call raises
+                self.add(ledger_id, entry_id, payload)  # raises
+            if room is not None:
+                cost = v1.ENTRY_HEADER_LENGTH + size + (BLOCK_HEADER_LENGTH if block is None else 0)
+                if cost > room and not free:
+                    break
+                room -= cost
+            if block is None:
+                block = self._block = bytearray(BLOCK_HEADER_LENGTH)
+                lengths = self._lengths = []
+                self._first_entry_id, payload_bytes = entry_id, 0
+            block += pack(size, entry_id)
+            block += payload
+            lengths.append(size)
+            payload_bytes += size
+            entry_id += 1
+            taken += 1
+            if payload_bytes >= block_size:
+                self._payload, self._next_entry_id = payload_bytes, entry_id
+                finished.append(self._finish())
+                block = None
+                free = False
+            if stop_at is not None and self._offset + (0 if block is None else len(block)) >= stop_at:
+                break
+        self._payload, self._next_entry_id = payload_bytes, entry_id
+        return taken, finished
+
     def finish(self) -> EncodedSegmentBlock | None:
         """Close the open block, if any (the segment is closing)."""
         return self._finish() if self._block is not None else None

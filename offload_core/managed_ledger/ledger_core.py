@@ -29,7 +29,7 @@ from ..offload.ledger import LedgerOffloader, StreamingOffloader
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
-from .ledger_file import LedgerFile, index_path
+from .ledger_file import DetachedRecords, LedgerFile, index_path
 from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
 from .metadata_store import MetadataStore
 from .offload_workers import OffloadWorkers
@@ -191,11 +191,19 @@ class LedgerCore:
     def _file(self, ledger_id: int) -> Path:
         return self._ledger_dir / f"{ledger_id}.log"
 
-    def _read_hot_locked(self, ledger_id: int, first: int, last: int) -> list[Entry]:
-        with self._lock:
-            return self._read_hot(ledger_id, first, last)
-
     def _read_hot(self, ledger_id: int, first: int, last: int) -> list[Entry]:
+        return self._detach_hot(ledger_id, first, last).entries()
+
+    def _detach_hot(self, ledger_id: int, first: int, last: int) -> DetachedRecords:
+        """Entries of a ledger's hot-tier file, located under the lock and
+        read by the caller outside it (a read never stalls appends)."""
+        with self._lock:
+            if self._current is not None and self._current.ledger_id == ledger_id:
+                return self._current.detach(first, last)
+            return self._hot_file(ledger_id).detach(first, last)
+
+    def _hot_file(self, ledger_id: int) -> LedgerFile:
+        """Under the lock: the sealed ledger's open file (a few are kept open)."""
         ledger = self._hot.get(ledger_id)
         if ledger is None:
             ledger = LedgerFile.open(self._file(ledger_id), ledger_id, repair=False)
@@ -209,7 +217,7 @@ class LedgerCore:
             if len(self._hot) > _HOT_FILES_OPEN:
                 self._hot.popitem(last=False)[1].close()
         self._hot.move_to_end(ledger_id)
-        return ledger.read(first, last)
+        return ledger
 
     def _offloader_for_context(self, context: OffloadContext) -> LedgerOffloader:
         policies = self.policies()

@@ -32,7 +32,7 @@ from .offsets_index import (
     index_size,
 )
 
-__all__ = ["FsyncPolicy", "LedgerFile", "index_path"]
+__all__ = ["DetachedRecords", "FsyncPolicy", "LedgerFile", "index_path", "parse_records"]
 
 _MAGIC = b"OLEDGER1"
 _FILE_HEADER = struct.Struct(">8sq")
@@ -225,27 +225,21 @@ class LedgerFile:
 
     def read(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` inclusive; :class:`InvalidRangeError` outside the ledger."""
+        return self.detach(first, last).entries()
+
+    def detach(self, first: int, last: int) -> DetachedRecords:
+        """Entries ``first..last`` inclusive, to be read later without this
+        object (and without the lock its owner holds around it): the
+        records' byte range and a file descriptor of their own, which a
+        :meth:`close` or the file's deletion meanwhile does not disturb.
+        :class:`InvalidRangeError` outside the ledger."""
         if first < 0 or first > last or last > self.last_entry_id:
             raise InvalidRangeError(
                 f"ledger {self.ledger_id}: cannot read entries {first}..{last}; hot tier holds 0..{self.last_entry_id}"
             )
         start = self._offsets[first]
         stop = self._offsets[last + 1] if last + 1 < len(self._offsets) else self._end
-        chunk = os.pread(self._fd, stop - start, start)
-        if len(chunk) != stop - start:
-            raise FormatError(f"hot-tier file of ledger {self.ledger_id} shrank under the reader ({self.path})")
-        entries = []
-        view = memoryview(chunk)
-        for entry_id in range(first, last + 1):
-            at = self._offsets[entry_id] - start
-            length, stored_id, checksum = _RECORD.unpack_from(view, at)
-            payload = bytes(view[at + _RECORD.size : at + _RECORD.size + length])
-            if stored_id != entry_id or _checksum(entry_id, payload) != checksum:
-                raise FormatError(
-                    f"hot-tier file of ledger {self.ledger_id} is corrupt at entry {entry_id} ({self.path})"
-                )
-            entries.append(Entry(self.ledger_id, entry_id, payload))
-        return entries
+        return DetachedRecords(self.path, self.ledger_id, first, last, start, stop, os.dup(self._fd))
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -255,6 +249,67 @@ class LedgerFile:
             self._fd = -1
             if isinstance(self._offsets, _IndexedOffsets):
                 self._offsets.close()
+
+
+class DetachedRecords:
+    """A run of a ledger file's records, read once: :meth:`payloads` or
+    :meth:`entries` reads them, checks every record (length, entry id,
+    checksum; :class:`FormatError` naming the file) and closes the
+    descriptor; so does :meth:`close` without reading."""
+
+    def __init__(self, path: Path, ledger_id: int, first: int, last: int, start: int, stop: int, fd: int) -> None:
+        self.path = path
+        self.ledger_id = ledger_id
+        self.first = first
+        self.last = last
+        self._start = start
+        self._stop = stop
+        self._fd = fd
+
+    def payloads(self) -> list[memoryview]:
+        """The entries' payloads, as views of one buffer read at once."""
+        try:
+            chunk = os.pread(self._fd, self._stop - self._start, self._start)
+        finally:
+            self.close()
+        if len(chunk) != self._stop - self._start:
+            raise FormatError(f"hot-tier file of ledger {self.ledger_id} shrank under the reader ({self.path})")
+        return parse_records(chunk, self.ledger_id, self.first, self.last, self.path)
+
+    def entries(self) -> list[Entry]:
+        ledger_id, first = self.ledger_id, self.first
+        return [Entry(ledger_id, first + i, bytes(payload)) for i, payload in enumerate(self.payloads())]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def parse_records(chunk: bytes, ledger_id: int, first: int, last: int, path: Path) -> list[memoryview]:
+    """The payloads of records ``first..last``, which ``chunk`` holds
+    exactly and in order; :class:`FormatError` for a record whose length,
+    entry id or checksum is wrong, or for bytes left over. Pure."""
+    view = memoryview(chunk)
+    size = len(chunk)
+    payloads = []
+    unpack = _RECORD.unpack_from
+    crc32 = zlib.crc32
+    pack_id = _ENTRY_ID.pack
+    at = 0
+    for entry_id in range(first, last + 1):
+        if at + _RECORD.size > size:
+            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
+        length, stored_id, checksum = unpack(view, at)
+        end = at + _RECORD.size + length
+        payload = view[at + _RECORD.size : end]
+        if stored_id != entry_id or length < 0 or end > size or crc32(payload, crc32(pack_id(entry_id))) != checksum:
+            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
+        payloads.append(payload)
+        at = end
+    if at != size:
+        raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt after entry {last} ({path})")
+    return payloads
 
 
 def index_path(ledger_path: Path) -> Path:

@@ -128,7 +128,7 @@ class OffloadLifecycle(UnfinishedOffloads):
             )
             handle = SealedLedgerReadHandle(
                 ledger_id, ticket.entries, ticket.size, managed_ledger=self.name, ctime_ms=ticket.ctime_ms,
-                read=lambda first, last: self._read_hot_locked(ledger_id, first, last),
+                read=lambda first, last: self._read_hot(ledger_id, first, last),
             )  # fmt: skip
             offloader.offload(handle, ticket.uuid, {"ManagedLedgerName": self.name})
             self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from ..errors import ConfigError, OffloadError, StateError
 from ..formats import pulsar_v2 as v2
 from ..hooks import Event
-from ..model import Entry, Position
+from ..model import Position
 from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
 from .ledger_records import OffloadStatus
@@ -214,22 +214,22 @@ class StreamingLifecycle(SegmentHousekeeping):
                 self._open_segment(policies)
             segment = self._segment
             assert segment is not None
-            ledger_id = step[0]
-            entries = self._read_for_stream(*step)
+            ledger_id, first, last = step
+            payloads = self._detach_hot(ledger_id, first, last).payloads()
             if ledger_id not in self._segment_ledgers:
                 self._assign(ledger_id)
-            taken, result = segment.offer_entries(entries)
+            taken, result = segment.offer_run(ledger_id, first, payloads)
             offered += taken
             # Per batch offered (about a megabyte), for the buffer-occupancy gauge.
             self._emit(Event("streaming.buffer", {"managed_ledger": self.name, "uuid": segment.uuid,
                                                   "buffered_bytes": segment.buffered_bytes,
                                                   "limit": segment.limits.max_buffer_size}))  # fmt: skip
             if taken:
-                self._stream_next = Position(ledger_id, entries[taken - 1].entry_id + 1)
+                self._stream_next = Position(ledger_id, first + taken)
             if result is OfferResult.FAIL_BUFFER_FULL:
                 return offered  # the upload calls back when a part has left the buffer
             if result is OfferResult.FAIL_NOT_CONSECUTIVE:
-                raise StateError(f"{self.name}: entry {ledger_id}:{entries[taken].entry_id} does not follow the "
+                raise StateError(f"{self.name}: entry {ledger_id}:{first + taken} does not follow the "
                                  f"segment's last ({segment.last_offered()}); this is a bug")  # fmt: skip
             if segment.closed and not self._finish_segment():
                 return offered
@@ -263,12 +263,6 @@ class StreamingLifecycle(SegmentHousekeeping):
             count, size = int(self._ledgers_by_id[ledger_id].entries), int(self._ledgers_by_id[ledger_id].size)
         average = max(1, size // max(1, count))
         return max(1, min(_BATCH_ENTRIES, _BATCH_BYTES // average))
-
-    def _read_for_stream(self, ledger_id: int, first: int, last: int) -> list[Entry]:
-        with self._lock:
-            if self._current is not None and self._current.ledger_id == ledger_id:
-                return self._current.read(first, last)
-        return self._read_hot_locked(ledger_id, first, last)
 
     # -- segments ----------------------------------------------------------------
 

@@ -140,17 +140,13 @@ class TieredReads(LedgerReadAhead):
         if current is not None or context is None:
             if priority is ReadPriority.OFFLOADED_ONLY:
                 raise StateError(f"ledger {ledger_id} of {self.name} is still being written; {_only(priority)}")
-            with self._lock:  # the current ledger's file is being appended to
-                assert current is not None
-                if self._current is current:
-                    return current.read(first, last), "hot"
-                return self._read_hot(ledger_id, first, last), "hot"  # sealed (and its file closed) meanwhile
+            return self._read_hot(ledger_id, first, last), "hot"  # the current one, or sealed meanwhile
         offloaded = context.complete
         hot = not context.bookkeeperDeleted
         if not offloaded:
             if priority is ReadPriority.OFFLOADED_ONLY:
                 raise StateError(f"ledger {ledger_id} of {self.name} is not offloaded (yet); {_only(priority)}")
-            return self._read_hot_locked(ledger_id, first, last), "hot"
+            return self._read_hot(ledger_id, first, last), "hot"
         if not hot:
             if priority is ReadPriority.BOOKKEEPER_ONLY:
                 raise StateError(
@@ -165,7 +161,7 @@ class TieredReads(LedgerReadAhead):
         }
         tiers = order[priority]
         readers: dict[Tier, Callable[[int, int, int], list[Entry]]] = {
-            "hot": self._read_hot_locked,
+            "hot": self._read_hot,
             "offloaded": lambda ledger, start, stop: self._read_offloaded(ledger, start, stop, context, priority),
         }
         try:

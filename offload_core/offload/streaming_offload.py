@@ -153,33 +153,59 @@ class OffloadHandle:
         ``SUCCESS`` or why the next one was not (as :meth:`offer_entry`)."""
         with self._lock:
             self._close_if_due()
-            limit = self.limits.max_buffer_size
-            for taken, entry in enumerate(entries):
-                if self._closed:
-                    return taken, OfferResult.FAIL_SEGMENT_CLOSED
-                size = len(entry.data)
-                if entry.ledger_id == self._last_ledger and entry.entry_id == self._last_entry + 1:
-                    self._last_entry += 1
-                elif self._starts_ledger(entry):
-                    self._begin_range(entry)
-                else:
-                    return taken, OfferResult.FAIL_NOT_CONSECUTIVE
-                buffered = self._queued_bytes + self._in_flight + self._open_block_bytes
-                header = v1.ENTRY_HEADER_LENGTH + (0 if self._open_block_bytes else v1.BLOCK_HEADER_LENGTH)
-                # An entry larger than the room left is still taken when nothing
-                # waits for the upload: the block being filled could never close.
-                if buffered + header + size > limit and (self._queue or self._in_flight):
-                    self._undo_last(entry)
-                    return taken, OfferResult.FAIL_BUFFER_FULL
-                for block in self._grouper.add(entry.ledger_id, entry.entry_id, entry.data):
-                    self._enqueue(block)
-                self._open_block_bytes = self._grouper.open_block_bytes
-                buffered = self._queued_bytes + self._in_flight + self._open_block_bytes
-                if buffered > self._peak_buffered:
-                    self._peak_buffered = buffered
-                if self._grouper.offset + self._open_block_bytes >= self.limits.max_segment_size:
-                    self._close()
-            return len(entries), OfferResult.SUCCESS
+            taken = 0
+            while taken < len(entries):
+                first = entries[taken]
+                run_end = _run_end(entries, taken)
+                count, result = self._offer_run(first.ledger_id, first.entry_id,
+                                                [entry.data for entry in entries[taken:run_end]])  # fmt: skip
+                taken += count
+                if result is not OfferResult.SUCCESS:
+                    return taken, result
+            return taken, OfferResult.SUCCESS
+
+    def offer_run(
+        self, ledger_id: int, first_entry_id: int, payloads: Sequence[bytes | memoryview]
+    ) -> tuple[int, OfferResult]:
+        """Add consecutive entries of one ledger (ids from ``first_entry_id``)
+        without an :class:`Entry` each, as :meth:`offer_entries` would."""
+        with self._lock:
+            self._close_if_due()
+            return self._offer_run(ledger_id, first_entry_id, payloads)
+
+    def _offer_run(
+        self, ledger_id: int, first_entry_id: int, payloads: Sequence[bytes | memoryview]
+    ) -> tuple[int, OfferResult]:
+        if self._closed:
+            return 0, OfferResult.FAIL_SEGMENT_CLOSED
+        if not payloads:
+            return 0, OfferResult.SUCCESS
+        continues = ledger_id == self._last_ledger and first_entry_id == self._last_entry + 1
+        if not continues and not self._starts_ledger(ledger_id, first_entry_id):
+            return 0, OfferResult.FAIL_NOT_CONSECUTIVE
+        limits = self.limits
+        # An entry larger than the room left is still taken when nothing
+        # waits for the upload: the block being filled could never close.
+        taken, blocks = self._grouper.add_run(
+            ledger_id, first_entry_id, payloads, room=limits.max_buffer_size - self._buffered(),
+            fill_open_block=not (self._queue or self._in_flight), stop_at=limits.max_segment_size,
+        )  # fmt: skip
+        if not taken:
+            return 0, OfferResult.FAIL_BUFFER_FULL
+        if not continues:
+            self._begin_range(ledger_id, first_entry_id)
+        self._last_entry = first_entry_id + taken - 1
+        for block in blocks:
+            self._enqueue(block)
+        self._open_block_bytes = self._grouper.open_block_bytes
+        buffered = self._buffered()
+        if buffered > self._peak_buffered:
+            self._peak_buffered = buffered
+        if self._grouper.offset + self._open_block_bytes >= limits.max_segment_size:
+            self._close()
+        if taken == len(payloads):
+            return taken, OfferResult.SUCCESS
+        return taken, OfferResult.FAIL_SEGMENT_CLOSED if self._closed else OfferResult.FAIL_BUFFER_FULL
 
     def last_offered(self) -> tuple[int, int] | None:
         """``(ledger id, entry id)`` of the last entry taken, if any."""
@@ -216,31 +242,17 @@ class OffloadHandle:
             self._changed.notify_all()
         self._done.wait()
 
-    def _starts_ledger(self, entry: Entry) -> bool:
-        """Whether ``entry`` may begin a run: the segment's first entry, or
-        the first entry of a later ledger."""
+    def _starts_ledger(self, ledger_id: int, entry_id: int) -> bool:
+        """Whether entry ``ledger_id:entry_id`` may begin a run: the
+        segment's first entry, or the first entry of a later ledger."""
         if self._last_ledger < 0:
-            return entry.ledger_id >= 0 and entry.entry_id >= 0
-        return entry.ledger_id > self._last_ledger and entry.entry_id == 0
+            return ledger_id >= 0 and entry_id >= 0
+        return ledger_id > self._last_ledger and entry_id == 0
 
-    def _begin_range(self, entry: Entry) -> None:
+    def _begin_range(self, ledger_id: int, entry_id: int) -> None:
         if self._last_ledger >= 0:
             self._ranges.append(SegmentLedgerRange(self._last_ledger, self._first_entry, self._last_entry))
-        self._last_ledger, self._first_entry, self._last_entry = entry.ledger_id, entry.entry_id, entry.entry_id
-
-    def _undo_last(self, entry: Entry) -> None:
-        """Forget ``entry``, recorded but then refused for want of room."""
-        if self._last_entry > self._first_entry:
-            self._last_entry -= 1
-        elif self._ranges:
-            last = self._ranges.pop()
-            self._last_ledger, self._first_entry, self._last_entry = (
-                last.ledger_id,
-                last.first_entry_id,
-                last.last_entry_id,
-            )
-        else:
-            self._last_ledger, self._first_entry, self._last_entry = -1, 0, -1
+        self._last_ledger, self._first_entry, self._last_entry = ledger_id, entry_id, entry_id
 
     def _all_ranges(self) -> tuple[SegmentLedgerRange, ...]:
         current = (SegmentLedgerRange(self._last_ledger, self._first_entry, self._last_entry),)
@@ -355,6 +367,17 @@ class OffloadHandle:
     def _event(self, kind: str, **fields: object) -> None:
         if self._emit is not None:
             self._emit(Event(kind, {"streaming": True, **fields}))
+
+
+def _run_end(entries: Sequence[Entry], start: int) -> int:
+    """Where the run of consecutive entries of one ledger beginning at
+    ``entries[start]`` ends (exclusive)."""
+    ledger_id, entry_id = entries[start].ledger_id, entries[start].entry_id
+    end = len(entries)
+    at = start + 1
+    while at < end and entries[at].ledger_id == ledger_id and entries[at].entry_id == entry_id + at - start:
+        at += 1
+    return at
 
 
 class _Aborted(StateError):

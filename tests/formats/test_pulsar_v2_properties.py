@@ -85,6 +85,71 @@ def test_java_hash_map_order_is_a_permutation_grouped_by_bucket(ledgers: list[in
     assert v2.java_hash_map_order(list(range(5))) == list(range(5))
 
 
+def _runs(entries: list[tuple[int, int, bytes]], data: st.DataObject) -> list[tuple[int, int, list[bytes]]]:
+    """``entries`` cut into runs of one ledger's consecutive entries, of random lengths."""
+    runs: list[tuple[int, int, list[bytes]]] = []
+    at = 0
+    while at < len(entries):
+        ledger_id, entry_id, _ = entries[at]
+        end = at + 1
+        while end < len(entries) and entries[end][0] == ledger_id:
+            end += 1
+        end = data.draw(st.integers(at + 1, end))
+        runs.append((ledger_id, entry_id, [payload for _, _, payload in entries[at:end]]))
+        at = end
+    return runs
+
+
+@given(segment_entries(), st.integers(140, 2000), st.data())
+def test_runs_are_framed_as_their_entries_one_by_one(
+    entries: list[tuple[int, int, bytes]], size: int, data: st.DataObject
+) -> None:
+    expected = list(v2.encode_segment_blocks(iter(entries), streaming_block_size=size))
+    grouper = v2.BlockGrouper(size)
+    blocks: list[v2.EncodedSegmentBlock] = []
+    for ledger_id, first, payloads in _runs(entries, data):
+        taken, finished = grouper.add_run(ledger_id, first, payloads)
+        assert taken == len(payloads)
+        blocks.extend(finished)
+    last = grouper.finish()
+    blocks.extend([last] if last is not None else [])
+    assert [(b.data, b.row, b.last_entry_id, list(b.entry_lengths)) for b in blocks] == [
+        (b.data, b.row, b.last_entry_id, list(b.entry_lengths)) for b in expected
+    ]
+
+
+@given(segment_entries(), st.integers(140, 2000), st.data())
+def test_runs_take_entries_while_their_framing_fits_the_room(
+    entries: list[tuple[int, int, bytes]], size: int, data: st.DataObject
+) -> None:
+    """``add_run`` with a room, a free first block and a segment limit takes
+    exactly what a loop of ``add`` calls applying the same rules takes."""
+    bulk, single = v2.BlockGrouper(size), v2.BlockGrouper(size)
+    stop_at = data.draw(st.none() | st.integers(200, 20_000))
+    for ledger_id, first, payloads in _runs(entries, data):
+        room = data.draw(st.integers(0, 3000))
+        free = data.draw(st.booleans())
+        taken, finished = bulk.add_run(ledger_id, first, payloads, room=room, fill_open_block=free, stop_at=stop_at)
+        expected_taken, expected_blocks = 0, []
+        for payload in payloads:
+            opens = single.open_block_bytes == 0 or ledger_id != single._ledger_id
+            cost = 12 + len(payload) + (128 if opens else 0)
+            if cost > room and not free:
+                break
+            room -= cost
+            done = single.add(ledger_id, first + expected_taken, payload)
+            expected_taken += 1
+            expected_blocks.extend(done)
+            free = free and not done
+            if stop_at is not None and single.offset + single.open_block_bytes >= stop_at:
+                break
+        assert taken == expected_taken
+        assert [b.data for b in finished] == [b.data for b in expected_blocks]
+        assert bulk.open_block_bytes == single.open_block_bytes
+        if taken < len(payloads):
+            return  # the caller would offer the rest again later, from the same place
+
+
 def test_offering_out_of_order_or_returning_to_a_ledger_is_refused() -> None:
     grouper = v2.BlockGrouper(1024)
     grouper.add(3, 5, b"a")

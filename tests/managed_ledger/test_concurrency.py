@@ -9,6 +9,7 @@ from typing import Any
 
 from offload_core import hookimpl
 from offload_core.managed_ledger import ReadPriority
+from offload_core.managed_ledger.ledger_file import DetachedRecords
 from offload_core.memory import MemoryDriver
 from offload_core.model import Position
 from tests.managed_ledger.conftest import Clock
@@ -73,6 +74,36 @@ def test_a_slow_offloaded_read_stops_neither_appends_nor_hot_reads(make_broker: 
         gated.gate.set()
         reader.join(10)
     assert [e.data for e in cold] == [b"entry %d" % n for n in range(10)]
+
+
+def test_a_slow_hot_tier_read_does_not_stop_appends(make_broker: Any, monkeypatch: Any) -> None:
+    """A hot-tier read (a catching-up consumer, the streaming pump) reads
+    the disk outside the ledger's lock: a disk that stalls it stalls no producer."""
+    broker = make_broker()
+    topic = broker.topic(TOPIC)
+    for n in range(50):
+        topic.append(b"entry %d" % n)
+    gate, waiting = threading.Event(), threading.Event()
+    original = DetachedRecords.payloads
+
+    def stalled(records: DetachedRecords) -> list[memoryview]:
+        waiting.set()
+        gate.wait(30)
+        return original(records)
+
+    monkeypatch.setattr(DetachedRecords, "payloads", stalled)
+    read: list[Any] = []
+    reader = threading.Thread(target=lambda: read.extend(topic.read(Position(1, 0), 20)))
+    reader.start()
+    try:
+        assert waiting.wait(10), "the hot read never reached the disk"
+        for n in range(50, 60):
+            topic.append(b"entry %d" % n)
+        assert topic.ledgers()[0].entries == 60 and reader.is_alive() and not read
+    finally:
+        gate.set()
+        reader.join(10)
+    assert [e.data for e in read] == [b"entry %d" % n for n in range(20)]
 
 
 def test_readers_appends_trims_and_hot_deletions_at_once(make_broker: Any, clock: Clock) -> None:

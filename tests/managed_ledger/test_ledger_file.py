@@ -83,6 +83,30 @@ def test_reads_outside_the_ledger_raise(tmp_path: Path) -> None:
             ledger.read(first, last)
 
 
+def test_a_detached_read_outlives_the_file_and_its_deletion(tmp_path: Path) -> None:
+    """What a reader located under the ledger's lock it reads after the
+    lock is let go: a seal closing the file or the hot copy's deletion
+    meanwhile does not disturb it."""
+    filled(tmp_path / "7.log")
+    ledger = LedgerFile.open(tmp_path / "7.log", 7, repair=False)
+    records = ledger.detach(1, 3)
+    ledger.close()
+    os.unlink(tmp_path / "7.log")
+    assert [bytes(p) for p in records.payloads()] == PAYLOADS[1:4]
+
+
+@pytest.mark.parametrize("flip", range(16, 16 + 16 * 5 + sum(map(len, PAYLOADS))))
+def test_a_flipped_byte_is_caught_by_a_detached_read(tmp_path: Path, flip: int) -> None:
+    path = tmp_path / "7.log"
+    filled(path)
+    ledger = LedgerFile.open(path, 7, repair=False)
+    data = bytearray(path.read_bytes())
+    data[flip] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="ledger 7 is corrupt"):
+        ledger.detach(0, 4).payloads()
+
+
 def test_fsync_policy_parsing() -> None:
     assert FsyncPolicy.parse("Batch") is FsyncPolicy.BATCH
     with pytest.raises(ConfigError, match="always, batch, none"):

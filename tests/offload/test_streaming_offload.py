@@ -155,6 +155,19 @@ def test_a_segment_spans_ledgers_and_reports_their_ranges() -> None:
     assert [e.entry_id for e in iter_segment_entries(driver, segment, ledger_id=5)] == list(range(10))
 
 
+def test_a_batch_is_taken_up_to_the_first_entry_that_does_not_follow() -> None:
+    handle = BlobStoreLedgerOffloader(MemoryDriver(), max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
+    batch = [Entry(5, 0, b"a"), Entry(5, 1, b"b"), Entry(6, 0, b"c"), Entry(6, 1, b"d"), Entry(6, 3, b"e")]
+    assert handle.offer_entries(batch) == (4, OfferResult.FAIL_NOT_CONSECUTIVE)
+    assert handle.last_offered() == (6, 1)
+    assert handle.offer_run(6, 2, [b"f", b"g"]) == (2, OfferResult.SUCCESS)
+    assert handle.offer_run(6, 5, [b"h"]) == (0, OfferResult.FAIL_NOT_CONSECUTIVE)
+    handle.close()
+    result = handle.result(10)
+    assert result is not None
+    assert [(r.ledger_id, r.first_entry_id, r.last_entry_id) for r in result.ledgers] == [(5, 0, 1), (6, 0, 3)]
+
+
 def test_entries_must_follow_each_other() -> None:
     handle = BlobStoreLedgerOffloader(MemoryDriver(), max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
     assert handle.offer_entry(Entry(5, 3, b"a")) is OfferResult.SUCCESS
@@ -168,15 +181,19 @@ def test_entries_must_follow_each_other() -> None:
     assert handle.result(10) is not None
 
 
-def test_a_segment_closes_itself_at_its_size() -> None:
+@pytest.mark.parametrize("batch", [1, 64])
+def test_a_segment_closes_itself_at_its_size(batch: int) -> None:
     limits = SegmentLimits(streaming_block_size=BLOCK, max_segment_size=4 * BLOCK, max_buffer_size=8 * BLOCK)
     driver = MemoryDriver()
     handle = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK).streaming_offload(new_uuid(), limits=limits)
+    entries = entries_of({1: 200})
     taken = 0
-    for entry in entries_of({1: 200}):
-        if handle.offer_entry(entry) is not OfferResult.SUCCESS:
+    while taken < len(entries):
+        count, outcome = handle.offer_entries(entries[taken : taken + batch])
+        taken += count
+        if outcome is not OfferResult.SUCCESS:
+            assert outcome is OfferResult.FAIL_SEGMENT_CLOSED
             break
-        taken += 1
     assert handle.closed and 0 < taken < 200
     result = handle.result(10)
     assert result is not None
@@ -200,7 +217,8 @@ def test_a_segment_closes_itself_at_its_age() -> None:
     assert result is not None and result.end_entry_id == 1
 
 
-def test_the_buffer_bound_holds_under_a_producer_faster_than_the_store() -> None:
+@pytest.mark.parametrize("batch", [1, 37])
+def test_the_buffer_bound_holds_under_a_producer_faster_than_the_store(batch: int) -> None:
     driver = GatedDriver()
     driver.gate.clear()
     limits = SegmentLimits(streaming_block_size=BLOCK, max_buffer_size=4 * BLOCK)
@@ -211,10 +229,9 @@ def test_the_buffer_bound_holds_under_a_producer_faster_than_the_store() -> None
     deadline = time.monotonic() + 30
     while taken < len(entries):
         assert time.monotonic() < deadline
-        result = handle.offer_entry(entries[taken])
-        if result is OfferResult.SUCCESS:
-            taken += 1
-        else:
+        count, result = handle.offer_entries(entries[taken : taken + batch])
+        taken += count
+        if result is not OfferResult.SUCCESS:
             assert result is OfferResult.FAIL_BUFFER_FULL
             refused += 1
             assert handle.buffered_bytes <= limits.max_buffer_size
