@@ -17,6 +17,7 @@ from .metadata_store import MetadataStore, SqliteMetadataStore
 from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
+from .segment_workers import SegmentWorkers
 
 __all__ = ["Broker"]
 
@@ -77,6 +78,11 @@ class Broker:
         # its own plugin manager (plugins registered in code) offloads in-process.
         workers = self.config.offload_worker_processes if plugin_manager is None else 0
         self.offload_workers = OffloadWorkers(workers, self.plugins.emit) if workers > 0 else None
+        self.segment_workers = (
+            SegmentWorkers(self.plugins.emit, data_dir=str(self.data_dir), entry_offsets=self.config.entry_offsets)
+            if workers > 0
+            else None
+        )
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
         if self.config.maintenance_interval_seconds > 0:
@@ -105,6 +111,7 @@ class Broker:
                 clock=self._clock,
                 schedule=self.background.submit,
                 offload_workers=self.offload_workers,
+                segment_workers=self.segment_workers,
             )
             self._open[topic] = ledger
         return ledger
@@ -138,6 +145,8 @@ class Broker:
         self._open.clear()
         if self.offload_workers is not None:
             self.offload_workers.close()
+        if self.segment_workers is not None:
+            self.segment_workers.close()
         self.offloaders.close()
         self.read_ahead.close()
         self.store.close()

@@ -29,7 +29,8 @@ from ..offload.ledger import LedgerOffloader, StreamingOffloader
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
-from .ledger_file import DetachedRecords, LedgerFile, index_path
+from .hot_records import DetachedRecords
+from .ledger_file import LedgerFile, index_path
 from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
 from .metadata_store import MetadataStore
 from .offload_workers import OffloadWorkers

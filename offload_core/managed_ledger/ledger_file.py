@@ -21,6 +21,9 @@ from pathlib import Path
 from ..errors import ConfigError, FormatError, InvalidRangeError, OffloadError, StateError
 from ..fsutil import fsync_dir
 from ..model import Entry
+from .hot_records import ENTRY_ID as _ENTRY_ID
+from .hot_records import RECORD as _RECORD
+from .hot_records import DetachedRecords, RecordSpan, checksum
 from .offsets_index import (
     HEADER_SIZE,
     OffsetsHeader,
@@ -32,12 +35,10 @@ from .offsets_index import (
     index_size,
 )
 
-__all__ = ["DetachedRecords", "FsyncPolicy", "LedgerFile", "index_path", "parse_records"]
+__all__ = ["FsyncPolicy", "LedgerFile", "index_path"]
 
 _MAGIC = b"OLEDGER1"
 _FILE_HEADER = struct.Struct(">8sq")
-_RECORD = struct.Struct(">iqI")
-_ENTRY_ID = struct.Struct(">q")
 
 
 class FsyncPolicy(enum.Enum):
@@ -56,10 +57,6 @@ class FsyncPolicy(enum.Enum):
             return cls(str(value).lower())
         except ValueError:
             raise ConfigError(f"fsync policy {value!r} is not one of: always, batch, none") from None
-
-
-def _checksum(entry_id: int, payload: bytes | memoryview) -> int:
-    return zlib.crc32(payload, zlib.crc32(_ENTRY_ID.pack(entry_id)))
 
 
 class LedgerFile:
@@ -190,7 +187,7 @@ class LedgerFile:
         if not isinstance(self._offsets, array):
             raise StateError(f"ledger {self.ledger_id} is sealed; it takes no more entries")
         entry_id = len(self._offsets)
-        record = _RECORD.pack(len(payload), entry_id, _checksum(entry_id, payload)) + payload
+        record = _RECORD.pack(len(payload), entry_id, checksum(entry_id, payload)) + payload
         written = os.pwrite(self._fd, record, self._end)
         if written != len(record):
             os.ftruncate(self._fd, self._end)
@@ -239,7 +236,7 @@ class LedgerFile:
             )
         start = self._offsets[first]
         stop = self._offsets[last + 1] if last + 1 < len(self._offsets) else self._end
-        return DetachedRecords(self.path, self.ledger_id, first, last, start, stop, os.dup(self._fd))
+        return DetachedRecords(RecordSpan(str(self.path), self.ledger_id, first, last, start, stop), os.dup(self._fd))
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -249,67 +246,6 @@ class LedgerFile:
             self._fd = -1
             if isinstance(self._offsets, _IndexedOffsets):
                 self._offsets.close()
-
-
-class DetachedRecords:
-    """A run of a ledger file's records, read once: :meth:`payloads` or
-    :meth:`entries` reads them, checks every record (length, entry id,
-    checksum; :class:`FormatError` naming the file) and closes the
-    descriptor; so does :meth:`close` without reading."""
-
-    def __init__(self, path: Path, ledger_id: int, first: int, last: int, start: int, stop: int, fd: int) -> None:
-        self.path = path
-        self.ledger_id = ledger_id
-        self.first = first
-        self.last = last
-        self._start = start
-        self._stop = stop
-        self._fd = fd
-
-    def payloads(self) -> list[memoryview]:
-        """The entries' payloads, as views of one buffer read at once."""
-        try:
-            chunk = os.pread(self._fd, self._stop - self._start, self._start)
-        finally:
-            self.close()
-        if len(chunk) != self._stop - self._start:
-            raise FormatError(f"hot-tier file of ledger {self.ledger_id} shrank under the reader ({self.path})")
-        return parse_records(chunk, self.ledger_id, self.first, self.last, self.path)
-
-    def entries(self) -> list[Entry]:
-        ledger_id, first = self.ledger_id, self.first
-        return [Entry(ledger_id, first + i, bytes(payload)) for i, payload in enumerate(self.payloads())]
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def parse_records(chunk: bytes, ledger_id: int, first: int, last: int, path: Path) -> list[memoryview]:
-    """The payloads of records ``first..last``, which ``chunk`` holds
-    exactly and in order; :class:`FormatError` for a record whose length,
-    entry id or checksum is wrong, or for bytes left over. Pure."""
-    view = memoryview(chunk)
-    size = len(chunk)
-    payloads = []
-    unpack = _RECORD.unpack_from
-    crc32 = zlib.crc32
-    pack_id = _ENTRY_ID.pack
-    at = 0
-    for entry_id in range(first, last + 1):
-        if at + _RECORD.size > size:
-            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
-        length, stored_id, checksum = unpack(view, at)
-        end = at + _RECORD.size + length
-        payload = view[at + _RECORD.size : end]
-        if stored_id != entry_id or length < 0 or end > size or crc32(payload, crc32(pack_id(entry_id))) != checksum:
-            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
-        payloads.append(payload)
-        at = end
-    if at != size:
-        raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt after entry {last} ({path})")
-    return payloads
 
 
 def index_path(ledger_path: Path) -> Path:

@@ -54,6 +54,7 @@ from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
 from .segment_backfill import SegmentBackfill
+from .segment_workers import SegmentWorkers
 from .shared_handles import SharedHandleCache
 from .streaming_lifecycle import SegmentState, StreamingLifecycle
 from .tiered_reads import TieredReads
@@ -94,6 +95,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         clock: Callable[[], float] = time.time,
         schedule: Callable[[str, Callable[[], object]], None] | None = None,
         offload_workers: OffloadWorkers | None = None,
+        segment_workers: SegmentWorkers | None = None,
     ) -> None:
         self.topic = topic
         self.name = topic.managed_ledger_name
@@ -118,6 +120,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._schedule = schedule if schedule is not None else _run_now
         self._inline_schedule = schedule is None
         self._offload_workers = offload_workers
+        self._segment_workers = segment_workers
         self._offload_running = False
         self._cleanup_errors: dict[int, str] = {}
         self.read_stats = ReadStats()

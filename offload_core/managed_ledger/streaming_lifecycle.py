@@ -24,6 +24,7 @@ are deleted and streaming resumes after the last complete one.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import threading
 import uuid as uuid_module
@@ -46,6 +47,7 @@ from .segment_records import (
     mark_streamed_ledgers,
     streamed_end,
 )
+from .segment_workers import RemoteSegment, SegmentOpening, SegmentWorkers
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
@@ -63,7 +65,8 @@ class StreamingLifecycle(SegmentHousekeeping):
     """Streaming offload (PIP-76) of one managed ledger."""
 
     _inline_schedule: bool
-    _segment: OffloadHandle | None
+    _segment: OffloadHandle | RemoteSegment | None
+    _segment_workers: SegmentWorkers | None
     _segment_uid: uuid_module.UUID | None
     _segment_settings: dict[str, str]
     _segment_start: Position | None
@@ -215,10 +218,17 @@ class StreamingLifecycle(SegmentHousekeeping):
             segment = self._segment
             assert segment is not None
             ledger_id, first, last = step
-            payloads = self._detach_hot(ledger_id, first, last).payloads()
+            records = self._detach_hot(ledger_id, first, last)
             if ledger_id not in self._segment_ledgers:
-                self._assign(ledger_id)
-            taken, result = segment.offer_run(ledger_id, first, payloads)
+                try:
+                    self._assign(ledger_id)
+                except BaseException:
+                    records.close()
+                    raise
+            if isinstance(segment, RemoteSegment):
+                taken, result = segment.offer_records(records)  # the worker reads them
+            else:
+                taken, result = segment.offer_run(ledger_id, first, records.payloads())
             offered += taken
             # Per batch offered (about a megabyte), for the buffer-occupancy gauge.
             self._emit(Event("streaming.buffer", {"managed_ledger": self.name, "uuid": segment.uuid,
@@ -285,10 +295,22 @@ class StreamingLifecycle(SegmentHousekeeping):
             self._segment_uid = uuid_module.uuid4()
             self._segment_settings = dict(settings)
             self._segment_start = self._stream_next
-        self._segment = offloader.streaming_offload(
-            self._segment_uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,
-            clock=self._clock, on_room=self._segment_has_room,
-        )  # fmt: skip
+        uid, workers = self._segment_uid, self._segment_workers
+        if workers is not None and workers.can_stream(self._segment_settings):
+            assert policies.read_buffer_size is not None
+            opening = SegmentOpening(
+                str(uid), tuple(sorted(self._segment_settings.items())), workers.data_dir, workers.entry_offsets,
+                policies.max_block_size, policies.read_buffer_size, limits,
+            )  # fmt: skip
+            self._segment = workers.open(
+                opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room, clock=self._clock,
+                delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
+            )  # fmt: skip
+        else:
+            self._segment = offloader.streaming_offload(
+                uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,
+                clock=self._clock, on_room=self._segment_has_room,
+            )  # fmt: skip
         self._emit_segment("opened")
 
     def _segment_ledger_info(self, ledger_id: int, last_entry_id: int) -> bytes:

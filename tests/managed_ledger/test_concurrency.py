@@ -9,7 +9,7 @@ from typing import Any
 
 from offload_core import hookimpl
 from offload_core.managed_ledger import ReadPriority
-from offload_core.managed_ledger.ledger_file import DetachedRecords
+from offload_core.managed_ledger.hot_records import DetachedRecords
 from offload_core.memory import MemoryDriver
 from offload_core.model import Position
 from tests.managed_ledger.conftest import Clock

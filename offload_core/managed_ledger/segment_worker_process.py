@@ -1,0 +1,174 @@
+"""The worker side of :mod:`~offload_core.managed_ledger.segment_workers`:
+serves the broker's calls on its segments until told to stop or the pipe
+closes. Runs in a spawned process; loads plugins from their entry points."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid as uuid_module
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..errors import StateError
+from ..hooks import Event, hookimpl
+from ..offload.ledger import StreamingOffloader
+from ..offload.streaming_offload import OffloadHandle
+from ..plugins import PluginManager
+from .hot_records import RecordSpan
+from .offloaders import OffloaderProvider
+from .segment_workers import SegmentOpening, SegmentStatus, picklable
+
+__all__ = ["serve_segments"]
+
+# Calls run on threads: a call waiting for an upload (``result``) must not
+# hold up the offers of other segments, nor the answers the upload waits for.
+_CALL_THREADS = 8
+
+
+class _Forward:
+    """Sends the events the worker emits to the broker."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self._send(("event", event))
+
+
+class _Served:
+    """One open segment and the clock the broker lends it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.handle: OffloadHandle | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    def status(self) -> SegmentStatus:
+        handle = self.handle
+        assert handle is not None
+        return SegmentStatus(handle.closed, handle.buffered_bytes, handle.peak_buffered_bytes, handle.last_offered())
+
+
+class _Server:
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._send_lock = threading.Lock()
+        self._plugins = PluginManager()
+        self._plugins.register(_Forward(self.send))
+        self._providers: dict[tuple[str, bool], OffloaderProvider] = {}
+        self._segments: dict[int, _Served] = {}
+        self._questions: dict[int, Future[bytes]] = {}
+        self._question_ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            self._conn.send(message)
+
+    def run(self) -> None:
+        with ThreadPoolExecutor(max_workers=_CALL_THREADS, thread_name_prefix="offload-core-segment-call") as calls:
+            while True:
+                try:
+                    message = self._conn.recv()
+                except (EOFError, OSError):
+                    break
+                if message[0] == "stop":
+                    break
+                if message[0] == "ledger_info":
+                    _, question, info, error = message
+                    future = self._questions.pop(question)
+                    if error is None:
+                        future.set_result(info)
+                    else:
+                        future.set_exception(error)
+                elif message[0] == "call":
+                    calls.submit(self._answer, *message[1:])
+            for served in list(self._segments.values()):
+                if served.handle is not None and not served.handle.done():
+                    served.handle.abort()  # the broker is gone: what it never completed is cleaned up at its next open
+        for provider in self._providers.values():
+            provider.close()
+
+    def _answer(self, call_id: int, segment_id: int, op: str, args: tuple[Any, ...]) -> None:
+        try:
+            value, error = getattr(self, f"_op_{op}")(segment_id, *args), None
+        except BaseException as exc:
+            value, error = None, picklable(exc)
+        self.send(("reply", call_id, value, error))
+
+    def _served(self, segment_id: int) -> tuple[_Served, OffloadHandle]:
+        served = self._segments.get(segment_id)
+        if served is None or served.handle is None:
+            raise StateError(f"the segment worker has no open segment {segment_id}")
+        return served, served.handle
+
+    def _op_open(self, segment_id: int, opening: SegmentOpening, now: float) -> None:
+        key = (opening.data_dir, opening.entry_offsets)
+        with self._lock:
+            provider = self._providers.get(key)
+            if provider is None:
+                provider = OffloaderProvider(self._plugins, Path(opening.data_dir), self._plugins.emit,
+                                             entry_offsets=opening.entry_offsets)  # fmt: skip
+                self._providers[key] = provider
+        settings = dict(opening.settings)
+        offloader = provider.for_settings(
+            settings, max_block_size=opening.max_block_size, read_buffer_size=opening.read_buffer_size
+        )
+        if not isinstance(offloader, StreamingOffloader):
+            raise StateError(f"the offloader for driver {settings.get('driver')!r} cannot stream segments")
+        served = _Served(now)
+        served.handle = offloader.streaming_offload(
+            uuid_module.UUID(opening.uuid), settings, limits=opening.limits, clock=served.clock,
+            ledger_info=lambda ledger_id, last: self._ask_ledger_info(segment_id, ledger_id, last),
+            on_room=lambda: self.send(("room", segment_id)),
+        )  # fmt: skip
+        self._segments[segment_id] = served
+
+    def _op_offer(self, segment_id: int, span: RecordSpan, now: float) -> tuple[int, Any, SegmentStatus]:
+        served, handle = self._served(segment_id)
+        served.now = now
+        taken, result = handle.offer_run(span.ledger_id, span.first, span.read_payloads())
+        return taken, result, served.status()
+
+    def _op_close_if_due(self, segment_id: int, now: float) -> SegmentStatus:
+        served, handle = self._served(segment_id)
+        served.now = now
+        handle.close_if_due()
+        return served.status()
+
+    def _op_close(self, segment_id: int, now: float) -> SegmentStatus:
+        served, handle = self._served(segment_id)
+        served.now = now
+        handle.close()
+        return served.status()
+
+    def _op_result(self, segment_id: int, timeout: float | None) -> Any:
+        _, handle = self._served(segment_id)
+        try:
+            return handle.result(timeout)
+        finally:
+            if handle.done():
+                self._segments.pop(segment_id, None)
+
+    def _ask_ledger_info(self, segment_id: int, ledger_id: int, last_entry_id: int) -> bytes:
+        """Runs on the upload thread: the broker describes the ledger."""
+        future: Future[bytes] = Future()
+        with self._lock:
+            question = next(self._question_ids)
+            self._questions[question] = future
+        self.send(("ledger_info", question, segment_id, ledger_id, last_entry_id))
+        return future.result(timeout=_LEDGER_INFO_TIMEOUT)
+
+
+_LEDGER_INFO_TIMEOUT = 120.0
+
+
+def serve_segments(conn: Connection) -> None:
+    """The worker process's main function."""
+    _Server(conn).run()

@@ -1,0 +1,325 @@
+"""Streaming segments (PIP-76) from a worker process.
+
+Reading a batch of entries from the hot tier, checking their checksums and
+framing them into blocks is Python work that holds the interpreter lock;
+on a broker thread it makes every producer of the process wait its turn
+(see bench/README.md). With workers on, a segment lives in a worker
+process: the broker's pump only locates each batch in the hot-tier file
+(:class:`~offload_core.managed_ledger.ledger_file.RecordSpan`, a few
+numbers) and the worker reads, checks, frames and uploads it. The
+segment's metadata stays with the broker: the worker asks it for each
+ledger's ``LedgerInfo`` when it writes the index, tells it when the buffer
+has room again, and sends back the events it emits.
+
+A worker that dies fails its open segments (the broker deletes their
+objects; the managed ledger retries them from the hot tier, as any failed
+upload) and the next segment starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import pickle
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import OffloadError, StateError
+from ..hooks import Event
+from ..offload.segment_types import LedgerInfoSource, OfferResult, SegmentLimits, StreamingOffloadResult
+from .hot_records import DetachedRecords
+
+__all__ = ["RemoteSegment", "SegmentOpening", "SegmentWorkers"]
+
+log = logging.getLogger(__name__)
+
+# Stores that live in the broker's own memory cannot be written from elsewhere.
+_IN_PROCESS_DRIVERS = {"memory"}
+
+
+@dataclass(frozen=True)
+class SegmentOpening:
+    """What a worker needs to open a segment. Small and picklable."""
+
+    uuid: str
+    settings: tuple[tuple[str, str], ...]
+    data_dir: str
+    entry_offsets: bool
+    max_block_size: int
+    read_buffer_size: int
+    limits: SegmentLimits
+
+
+@dataclass(frozen=True)
+class SegmentStatus:
+    """The worker's segment after a call (what the broker may ask between calls)."""
+
+    closed: bool
+    buffered_bytes: int
+    peak_buffered_bytes: int
+    last_offered: tuple[int, int] | None
+
+
+class SegmentWorkers:
+    """One worker process streaming the segments of a broker's managed
+    ledgers, started on first use and again after it died. Owned by the
+    broker: :meth:`close` stops it."""
+
+    def __init__(self, emit: Callable[[Event], None], *, data_dir: str, entry_offsets: bool) -> None:
+        self._emit = emit
+        self.data_dir = data_dir
+        self.entry_offsets = entry_offsets
+        self._link: _WorkerLink | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def can_stream(settings: Mapping[str, str]) -> bool:
+        """Whether a worker can reach the store ``settings`` name."""
+        return settings.get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
+
+    def open(
+        self,
+        opening: SegmentOpening,
+        *,
+        ledger_info: LedgerInfoSource,
+        on_room: Callable[[], None],
+        clock: Callable[[], float],
+        delete: Callable[[], None],
+    ) -> RemoteSegment:
+        """Open a segment in the worker. ``delete`` removes the segment's
+        objects; it is called if the worker dies under the segment."""
+        with self._lock:
+            if self._link is None or self._link.dead:
+                self._link = _WorkerLink(self._emit)
+            link = self._link
+        segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, clock=clock, delete=delete)
+        link.call(segment, "open", opening, clock())
+        return segment
+
+    @property
+    def process_id(self) -> int | None:
+        """The worker's process id, if one runs (for tests and diagnostics)."""
+        link = self._link
+        return None if link is None or link.dead else link.pid
+
+    def close(self) -> None:
+        with self._lock:
+            link, self._link = self._link, None
+        if link is not None:
+            link.close()
+
+
+class RemoteSegment:
+    """A segment streamed by the worker: the subset of
+    :class:`~offload_core.offload.streaming_offload.OffloadHandle` the
+    managed ledger uses, with :meth:`offer_records` in place of offering
+    entries. Every call raises :class:`OffloadError` if the worker died."""
+
+    def __init__(
+        self,
+        link: _WorkerLink,
+        opening: SegmentOpening,
+        *,
+        ledger_info: LedgerInfoSource,
+        on_room: Callable[[], None],
+        clock: Callable[[], float],
+        delete: Callable[[], None],
+    ) -> None:
+        self.uuid = opening.uuid
+        self.limits = opening.limits
+        self.ledger_info = ledger_info
+        self.on_room = on_room
+        self._link = link
+        self._clock = clock
+        self._delete = delete
+        self._status = SegmentStatus(False, 0, 0, None)
+        self._lost: _WorkerDied | None = None
+        self.segment_id = next(_SEGMENT_IDS)
+
+    @property
+    def closed(self) -> bool:
+        return self._status.closed
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._status.buffered_bytes
+
+    @property
+    def peak_buffered_bytes(self) -> int:
+        return self._status.peak_buffered_bytes
+
+    def last_offered(self) -> tuple[int, int] | None:
+        return self._status.last_offered
+
+    def offer_records(self, records: DetachedRecords) -> tuple[int, OfferResult]:
+        """Offer the entries ``records`` locates (the worker reads them
+        from the hot-tier file); as ``OffloadHandle.offer_entries``."""
+        span = records.span
+        records.close()
+        if self._lost is not None:
+            return 0, OfferResult.FAIL_SEGMENT_CLOSED
+        try:
+            taken, result, self._status = self._link.call(self, "offer", span, self._clock())
+        except _WorkerDied as exc:
+            self._lose(exc)
+            return 0, OfferResult.FAIL_SEGMENT_CLOSED
+        return taken, result
+
+    def close_if_due(self) -> bool:
+        self._update("close_if_due", self._clock())
+        return self._status.closed
+
+    def close(self) -> None:
+        self._update("close", self._clock())
+
+    def result(self, timeout: float | None = None) -> StreamingOffloadResult | None:
+        """As ``OffloadHandle.result``; if the worker died, the segment's
+        objects are deleted here before :class:`OffloadError` is raised."""
+        try:
+            if self._lost is None:
+                try:
+                    result: StreamingOffloadResult | None = self._link.call(self, "result", timeout)
+                    return result
+                except _WorkerDied as exc:
+                    self._lose(exc)
+            assert self._lost is not None
+            try:
+                self._delete()
+            except OffloadError as cleanup:
+                self._lost.add_note(
+                    f"deleting segment {self.uuid}'s objects failed too ({cleanup}); delete them by hand"
+                )
+            raise self._lost
+        finally:
+            self._link.forget(self)
+
+    def _update(self, op: str, *args: Any) -> None:
+        """A call that returns the segment's status; a dead worker leaves
+        the segment closed and failed, as a failed upload does."""
+        if self._lost is None:
+            try:
+                self._status = self._link.call(self, op, *args)
+            except _WorkerDied as exc:
+                self._lose(exc)
+
+    def _lose(self, exc: _WorkerDied) -> None:
+        self._lost = exc
+        self._status = SegmentStatus(True, 0, self._status.peak_buffered_bytes, self._status.last_offered)
+
+
+_SEGMENT_IDS = itertools.count(1)
+
+
+class _WorkerDied(OffloadError):
+    """The segment worker process died under a call."""
+
+
+class _WorkerLink:
+    """One worker process and the pipe to it. Calls are answered in any
+    order; a thread of the link's own receives the answers, the worker's
+    buffer-room notices, its events and its questions about ledgers."""
+
+    def __init__(self, emit: Callable[[Event], None]) -> None:
+        from .segment_worker_process import serve_segments
+
+        context = multiprocessing.get_context("spawn")  # not forked: the broker has threads and open files
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=serve_segments, args=(child,), name="offload-core-segments",
+                                        daemon=True)  # fmt: skip
+        self._process.start()
+        child.close()
+        self.pid = self._process.pid
+        self._emit = emit
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, Future[Any]] = {}
+        self._segments: dict[int, RemoteSegment] = {}
+        self._calls = itertools.count()
+        self.dead = False
+        self._receiver = threading.Thread(target=self._receive, name="offload-core-segments-link", daemon=True)
+        self._receiver.start()
+
+    def call(self, segment: RemoteSegment, op: str, *args: Any) -> Any:
+        future: Future[Any] = Future()
+        with self._send_lock:
+            if self.dead:
+                raise _WorkerDied(f"the segment worker process died; segment {segment.uuid} is retried")
+            call_id = next(self._calls)
+            self._pending[call_id] = future
+            self._segments[segment.segment_id] = segment
+            self._conn.send(("call", call_id, segment.segment_id, op, args))
+        return future.result()
+
+    def forget(self, segment: RemoteSegment) -> None:
+        with self._send_lock:
+            self._segments.pop(segment.segment_id, None)
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            if not self.dead:
+                self._conn.send(message)
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            if kind == "reply":
+                _, call_id, value, error = message
+                future = self._pending.pop(call_id)
+                if error is None:
+                    future.set_result(value)
+                else:
+                    future.set_exception(error)
+            elif kind == "room":
+                self._notify_room(message[1])
+            elif kind == "event":
+                self._emit(message[1])
+            elif kind == "ledger_info":
+                _, question, segment_id, ledger_id, last_entry_id = message
+                self._answer_ledger_info(question, segment_id, ledger_id, last_entry_id)
+        with self._send_lock:
+            self.dead = True
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            future.set_exception(_WorkerDied("the segment worker process died; its open segments are retried"))
+
+    def _notify_room(self, segment_id: int) -> None:
+        segment = self._segments.get(segment_id)
+        if segment is not None:
+            try:
+                segment.on_room()
+            except Exception as exc:  # a notification must not stop the link
+                log.warning("segment %s: the buffer-room callback failed: %s", segment.uuid, exc)
+
+    def _answer_ledger_info(self, question: int, segment_id: int, ledger_id: int, last_entry_id: int) -> None:
+        segment = self._segments.get(segment_id)
+        try:
+            if segment is None:
+                raise StateError(f"no open segment {segment_id} in this broker")
+            self._send(("ledger_info", question, segment.ledger_info(ledger_id, last_entry_id), None))
+        except Exception as exc:
+            self._send(("ledger_info", question, None, picklable(exc)))
+
+    def close(self) -> None:
+        self._send(("stop",))
+        self._process.join(30)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._receiver.join(30)  # it sees the pipe's end once the worker is gone
+        self._conn.close()
+
+
+def picklable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else an :class:`OffloadError` saying what it was."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return OffloadError(f"{type(exc).__name__}: {exc}")
+    return exc

@@ -1,0 +1,117 @@
+"""Streaming segments written by a worker process: the broker's pump only
+locates each batch in the hot tier; the worker reads, frames and uploads
+it. Same objects and metadata as in-process, events carried back; a worker
+killed mid-segment fails that segment only, which is retried from the hot
+tier without losing, duplicating or leaving behind anything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from offload_core import Event, hookimpl
+from offload_core.formats import pulsar_v2 as v2
+from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+from offload_core.model import Position
+from offload_core.plugins import open_driver
+
+TOPIC = "acme/prod/segment-workers"
+CONFIG = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
+          "managedLedgerFsyncPolicy": "none", "managedLedgerOffloadStreamingEnabled": True,
+          "maxSizePerOffloadSegmentMbytes": 1}  # fmt: skip
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def payload(n: int) -> bytes:
+    return f"entry {n} ".encode() * 30
+
+
+def every_object_is_named_by_metadata(data_dir: Path, uuids: set[str]) -> None:
+    bucket = open_driver(f"file://{data_dir / 'bucket'}")
+    keys = {info.key for info in bucket.list("")}
+    expected = {key(uuid) for uuid in uuids for key in
+                (v2.segment_data_key, v2.segment_index_key, v2.segment_entry_offsets_key)}  # fmt: skip
+    assert keys == expected
+
+
+def test_the_worker_streams_the_segments_and_its_events_come_back(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:  # plugins from entry points: workers on
+        workers = broker.segment_workers
+        assert workers is not None
+        listener = Listener()
+        broker.plugins.register(listener)
+        ledger = broker.topic(TOPIC)
+        for n in range(250):
+            ledger.append(payload(n))
+        broker.drain()
+        assert ledger.complete_current_segment().status == "success"
+        assert workers.process_id not in (None, os.getpid())
+        finished = [e for e in listener.events if e.kind == "offload.finished" and e.fields.get("streaming")]
+        assert finished, "the worker's events never reached the broker"
+        segments = ledger.segments()
+        assert {s.status for s in segments} == {"offloaded"}
+        ranges = [r for s in segments for r in s.ledgers]
+        assert sum(last - first + 1 for _, first, last in ranges) == 250
+        first_ledger = ledger.ledgers()[0].ledger_id
+        entries = ledger.read(Position(first_ledger, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)  # the sealed two
+        assert [e.data for e in entries] == [payload(n) for n in range(200)]
+        # The index describes the sealed ledgers as closed: the worker asked the broker.
+        offloader, _ = broker.offloaders.for_policies(ledger.policies())
+        segment = offloader.open_segment(segments[0].uuid)  # type: ignore[attr-defined]
+        section = next(s for s in segment.index.ledgers if s.ledger_id == first_ledger)
+        assert section.ledger_info == v2.ledger_info_bytes(
+            first_ledger, last_entry_id=99, closed=True, entries=100, size=sum(len(payload(n)) for n in range(100)),
+            timestamp_ms=int(ledger._ledgers_by_id[first_ledger].timestamp),
+        )  # fmt: skip
+    every_object_is_named_by_metadata(tmp_path / "data", {s.uuid for s in segments})
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_worker_killed_mid_segment_fails_it_and_it_is_retried(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:
+        workers = broker.segment_workers
+        assert workers is not None
+        listener = Listener()
+        broker.plugins.register(listener)
+        ledger = broker.topic(TOPIC)
+        for n in range(150):
+            ledger.append(payload(n))
+        broker.drain()
+        ledger.pump_streaming()
+        broker.drain()
+        assert [s.status for s in ledger.segments()] == ["assigned"]  # open in the worker, holding 150 entries
+        killed = workers.process_id
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while workers.process_id == killed:  # noticed, and maybe a fresh worker started already
+            assert time.monotonic() < deadline, "the broker never noticed the worker died"
+            time.sleep(0.01)
+        for n in range(150, 300):
+            ledger.append(payload(n))
+        for _ in range(3):
+            if ledger.complete_current_segment().status == "success":
+                break
+        else:
+            raise AssertionError("the failed segment was never completed")
+        failed = [e for e in listener.events if e.kind == "offload.segment" and e.fields["step"] == "failed"]
+        assert failed and all("died" in str(e.fields["error"]) for e in failed)
+        assert workers.process_id not in (None, killed)
+        segments = ledger.segments()
+        assert {s.status for s in segments} == {"offloaded"}
+        first_ledger = ledger.ledgers()[0].ledger_id
+        entries = ledger.read(Position(first_ledger, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
+        assert [e.data for e in entries] == [payload(n) for n in range(200)]
+    every_object_is_named_by_metadata(tmp_path / "data", {s.uuid for s in segments})
