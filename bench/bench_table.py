@@ -297,14 +297,13 @@ def s3_cold_random(
 
 def streaming(root: str) -> dict[str, float]:
     """PIP-76 streaming offload's ratios (see ``bench_streaming.py``)."""
-    off, on = streamed.append_latencies(False), streamed.append_latencies(True)
+    off, on = streamed.append_p99s(streamed.REPEAT)
     limits = SegmentLimits(streaming_block_size=streamed.BLOCK, max_segment_size=1 << 30,
                            max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
     driver = open_driver(f"file://{root}/streaming")  # as bench_streaming.py: the default, fsync on
-    raw = streamed.raw_write_seconds(driver, streamed.STREAM_BYTES)
-    seconds, _ = streamed.stream_seconds(driver, limits, 1000)
+    raw, seconds = streamed.raw_and_stream_seconds(driver, limits, 1000, streamed.REPEAT)
     return {
-        "streaming: append p99, streaming on / off": streamed.percentile(on, 0.99) / streamed.percentile(off, 0.99),
+        "streaming: append p99, streaming on / off": on / off,
         "streaming: offload / raw write, 1 KB entries (throughput)": raw / seconds,
     }
 
