@@ -7,7 +7,7 @@
 2. Offload throughput vs the limit: 64 MB of 1 KB (and of 16 KB) entries
    offered to an OffloadHandle on the filesystem driver, against a raw
    driver write of the same bytes in 4 MiB parts, alternated, medians of
-   three (goal: >= 0.9 of the raw throughput).
+   five (goal: >= 0.9 of the raw throughput).
 3. Peak buffer memory vs its bound: the same offer loop against a store
    that takes 20 ms per part (a producer faster than the store); the
    handle's peak buffered bytes must never pass its bound.
@@ -33,6 +33,7 @@ LEDGERS = 3
 BLOCK = 4 << 20
 STREAM_BYTES = 64 << 20
 REPEAT = 3
+THROUGHPUT_REPEAT = 5  # a raw write's time moves with the disk's writeback: more samples
 
 
 def append_latencies(streaming: bool) -> list[float]:
@@ -158,7 +159,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         driver = open_driver(f"file://{Path(directory) / 'bucket'}")
         for size in (1000, 16_000):
-            raw, streamed = raw_and_stream_seconds(driver, limits, size, REPEAT)
+            raw, streamed = raw_and_stream_seconds(driver, limits, size, THROUGHPUT_REPEAT)
             print(f"64 MB of {size} B entries: raw write {1000 * raw:.0f} ms, streaming offload "
                   f"{1000 * streamed:.0f} ms; throughput ratio {raw / streamed:.2f} (goal >= 0.9)")  # fmt: skip
         slow = SlowStore(driver)

@@ -301,7 +301,7 @@ def streaming(root: str) -> dict[str, float]:
     limits = SegmentLimits(streaming_block_size=streamed.BLOCK, max_segment_size=1 << 30,
                            max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
     driver = open_driver(f"file://{root}/streaming")  # as bench_streaming.py: the default, fsync on
-    raw, seconds = streamed.raw_and_stream_seconds(driver, limits, 1000, streamed.REPEAT)
+    raw, seconds = streamed.raw_and_stream_seconds(driver, limits, 1000, streamed.THROUGHPUT_REPEAT)
     return {
         "streaming: append p99, streaming on / off": on / off,
         "streaming: offload / raw write, 1 KB entries (throughput)": raw / seconds,

@@ -11,7 +11,9 @@ carried back and emitted in the broker, so metrics and progress see them.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -23,10 +25,22 @@ from ..offload.ledger import OffloadResult
 from ..plugins import PluginManager
 from .offload_ticket import OffloadTicket, write_offload
 
-__all__ = ["OffloadWorkers"]
+__all__ = ["WORKER_NICENESS", "OffloadWorkers", "yield_to_producers"]
 
 # Stores that live in the broker's own memory cannot be written from elsewhere.
 _IN_PROCESS_DRIVERS = {"memory"}
+
+
+# How much lower than the broker a worker runs: offloads are background
+# work, and on a machine with as many busy processes as cores the
+# scheduler should hand a producer the CPU first.
+WORKER_NICENESS = 10
+
+
+def yield_to_producers() -> None:
+    """Run this (worker) process at a lower CPU priority than the broker."""
+    with contextlib.suppress(OSError, AttributeError):  # not on every platform; a nicety, not a need
+        os.nice(WORKER_NICENESS)
 
 
 class _Collector:
@@ -67,7 +81,8 @@ class OffloadWorkers:
             if self._pool is None:
                 # Spawned, not forked: the broker has threads and open files.
                 context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context)
+                self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context,
+                                                 initializer=yield_to_producers)  # fmt: skip
             pool = self._pool
         try:
             result, events = pool.submit(_write_in_worker, ticket).result()

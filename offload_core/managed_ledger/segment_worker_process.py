@@ -18,6 +18,7 @@ from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OffloadHandle
 from ..plugins import PluginManager
 from .hot_records import RecordSpan
+from .offload_workers import yield_to_producers
 from .offloaders import OffloaderProvider
 from .segment_workers import SegmentOpening, SegmentStatus, picklable
 
@@ -171,4 +172,5 @@ _LEDGER_INFO_TIMEOUT = 120.0
 
 def serve_segments(conn: Connection) -> None:
     """The worker process's main function."""
+    yield_to_producers()
     _Server(conn).run()

@@ -11,6 +11,7 @@ import pytest
 
 from offload_core import Event, hookimpl
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
 from offload_core.model import Position
 from offload_core.offload.inventory import find_offloaded_ledgers
 from offload_core.offload.verify import verify_ledger
@@ -43,6 +44,11 @@ def test_a_worker_process_writes_the_objects_and_its_events_come_back(tmp_path: 
         writes = [e for e in listener.events if e.kind == "storage.request" and e.fields["op"] == "write"]
         finished = [e for e in listener.events if e.kind == "offload.finished"]
         assert len(finished) == 2 and len(writes) == 4  # emitted in the worker, seen here
+        pool = broker.offload_workers._pool
+        assert pool is not None
+        for process in pool._processes.values():  # background work, below the producers' priority
+            assert os.getpriority(os.PRIO_PROCESS, process.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
+                                                                       + WORKER_NICENESS)  # fmt: skip
         entries = ledger.read(Position(ledger.ledgers()[0].ledger_id, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
         assert [e.data for e in entries] == [f"entry {n}".encode() * 20 for n in range(200)]
     bucket = open_driver(f"file://{tmp_path / 'data' / 'bucket'}")

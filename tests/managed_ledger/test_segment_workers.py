@@ -16,6 +16,7 @@ import pytest
 from offload_core import Event, hookimpl
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
+from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
 from offload_core.model import Position
 from offload_core.plugins import open_driver
 
@@ -58,6 +59,9 @@ def test_the_worker_streams_the_segments_and_its_events_come_back(tmp_path: Path
         broker.drain()
         assert ledger.complete_current_segment().status == "success"
         assert workers.process_id not in (None, os.getpid())
+        # Background work: the worker runs at a lower priority than the broker's producers.
+        assert os.getpriority(os.PRIO_PROCESS, workers.process_id) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
+                                                                          + WORKER_NICENESS)  # fmt: skip
         finished = [e for e in listener.events if e.kind == "offload.finished" and e.fields.get("streaming")]
         assert finished, "the worker's events never reached the broker"
         segments = ledger.segments()
