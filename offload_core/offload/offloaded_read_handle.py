@@ -26,7 +26,6 @@ pass as a short entry.
 
 from __future__ import annotations
 
-import bisect
 import struct
 from collections import OrderedDict
 
@@ -36,6 +35,7 @@ from ..formats.entry_offsets import EntryOffsets
 from ..model import Entry
 from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
+from .block_checkpoints import BlockCheckpoints
 from .block_tables import BlockRow, BlockTable, V1BlockTable
 from .object_bytes import ObjectBytes, Stream
 from .read_ahead import ReadAheadPool
@@ -45,7 +45,6 @@ __all__ = ["OffloadedReadHandle"]
 
 _ENTRY_HEADER = struct.Struct(">iq")
 _HEADER = v1.ENTRY_HEADER_LENGTH
-_CHECKPOINTS = 65536
 
 
 class OffloadedReadHandle(LedgerMetadataView):
@@ -99,8 +98,7 @@ class OffloadedReadHandle(LedgerMetadataView):
         its own read-ahead stream (one: a read elsewhere is a seek, and
         cancels what was read ahead). A handle shared by several readers
         should follow as many."""
-        self._checkpoints: dict[int, tuple[list[int], list[int]]] = {}
-        self._checkpoint_count = 0
+        self._checkpoints = BlockCheckpoints()
         self._checked_blocks: set[int] = set()
         self._closed = False
 
@@ -209,7 +207,7 @@ class OffloadedReadHandle(LedgerMetadataView):
             failed = out[-1].entry_id + 1 if out and out[-1].entry_id >= entry_id else entry_id
             raise self._lost(str(exc), failed, block) from None
         if self._entry_offsets is None and stop > block.first_entry_id:
-            self._checkpoint(block, stop + 1, position)
+            self._checkpoints.add(block, stop + 1, position)
         return position
 
     def _decode_entries(
@@ -304,27 +302,13 @@ class OffloadedReadHandle(LedgerMetadataView):
         known in ``block`` (its first entry at worst)."""
         self._check_block_header(block, None, _HEADER)
         block_end = self._index.block_end(block)
-        ids, positions = self._checkpoints.get(block.part_id, ([block.first_entry_id], [block.data_offset]))
-        nearest = bisect.bisect_right(ids, entry_id) - 1
-        at_id, position = ids[nearest], positions[nearest]
+        at_id, position = self._checkpoints.nearest(block, entry_id)
         while at_id < entry_id:
             length = self._header_at(block, at_id, position, block_end, None)
             position += _HEADER + length
             at_id += 1
-            self._checkpoint(block, at_id, position)
+            self._checkpoints.add(block, at_id, position)
         return position
-
-    def _checkpoint(self, block: BlockRow, entry_id: int, position: int) -> None:
-        if self._checkpoint_count >= _CHECKPOINTS:
-            self._checkpoints.clear()
-            self._checkpoint_count = 0
-        ids, positions = self._checkpoints.setdefault(block.part_id, ([block.first_entry_id], [block.data_offset]))
-        at = bisect.bisect_left(ids, entry_id)
-        if at < len(ids) and ids[at] == entry_id:
-            return
-        ids.insert(at, entry_id)
-        positions.insert(at, position)
-        self._checkpoint_count += 1
 
     # -- checks --------------------------------------------------------------
 
