@@ -53,6 +53,17 @@ class FaultyStorePlugin:
         return [str(e.fields["step"]) for e in self.events if e.kind == "offload.lifecycle"]
 
 
+class EventLog:
+    """A plugin that keeps every event a broker emits."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    @hookimpl
+    def offload_core_on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()

@@ -9,32 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from offload_core import Event, hookimpl
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
 from offload_core.model import Position
 from offload_core.offload.inventory import find_offloaded_ledgers
 from offload_core.offload.verify import verify_ledger
 from offload_core.plugins import open_driver
+from tests.managed_ledger.conftest import EventLog
 
 TOPIC = "acme/prod/workers"
 CONFIG = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
           "managedLedgerFsyncPolicy": "none"}  # fmt: skip
 
 
-class Listener:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    @hookimpl
-    def offload_core_on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-
 def test_a_worker_process_writes_the_objects_and_its_events_come_back(tmp_path: Path) -> None:
     with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:  # plugins from entry points: workers on
         assert broker.offload_workers is not None
-        listener = Listener()
+        listener = EventLog()
         broker.plugins.register(listener)
         ledger = broker.topic(TOPIC)
         for n in range(250):

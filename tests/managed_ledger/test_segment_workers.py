@@ -13,26 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from offload_core import Event, hookimpl
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
 from offload_core.model import Position
 from offload_core.plugins import open_driver
+from tests.managed_ledger.conftest import EventLog
 
 TOPIC = "acme/prod/segment-workers"
 CONFIG = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
           "managedLedgerFsyncPolicy": "none", "managedLedgerOffloadStreamingEnabled": True,
           "maxSizePerOffloadSegmentMbytes": 1}  # fmt: skip
-
-
-class Listener:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    @hookimpl
-    def offload_core_on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def payload(n: int) -> bytes:
@@ -51,7 +42,7 @@ def test_the_worker_streams_the_segments_and_its_events_come_back(tmp_path: Path
     with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:  # plugins from entry points: workers on
         workers = broker.segment_workers
         assert workers is not None
-        listener = Listener()
+        listener = EventLog()
         broker.plugins.register(listener)
         ledger = broker.topic(TOPIC)
         for n in range(250):
@@ -87,7 +78,7 @@ def test_a_worker_killed_mid_segment_fails_it_and_it_is_retried(tmp_path: Path) 
     with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:
         workers = broker.segment_workers
         assert workers is not None
-        listener = Listener()
+        listener = EventLog()
         broker.plugins.register(listener)
         ledger = broker.topic(TOPIC)
         for n in range(150):
