@@ -17,23 +17,23 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 
-from offload_core.managed_ledger import Broker, parse_config
+from offload_core.managed_ledger import Broker, ManagedLedger, parse_config
 
 ENTRIES = 20_000
 LEDGERS = 3
 REPEAT = 3
 
 
-def run(threshold: int, workers: int = 1) -> list[float]:
+def timed_appends(settings: Mapping[str, object], check: Callable[[ManagedLedger], None] | None = None) -> list[float]:
+    """The latency of each of LEDGERS x ENTRIES appends of 1 KB to a topic
+    of a fresh broker with ``settings`` (over fsync none and 4 MiB blocks),
+    after which the background work is waited for and ``check`` looks at
+    the topic."""
     with tempfile.TemporaryDirectory() as directory:
-        config = parse_config({
-            "managedLedgerMaxEntriesPerLedger": ENTRIES,
-            "managedLedgerOffloadThresholdInBytes": threshold,
-            "managedLedgerFsyncPolicy": "none",
-            "managedLedgerOffloadMaxBlockSizeInBytes": 4 << 20,
-            "managedLedgerOffloadWorkerProcesses": workers,
-        })  # fmt: skip
+        config = parse_config({"managedLedgerMaxEntriesPerLedger": ENTRIES, "managedLedgerFsyncPolicy": "none",
+                               "managedLedgerOffloadMaxBlockSizeInBytes": 4 << 20, **settings})  # fmt: skip
         with Broker(directory, config) as broker:
             topic = broker.topic("bench/append/latency")
             payload = b"x" * 1000
@@ -43,7 +43,14 @@ def run(threshold: int, workers: int = 1) -> list[float]:
                 topic.append(payload)
                 latencies.append(time.perf_counter() - started)
             broker.drain()
+            if check is not None:
+                check(topic)
         return latencies
+
+
+def run(threshold: int, workers: int = 1) -> list[float]:
+    return timed_appends({"managedLedgerOffloadThresholdInBytes": threshold,
+                          "managedLedgerOffloadWorkerProcesses": workers})  # fmt: skip
 
 
 def one_ledger_offload_seconds(workers: int) -> float:

@@ -22,14 +22,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench_append_latency import percentile, timed_appends
+
 from offload_core import open_driver
-from offload_core.managed_ledger import Broker, parse_config
+from offload_core.managed_ledger import ManagedLedger
 from offload_core.model import Entry, ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, SegmentLimits
 from offload_core.storage import BytesLike, StorageDriver
 
-ENTRIES = 20_000
-LEDGERS = 3
 BLOCK = 4 << 20
 STREAM_BYTES = 64 << 20
 REPEAT = 3
@@ -37,31 +37,11 @@ THROUGHPUT_REPEAT = 5  # a raw write's time moves with the disk's writeback: mor
 
 
 def append_latencies(streaming: bool) -> list[float]:
-    with tempfile.TemporaryDirectory() as directory:
-        config = parse_config({
-            "managedLedgerMaxEntriesPerLedger": ENTRIES,
-            "managedLedgerFsyncPolicy": "none",
-            "managedLedgerOffloadMaxBlockSizeInBytes": BLOCK,
-            "managedLedgerOffloadStreamingEnabled": streaming,
-            "maxSizePerOffloadSegmentMbytes": 64,
-        })  # fmt: skip
-        with Broker(directory, config) as broker:
-            topic = broker.topic("bench/streaming/latency")
-            payload = b"x" * 1000
-            latencies = []
-            for _ in range(ENTRIES * LEDGERS):
-                started = time.perf_counter()
-                topic.append(payload)
-                latencies.append(time.perf_counter() - started)
-            broker.drain()
-            if streaming:
-                assert topic.segments(), "streaming wrote no segment"
-        return latencies
+    def wrote_segments(topic: ManagedLedger) -> None:
+        assert not streaming or topic.segments(), "streaming wrote no segment"
 
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+    settings = {"managedLedgerOffloadStreamingEnabled": streaming, "maxSizePerOffloadSegmentMbytes": 64}
+    return timed_appends(settings, wrote_segments)
 
 
 def entries(total: int, size: int) -> list[Entry]:
