@@ -28,6 +28,11 @@ from offload_core.transforming_driver import CHAIN_KEY, TransformingDriver
 
 TRANSFORMS = {"zstd": ZstdTransform(), "crc32c": Crc32cTransform()}
 CHAINS = [list(p) for n in (1, 2) for p in itertools.permutations(TRANSFORMS, n)]
+# A broker offloading through zstd and crc32c in small chunks (on its own threads).
+TRANSFORMING_BROKER = {"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0,
+                       "managedLedgerOffloadWorkerProcesses": 0, "managedLedgerOffloadDeletionLagMs": 0,
+                       "managedLedgerOffloadTransforms": "zstd,crc32c",
+                       "managedLedgerOffloadTransformChunkSizeInBytes": 4096}  # fmt: skip
 
 
 # One manager for the module: building one reads every installed
@@ -170,10 +175,7 @@ def test_a_broker_policy_offloads_through_the_chain_and_reads_it_back(tmp_path: 
     from offload_core.managed_ledger import Broker, ReadPriority, parse_config
     from offload_core.model import Position
 
-    config = parse_config({"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0,
-                           "managedLedgerOffloadWorkerProcesses": 0, "managedLedgerOffloadDeletionLagMs": 0,
-                           "managedLedgerOffloadTransforms": "zstd,crc32c",
-                           "managedLedgerOffloadTransformChunkSizeInBytes": 4096})  # fmt: skip
+    config = parse_config(TRANSFORMING_BROKER)
     payloads = [b"order %d: " % n + b"x" * 300 for n in range(250)]
     with Broker(tmp_path / "data", config) as broker:
         ledger = broker.topic("acme/orders/events")

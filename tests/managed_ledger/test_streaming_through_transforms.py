@@ -10,13 +10,11 @@ from offload_driver_filesystem import FilesystemDriver
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.model import Position
 from offload_core.transforming_driver import CHAIN_KEY
+from tests.test_transforming_driver import TRANSFORMING_BROKER
 
 
 def test_segments_stream_through_the_chain_and_read_back(tmp_path: Path) -> None:
-    config = parse_config({"managedLedgerMaxEntriesPerLedger": 100, "retentionCheckIntervalInSeconds": 0,
-                           "managedLedgerOffloadWorkerProcesses": 0, "managedLedgerOffloadDeletionLagMs": 0,
-                           "managedLedgerOffloadTransforms": "zstd,crc32c",
-                           "managedLedgerOffloadTransformChunkSizeInBytes": 4096})  # fmt: skip
+    config = parse_config(TRANSFORMING_BROKER)
     payloads = [b"streamed %d " % n * 20 for n in range(400)]
     with Broker(tmp_path / "data", config) as broker:
         broker.policies.update("topic", "acme/orders/stream", streaming_enabled=True)
