@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from offload_driver_filesystem import FilesystemDriver
@@ -31,6 +32,21 @@ def install_fake_distribution(site: Path, dist: str, entry_point: str, module: s
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 9.9\n")
     (info / "entry_points.txt").write_text(f"[offload_core.drivers]\n{entry_point} = {module}\n")
+
+
+def with_drivers(*registrations: tuple[Any, dict[str, Any]]) -> PluginManager:
+    """A plugin manager (no entry points) holding one plugin that registers
+    each ``(driver, keyword arguments)`` as a third party's plugin would."""
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
+            for driver, options in registrations:
+                register(driver, **options)
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    return manager
 
 
 @pytest.fixture
@@ -181,25 +197,13 @@ def test_duplicate_driver_names_name_both_distributions(site: Path) -> None:
 
 
 def test_duplicate_scheme_is_an_error_too() -> None:
-    class Plugin:
-        @hookimpl
-        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
-            register(MemoryDriver, name="memory2", schemes=("memory",))
-
-    manager = PluginManager(load_entry_points=False)
-    manager.register(Plugin())
+    manager = with_drivers((MemoryDriver, dict(name="memory2", schemes=("memory",))))
     with pytest.raises(PluginLoadError, match="URL scheme 'memory'"):
         manager.drivers()
 
 
 def test_registering_a_non_driver_is_an_error() -> None:
-    class Plugin:
-        @hookimpl
-        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
-            register(dict, name="nope")
-
-    manager = PluginManager(load_entry_points=False)
-    manager.register(Plugin())
+    manager = with_drivers((dict, dict(name="nope")))
     with pytest.raises(PluginLoadError, match="not a StorageDriver"):
         manager.drivers()
 
@@ -210,15 +214,11 @@ def test_a_driver_registered_by_path_is_imported_only_when_used(site: Path) -> N
     )
     (site / "not_a_driver.py").write_text("class Plain:\n    pass\n")
 
-    class Plugin:
-        @hookimpl
-        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
-            register("lazy_store:LazyDriver", name="lazy", schemes=("lazy",))
-            register("not_a_driver:Plain", name="plain")
-            register("no_such_module_here:Driver", name="absent")
-
-    manager = PluginManager(load_entry_points=False)
-    manager.register(Plugin())
+    manager = with_drivers(
+        ("lazy_store:LazyDriver", dict(name="lazy", schemes=("lazy",))),
+        ("not_a_driver:Plain", dict(name="plain")),
+        ("no_such_module_here:Driver", dict(name="absent")),
+    )
     assert {"lazy", "plain", "absent"} <= {spec.name for spec in manager.drivers()}
     assert "lazy_store" not in sys.modules  # listed, not imported
     driver = manager.open_driver("lazy://")
@@ -232,13 +232,7 @@ def test_a_driver_registered_by_path_is_imported_only_when_used(site: Path) -> N
 
 @pytest.mark.parametrize("path", ["no_colon_here", "module:", ":Class", "bad module:Class", "mod:Cls-1"])
 def test_a_malformed_driver_path_is_refused_when_registered(path: str) -> None:
-    class Plugin:
-        @hookimpl
-        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
-            register(path, name="broken")
-
-    manager = PluginManager(load_entry_points=False)
-    manager.register(Plugin())
+    manager = with_drivers((path, dict(name="broken")))
     with pytest.raises(PluginLoadError, match="write it as 'module:Class'"):
         manager.drivers()
 
@@ -356,13 +350,7 @@ def test_a_type_error_inside_a_driver_is_its_bug_not_a_config_error() -> None:
             super().__init__()
             len(depth)  # type: ignore[arg-type]
 
-    class Plugin:
-        @hookimpl
-        def offload_core_register_drivers(self, register):  # type: ignore[no-untyped-def]
-            register(Buggy, name="buggy")
-
-    manager = PluginManager(load_entry_points=False)
-    manager.register(Plugin())
+    manager = with_drivers((Buggy, dict(name="buggy")))
     with pytest.raises(TypeError, match="has no len"):
         manager.open_driver("buggy")
     with pytest.raises(ConfigError, match="does not take the option 'dept'; did you mean 'depth'"):
