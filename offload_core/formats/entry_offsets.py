@@ -141,8 +141,11 @@ def decode_section(data: bytes | memoryview) -> EntryOffsets:
     lengths = array("I")
     for chunk in chunks:
         lengths.frombytes(chunk)
+    # Big-endian, so a length over 2^31 - 1 is one whose first byte is 0x80 or more.
+    if not lengths.tobytes()[::4].isascii():
+        if sys.byteorder == "little":
+            lengths.byteswap()
+        raise FormatError(f"entry-offsets section gives an entry of {max(lengths)} bytes, over 2^31-1")
     if sys.byteorder == "little":
         lengths.byteswap()
-    if lengths and max(lengths) > _MAX_LENGTH:
-        raise FormatError(f"entry-offsets section gives an entry of {max(lengths)} bytes, over 2^31-1")
     return EntryOffsets(lengths, tuple(starts))

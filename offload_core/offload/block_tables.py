@@ -8,11 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from ..errors import FormatError, InvalidRangeError
+from ..formats import entry_offsets
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..formats.entry_offsets import EntryOffsets
 
-__all__ = ["BlockRow", "BlockTable", "SegmentLedgerTable", "V1BlockTable", "check_entry_offsets"]
+__all__ = ["BlockRow", "BlockTable", "SegmentLedgerTable", "V1BlockTable", "check_entry_offsets", "index_entry_offsets"]
 
 BlockRow = v1.IndexEntry
 """One block's index row; v1 indexes and v2 segment indexes share it."""
@@ -142,3 +143,15 @@ def check_entry_offsets(
             )
         if v1.BLOCK_HEADER_LENGTH + offsets.content_length(number) > table.block_end(row) - row.offset:
             raise FormatError(f"entry offsets of block {row.part_id} run past the block")
+
+
+def index_entry_offsets(index: v1.Index) -> EntryOffsets | None:
+    """The entry-offsets section after a v1 index's block table, checked
+    against that table; ``None`` when the index has none (every
+    Pulsar-written object). Raises :class:`FormatError` for a section that
+    is damaged or does not fit the table."""
+    if not entry_offsets.is_section(index.trailer):
+        return None
+    section = entry_offsets.decode_section(index.trailer)
+    check_entry_offsets(section, V1BlockTable(index), index.entries)
+    return section

@@ -23,7 +23,7 @@ from ..instrument import InstrumentedDriver, RequestCounts
 from ..proto import LedgerMetadataFormat
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
-from .block_tables import V1BlockTable, check_entry_offsets
+from .block_tables import index_entry_offsets
 from .built_ahead import BuiltAhead
 from .ledger_payloads import ledger_payloads, recorded
 from .offloaded_read_handle import OffloadedReadHandle
@@ -286,16 +286,12 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
     def _entry_offsets(self, index: v1.Index, index_key: str) -> EntryOffsets | None:
         """The index's entry-offsets section, when it has a sound one. A
         damaged section costs speed, not data: reads walk instead."""
-        if not entry_offsets.is_section(index.trailer):
-            return None
         try:
-            section = entry_offsets.decode_section(index.trailer)
-            check_entry_offsets(section, V1BlockTable(index), index.entries)
+            return index_entry_offsets(index)
         except FormatError as exc:
             log.warning("index %r: entry-offsets section ignored, reads walk entry headers instead (%s)", index_key,
                         exc)  # fmt: skip
             return None
-        return section
 
     def _retrying(self, action: Callable[[], T], ledger_id: int, key: str) -> T:
         try:

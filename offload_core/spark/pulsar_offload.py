@@ -43,6 +43,8 @@ still applies every filter to the rows.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -54,6 +56,7 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
+from ..offload.block_tables import index_entry_offsets
 from ..offload.inventory import find_offloaded_ledgers
 from ..plugins import open_driver
 from .arrow_blocks import entry_batches
@@ -84,6 +87,10 @@ class BlockRangePartition(InputPartition):
     entry_bounds: ColumnBounds = ANY_VALUE
     streaming: bool = False  # blocks of a PIP-76 segment (one ledger's run in it)
     publish_time_bounds: ColumnBounds = ANY_VALUE  # microseconds since the epoch
+    # Per block, its entries' payload lengths (big-endian uint32s) from the
+    # index's entry-offsets section, when it has one: a task then finds the
+    # entries without walking their headers (it still checks every one).
+    entry_lengths: tuple[bytes | None, ...] = ()
 
     def wants(self, entry_id: int) -> bool:
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
@@ -120,6 +127,7 @@ def plan_partitions(
         targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
     ):
         ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+        lengths = _block_lengths(index)
         blocks = [
             (entry.offset, index.block_end(entry), entry.first_entry_id)
             for entry, last in zip(index.entries, _block_lasts(index), strict=True)
@@ -136,6 +144,7 @@ def plan_partitions(
                     ranges,
                     entry_bounds,
                     publish_time_bounds=publish_time_bounds,
+                    entry_lengths=tuple(lengths.get(first) for _, _, first in group),
                 )  # fmt: skip
             )
     for run in plan_segment_blocks(parsed, skip_ledgers={ledger.ledger_id for ledger in targets},
@@ -170,6 +179,27 @@ def grouped_blocks(
         yield tuple(group)
 
 
+def _block_lengths(index: v1.Index) -> dict[int, bytes]:
+    """Each block's entry lengths (big-endian uint32s) by its first entry
+    id, from the index's entry-offsets section; none when it has no sound
+    one (the tasks walk the entry headers then, as for Pulsar's objects)."""
+    try:
+        offsets = index_entry_offsets(index)
+    except FormatError:
+        return {}
+    if offsets is None:
+        return {}
+    every = array("I", offsets.lengths)
+    if sys.byteorder == "little":
+        every.byteswap()
+    big_endian = every.tobytes()
+    starts = offsets.starts
+    return {
+        entry.first_entry_id: big_endian[4 * starts[number] : 4 * starts[number + 1]]
+        for number, entry in enumerate(index.entries)
+    }
+
+
 def _block_lasts(index: v1.Index) -> list[int]:
     """Each block's last entry id: the next block's first minus one, and the
     ledger's last entry for the final block."""
@@ -180,19 +210,23 @@ def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...])
     return any(start <= last and (end is None or first <= end) for start, end in ranges)
 
 
-def _partition_blocks(partition: BlockRangePartition, decode: Callable[[bytes, int], Iterable[T]]) -> Iterator[T]:
-    """What ``decode(block bytes, first entry id)`` makes of each block of
-    one partition, in order, each block's header first checked against
-    what the index named; runs in the task, which opens its own driver.
-    :class:`FormatError` names the object and the block's offset."""
+def _partition_blocks(
+    partition: BlockRangePartition, decode: Callable[[bytes, int, bytes | None], Iterable[T]]
+) -> Iterator[T]:
+    """What ``decode(block bytes, first entry id, entry lengths)`` makes of
+    each block of one partition, in order, each block's header first
+    checked against what the index named; runs in the task, which opens
+    its own driver. :class:`FormatError` names the object and the block's
+    offset."""
     options: dict[str, Any] = dict(partition.driver_options)
     driver = open_driver(partition.url, **options)
+    lengths = partition.entry_lengths or (None,) * len(partition.blocks)
     try:
-        for offset, end, first_entry_id in partition.blocks:
+        for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
             data = driver.read(partition.data_key, offset, end)
             try:
                 _check_block_header(partition, data, first_entry_id)
-                yield from decode(data, first_entry_id)
+                yield from decode(data, first_entry_id, entry_lengths)
             except FormatError as exc:
                 raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
     finally:
@@ -220,7 +254,8 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
 def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
     """The rows of one partition (runs in the task: opens its own driver)."""
     times = partition.publish_time_bounds
-    for entry_id, payload in _partition_blocks(partition, lambda data, first: _block_entries(partition, data, first)):
+    blocks = _partition_blocks(partition, lambda data, first, _: _block_entries(partition, data, first))
+    for entry_id, payload in blocks:
         if partition.wants(entry_id):
             rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
             yield from rows if times == ANY_VALUE else _published_within(rows, times)
@@ -247,9 +282,10 @@ def read_partition_batches(partition: BlockRangePartition, schema: Any, max_rows
     """Undecoded entries of one partition as Arrow record batches of
     ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in the task."""
 
-    def batches(data: bytes, first_entry_id: int) -> Iterator[Any]:
+    def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
         return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
-                             bounds=partition.entry_bounds, schema=schema, max_rows=max_rows)  # fmt: skip
+                             bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
+                             entry_lengths=entry_lengths)  # fmt: skip
 
     return _partition_blocks(partition, batches)
 

@@ -64,6 +64,24 @@ def test_a_length_over_the_format_limit_is_refused() -> None:
         entry_offsets.encode_section([[2**31]])
 
 
+@pytest.mark.parametrize("length", [2**31, 2**32 - 1])
+def test_a_section_giving_a_length_over_the_limit_is_refused(length: int) -> None:
+    """A sound section (checksum and all) whose writer put a length over
+    2^31 - 1 in the middle of a block."""
+    import struct
+
+    import google_crc32c
+
+    body = struct.pack(">IIIII", 1, 3, 10, length, 20)
+    head = struct.pack(">II", entry_offsets.MAGIC, len(body) + 4)
+    section = head + body + struct.pack(">I", google_crc32c.value(head + body))
+    with pytest.raises(FormatError, match=f"an entry of {length} bytes, over 2\\^31-1"):
+        entry_offsets.decode_section(section)
+    assert section[:-8] == entry_offsets.encode_section([[10, 2**31 - 1, 20]])[:-8].replace(
+        struct.pack(">I", 2**31 - 1), struct.pack(">I", length)
+    )  # the same section as ours but for that length: only the length is refused
+
+
 def test_the_index_keeps_what_follows_its_block_table_and_writes_it_back() -> None:
     index = v1.Index(
         data_object_length=300,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offload_core.errors import FormatError
 from offload_core.formats import pulsar_v1 as v1
@@ -30,9 +32,16 @@ def rows(batches: list[object]) -> list[dict[str, object]]:
     return [row for batch in batches for row in batch.to_pylist()]  # type: ignore[attr-defined]
 
 
-def test_every_entry_once_with_null_message_columns() -> None:
+def lengths_of(payloads: list[bytes]) -> bytes:
+    """What planning ships from an entry-offsets section: big-endian uint32s."""
+    return b"".join(len(p).to_bytes(4, "big") for p in payloads)
+
+
+@pytest.mark.parametrize("known", [False, True], ids=["walked", "from entry offsets"])
+def test_every_entry_once_with_null_message_columns(known: bool) -> None:
+    lengths = lengths_of(PAYLOADS) if known else None
     got = rows(list(entry_batches(7, block(), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
-                                  max_rows=1000)))  # fmt: skip
+                                  max_rows=1000, entry_lengths=lengths)))  # fmt: skip
     assert [(r["ledger_id"], r["entry_id"], r["payload"]) for r in got] == [
         (7, FIRST + n, payload) for n, payload in enumerate(PAYLOADS)
     ]
@@ -66,8 +75,9 @@ def test_streaming_blocks_frame_entries_alike() -> None:
     assert [r["payload"] for r in got] == PAYLOADS
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["walked", "from entry offsets"])
 @pytest.mark.parametrize("where", ["length", "id", "padding"])
-def test_broken_framing_raises_format_error(where: str) -> None:
+def test_broken_framing_raises_format_error(where: str, known: bool) -> None:
     data = bytearray(block())
     second = v1.BLOCK_HEADER_LENGTH + 12 + len(PAYLOADS[0])
     if where == "length":
@@ -78,7 +88,59 @@ def test_broken_framing_raises_format_error(where: str) -> None:
         data[-3] ^= 0xFF
     with pytest.raises(FormatError, match="block offset"):
         list(entry_batches(7, bytes(data), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
-                           max_rows=1000))  # fmt: skip
+                           max_rows=1000, entry_lengths=lengths_of(PAYLOADS) if known else None))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [lengths_of(PAYLOADS[:-1]), lengths_of([*PAYLOADS[:-1], PAYLOADS[-1] + b"x"]), lengths_of(PAYLOADS[1:]),
+     b"\xff\xff\xff\xff" * 60, b""],
+    ids=["one short", "last too long", "shifted", "over 2^31", "none"],
+)  # fmt: skip
+def test_lengths_that_do_not_frame_a_sound_block_are_set_aside(lengths: bytes) -> None:
+    got = rows(list(entry_batches(7, block(), FIRST, wanted=((0, None),), bounds=ANY_VALUE, schema=ARROW_SCHEMA,
+                                  max_rows=1000, entry_lengths=lengths)))  # fmt: skip
+    assert [r["payload"] for r in got] == PAYLOADS
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=200), min_size=1, max_size=40), st.integers(0, 60), st.data())
+def test_from_entry_offsets_or_walked_the_rows_are_the_same(
+    payloads: list[bytes], padding: int, data: st.DataObject
+) -> None:
+    """Whatever a byte of the block is flipped to, locating entries from
+    their lengths gives what walking gives: the same rows, or a FormatError."""
+    size = v1.BLOCK_HEADER_LENGTH + sum(12 + len(p) for p in payloads) + padding
+    encoded = bytearray(v1.encode_block(FIRST, size, payloads))
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(v1.BLOCK_HEADER_LENGTH, len(encoded) - 1))
+        encoded[at] ^= data.draw(st.integers(1, 255))
+
+    def outcome(lengths: bytes | None) -> object:
+        try:
+            return rows(list(entry_batches(7, bytes(encoded), FIRST, wanted=((0, None),), bounds=ANY_VALUE,
+                                           schema=ARROW_SCHEMA, max_rows=1000, entry_lengths=lengths)))  # fmt: skip
+        except FormatError as exc:
+            return str(exc)
+
+    assert outcome(lengths_of(payloads)) == outcome(None)
+
+
+def test_planning_ships_the_entry_lengths_of_our_objects_only(tmp_path: object) -> None:
+    import uuid
+
+    from offload_core import InMemoryReadHandle, open_offloader
+    from offload_core.spark.pulsar_offload import plan_partitions
+
+    ours, pulsars = f"file://{tmp_path}/ours", f"file://{tmp_path}/pulsars"
+    open_offloader(ours, max_block_size=4096).offload(InMemoryReadHandle(3, PAYLOADS), uuid.uuid4())
+    open_offloader(pulsars, max_block_size=4096, entry_offsets=False).offload(InMemoryReadHandle(3, PAYLOADS),
+                                                                              uuid.uuid4())  # fmt: skip
+    (partition,) = plan_partitions({"path": ours, "blocksPerPartition": "100"})
+    assert len(partition.entry_lengths) == len(partition.blocks) > 1
+    assert b"".join(length or b"" for length in partition.entry_lengths) == lengths_of(PAYLOADS)
+    (walked,) = plan_partitions({"path": pulsars, "blocksPerPartition": "100"})
+    assert set(walked.entry_lengths) == {None}
 
 
 @pytest.mark.parametrize("arrow", [True, False])
@@ -94,7 +156,8 @@ def test_a_block_the_index_misnames_is_refused_naming_object_and_offset_once(tmp
     open_offloader(url, max_block_size=4096).offload(InMemoryReadHandle(3, PAYLOADS), uuid.uuid4())
     (partition,) = plan_partitions({"path": url})
     offset, end, first = partition.blocks[1]
-    wrong = replace(partition, blocks=(partition.blocks[0], (offset, end, first + 1)))
+    wrong = replace(partition, blocks=(partition.blocks[0], (offset, end, first + 1)),
+                    entry_lengths=partition.entry_lengths[:2])  # fmt: skip
     with pytest.raises(FormatError) as caught:
         if arrow:
             list(read_partition_batches(wrong, ARROW_SCHEMA, 1000))
