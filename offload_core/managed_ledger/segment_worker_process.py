@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 import uuid as uuid_module
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from ..errors import StateError
 from ..hooks import Event, hookimpl
 from ..offload.ledger import StreamingOffloader
-from ..offload.streaming_offload import OffloadHandle
+from ..offload.streaming_offload import OfferResult, OffloadHandle
 from ..plugins import PluginManager
 from .hot_records import RecordSpan
 from .offload_workers import yield_to_producers
@@ -41,14 +42,42 @@ class _Forward:
 
 
 class _Served:
-    """One open segment and the clock the broker lends it."""
+    """One open segment, the clock the broker lends it, and whether the
+    broker waits to hear of room in its buffer."""
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, notify: Callable[[], None]) -> None:
         self.now = now
         self.handle: OffloadHandle | None = None
+        self._notify = notify
+        self._lock = threading.Lock()
+        self._parts_sent = 0
+        self._waiting = False
 
     def clock(self) -> float:
         return self.now
+
+    def part_sent(self) -> None:
+        """On the upload thread: a part left the buffer. The broker hears of
+        it only if an offer was refused since (one message, not one a part)."""
+        with self._lock:
+            self._parts_sent += 1
+            waiting, self._waiting = self._waiting, False
+        if waiting:
+            self._notify()
+
+    def offer(self, span: RecordSpan) -> tuple[int, OfferResult]:
+        handle = self.handle
+        assert handle is not None
+        with self._lock:
+            sent_before = self._parts_sent
+        taken, result = handle.offer_run(span.ledger_id, span.first, span.read_payloads())
+        if result is OfferResult.FAIL_BUFFER_FULL:
+            with self._lock:
+                room_since = self._parts_sent != sent_before  # a part left while the offer ran
+                self._waiting = not room_since
+            if room_since:
+                self._notify()
+        return taken, result
 
     def status(self) -> SegmentStatus:
         handle = self.handle
@@ -123,18 +152,18 @@ class _Server:
         )
         if not isinstance(offloader, StreamingOffloader):
             raise StateError(f"the offloader for driver {settings.get('driver')!r} cannot stream segments")
-        served = _Served(now)
+        served = _Served(now, lambda: self.send(("room", segment_id)))
         served.handle = offloader.streaming_offload(
             uuid_module.UUID(opening.uuid), settings, limits=opening.limits, clock=served.clock,
             ledger_info=lambda ledger_id, last: self._ask_ledger_info(segment_id, ledger_id, last),
-            on_room=lambda: self.send(("room", segment_id)),
+            on_room=served.part_sent,
         )  # fmt: skip
         self._segments[segment_id] = served
 
     def _op_offer(self, segment_id: int, span: RecordSpan, now: float) -> tuple[int, Any, SegmentStatus]:
-        served, handle = self._served(segment_id)
+        served, _ = self._served(segment_id)
         served.now = now
-        taken, result = handle.offer_run(span.ledger_id, span.first, span.read_payloads())
+        taken, result = served.offer(span)
         return taken, result, served.status()
 
     def _op_close_if_due(self, segment_id: int, now: float) -> SegmentStatus:

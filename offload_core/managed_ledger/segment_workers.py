@@ -96,8 +96,10 @@ class SegmentWorkers:
             if self._link is None or self._link.dead:
                 self._link = _WorkerLink(self._emit)
             link = self._link
-        segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, clock=clock, delete=delete)
-        link.call(segment, "open", opening, clock())
+        now = clock()
+        segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, clock=clock, delete=delete,
+                                opened_at=now)  # fmt: skip
+        link.call(segment, "open", opening, now)
         return segment
 
     @property
@@ -128,6 +130,7 @@ class RemoteSegment:
         on_room: Callable[[], None],
         clock: Callable[[], float],
         delete: Callable[[], None],
+        opened_at: float,
     ) -> None:
         self.uuid = opening.uuid
         self.limits = opening.limits
@@ -136,6 +139,7 @@ class RemoteSegment:
         self._link = link
         self._clock = clock
         self._delete = delete
+        self._opened_at = opened_at
         self._status = SegmentStatus(False, 0, 0, None)
         self._lost: _WorkerDied | None = None
         self.segment_id = next(_SEGMENT_IDS)
@@ -170,6 +174,12 @@ class RemoteSegment:
         return taken, result
 
     def close_if_due(self) -> bool:
+        """As ``OffloadHandle.close_if_due``; asks the worker only once the
+        segment's age is reached (the worker keeps the broker's clock)."""
+        if self._status.closed:
+            return True
+        if self._clock() - self._opened_at < self.limits.max_segment_age:
+            return False
         self._update("close_if_due", self._clock())
         return self._status.closed
 

@@ -10,13 +10,16 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
+from offload_core.managed_ledger.segment_worker_process import _Served
 from offload_core.model import Position
+from offload_core.offload import OfferResult
 from offload_core.plugins import open_driver
 from tests.managed_ledger.conftest import EventLog
 
@@ -110,3 +113,66 @@ def test_a_worker_killed_mid_segment_fails_it_and_it_is_retried(tmp_path: Path) 
         entries = ledger.read(Position(first_ledger, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
         assert [e.data for e in entries] == [payload(n) for n in range(200)]
     every_object_is_named_by_metadata(tmp_path / "data", {s.uuid for s in segments})
+
+
+def test_a_segment_in_the_worker_closes_at_its_age_on_the_brokers_clock(tmp_path: Path) -> None:
+    now = [1000.0]
+    config = parse_config({**CONFIG, "maxOffloadSegmentRolloverTimeMinutes": 1, "retentionCheckIntervalInSeconds": 0})
+    with Broker(tmp_path / "data", config, clock=lambda: now[0]) as broker:
+        ledger = broker.topic(TOPIC)
+        for n in range(50):
+            ledger.append(payload(n))
+        broker.drain()
+        ledger.pump_streaming()
+        assert [s.status for s in ledger.segments()] == ["assigned"]
+        now[0] += 59
+        ledger.pump_streaming()
+        assert [s.status for s in ledger.segments()] == ["assigned"]  # not due yet
+        now[0] += 2
+        ledger.append(payload(50))
+        ledger.pump_streaming()
+        broker.drain()
+        statuses = [(s.status, s.ledgers) for s in ledger.segments()]
+        first_ledger = ledger.ledgers()[0].ledger_id
+        assert statuses[0] == ("offloaded", ((first_ledger, 0, 49),))  # closed at its age, before entry 50
+        assert statuses[1][0] == "assigned" and statuses[1][1][0][1] == 50  # the next one holds what followed
+
+
+class RefusingHandle:
+    """Stands in for the worker's OffloadHandle to inject a full buffer (and
+    a part leaving it while the offer runs)."""
+
+    def __init__(self, served: Any, part_leaves_during_offer: bool) -> None:
+        self.served = served
+        self.part_leaves_during_offer = part_leaves_during_offer
+
+    def offer_run(self, ledger_id: int, first: int, payloads: Any) -> tuple[int, OfferResult]:
+        if self.part_leaves_during_offer:
+            self.served.part_sent()
+        return 0, OfferResult.FAIL_BUFFER_FULL
+
+
+class NoRecords:
+    ledger_id, first = 1, 0
+
+    @staticmethod
+    def read_payloads() -> list[bytes]:
+        return [b"x"]
+
+
+@pytest.mark.parametrize("during", [False, True], ids=["after the refusal", "during the offer"])
+def test_the_broker_hears_of_room_once_after_a_refusal_and_never_misses_it(during: bool) -> None:
+    notices: list[int] = []
+    served = _Served(0.0, lambda: notices.append(1))
+    served.part_sent()
+    assert notices == []  # nobody waits: parts leave silently
+    served.handle = RefusingHandle(served, part_leaves_during_offer=during)  # type: ignore[assignment]
+    assert served.offer(NoRecords) == (0, OfferResult.FAIL_BUFFER_FULL)  # type: ignore[arg-type]
+    if during:
+        assert notices == [1]  # the part that left while the offer ran made room: said at once
+    else:
+        assert notices == []
+        served.part_sent()
+        assert notices == [1]
+    served.part_sent()
+    assert notices == [1]  # once per refusal
