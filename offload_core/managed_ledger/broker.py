@@ -129,6 +129,15 @@ class Broker:
         metadata names (left by a damaged metadata store, or copied in)."""
         return unclaimed_hot_files(self.store, self.data_dir / "ledgers")
 
+    def start_workers(self) -> None:
+        """Start the offload and segment worker processes now rather than at
+        first use, so no producer shares the machine with their start-up
+        later (nothing to do with workers off)."""
+        if self.offload_workers is not None:
+            self.offload_workers.start()
+        if self.segment_workers is not None:
+            self.segment_workers.start()
+
     def drain(self, timeout: float | None = None) -> bool:
         """Wait for the background work (threshold offloads) started so far;
         false if ``timeout`` ran out first."""

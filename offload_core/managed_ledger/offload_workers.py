@@ -76,14 +76,24 @@ class OffloadWorkers:
         """Whether a worker can reach the ticket's store."""
         return dict(ticket.settings).get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
 
-    def offload(self, ticket: OffloadTicket) -> OffloadResult:
+    def start(self) -> None:
+        """Start the worker processes now rather than for the first
+        offload, and wait until they serve."""
+        pool = self._started()
+        for started in [pool.submit(os.getpid) for _ in range(self._processes)]:
+            started.result()
+
+    def _started(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
                 # Spawned, not forked: the broker has threads and open files.
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context,
                                                  initializer=yield_to_producers)  # fmt: skip
-            pool = self._pool
+            return self._pool
+
+    def offload(self, ticket: OffloadTicket) -> OffloadResult:
+        pool = self._started()
         try:
             result, events = pool.submit(_write_in_worker, ticket).result()
         except BrokenProcessPool as exc:

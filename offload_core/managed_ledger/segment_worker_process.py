@@ -5,6 +5,7 @@ closes. Runs in a spawned process; loads plugins from their entry points."""
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import uuid as uuid_module
 from collections.abc import Callable
@@ -137,6 +138,9 @@ class _Server:
         if served is None or served.handle is None:
             raise StateError(f"the segment worker has no open segment {segment_id}")
         return served, served.handle
+
+    def _op_ping(self, segment_id: int) -> int:
+        return os.getpid()
 
     def _op_open(self, segment_id: int, opening: SegmentOpening, now: float) -> None:
         key = (opening.data_dir, opening.entry_offsets)

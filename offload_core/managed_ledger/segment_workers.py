@@ -102,6 +102,18 @@ class SegmentWorkers:
         link.call(segment, "open", opening, now)
         return segment
 
+    def start(self) -> int:
+        """Start the worker now rather than for the first segment, and wait
+        until it serves (a broker that wants no start-up in its first
+        segment's latency); returns its process id. :class:`OffloadError`
+        if it dies first."""
+        with self._lock:
+            if self._link is None or self._link.dead:
+                self._link = _WorkerLink(self._emit)
+            link = self._link
+        pid: int = link.call(None, "ping")
+        return pid
+
     @property
     def process_id(self) -> int | None:
         """The worker's process id, if one runs (for tests and diagnostics)."""
@@ -252,15 +264,18 @@ class _WorkerLink:
         self._receiver = threading.Thread(target=self._receive, name="offload-core-segments-link", daemon=True)
         self._receiver.start()
 
-    def call(self, segment: RemoteSegment, op: str, *args: Any) -> Any:
+    def call(self, segment: RemoteSegment | None, op: str, *args: Any) -> Any:
+        """Run ``op`` on ``segment`` in the worker (``None``: on no segment)."""
         future: Future[Any] = Future()
         with self._send_lock:
             if self.dead:
-                raise _WorkerDied(f"the segment worker process died; segment {segment.uuid} is retried")
+                what = "" if segment is None else f"; segment {segment.uuid} is retried"
+                raise _WorkerDied(f"the segment worker process died{what}")
             call_id = next(self._calls)
             self._pending[call_id] = future
-            self._segments[segment.segment_id] = segment
-            self._conn.send(("call", call_id, segment.segment_id, op, args))
+            if segment is not None:
+                self._segments[segment.segment_id] = segment
+            self._conn.send(("call", call_id, 0 if segment is None else segment.segment_id, op, args))
         return future.result()
 
     def forget(self, segment: RemoteSegment) -> None:

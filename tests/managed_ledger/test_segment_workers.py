@@ -176,3 +176,19 @@ def test_the_broker_hears_of_room_once_after_a_refusal_and_never_misses_it(durin
         assert notices == [1]
     served.part_sent()
     assert notices == [1]  # once per refusal
+
+
+def test_workers_can_be_started_before_their_first_use(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(CONFIG)) as broker:
+        assert broker.segment_workers is not None and broker.offload_workers is not None
+        assert broker.segment_workers.process_id is None  # started on first use by default
+        broker.start_workers()
+        started = broker.segment_workers.process_id
+        assert started not in (None, os.getpid())
+        pool = broker.offload_workers._pool
+        assert pool is not None and len(pool._processes) == 1
+        ledger = broker.topic(TOPIC)
+        for n in range(120):
+            ledger.append(payload(n))
+        assert ledger.complete_current_segment().status == "success"
+        assert broker.segment_workers.process_id == started  # the segment went to the worker already running
