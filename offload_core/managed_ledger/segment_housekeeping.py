@@ -28,6 +28,7 @@ class SegmentHousekeeping(LedgerCore):
     _segment_start: Position | None
     _segment_ledgers: set[int]
     _segment_error: str | None
+    _leftover_segments_possible: bool
 
     def _forget_failed_segment(self) -> None:
         uid, settings = self._segment_uid, self._segment_settings
@@ -54,7 +55,12 @@ class SegmentHousekeeping(LedgerCore):
 
     def _clean_assigned_segments(self) -> None:
         """Delete segments left assigned (by a crash, not the open or failed
-        one), then drop them from the metadata."""
+        one), then drop them from the metadata. Only a crash leaves them, so
+        after one complete cleaning (at open) the pump's calls cost nothing
+        until a deletion fails: the scan of every ledger's segments under
+        the ledger's lock would otherwise hold up producers at each pump."""
+        if not self._leftover_segments_possible:
+            return
         with self._lock:
             leftovers = {
                 uuid_of(s): segment_settings(s)
@@ -62,10 +68,13 @@ class SegmentHousekeeping(LedgerCore):
                 for s in ledger.offloadContext.offloadSegment
                 if not s.complete and uuid_of(s) != self._segment_uid
             }
+        cleaned = 0
         for uid, settings in leftovers.items():
             if self._delete_segment_quietly(uid, settings):
                 self._update(functools.partial(drop_segment, uid=uid))
                 self._emit_segment("cleaned-unfinished", uuid=str(uid))
+                cleaned += 1
+        self._leftover_segments_possible = cleaned < len(leftovers)
 
     def _clean_assigned_segments_at_open(self) -> None:
         """At open: segments a crash left assigned go; streaming then goes on

@@ -86,6 +86,7 @@ class StreamingLifecycle(SegmentHousekeeping):
     delete_hot_copies_past_lag: Callable[[], list[int]]
 
     def _init_streaming(self) -> None:
+        self._leftover_segments_possible = True  # until the first cleaning (at open) has run
         self._segment = None
         self._segment_uid = None
         self._segment_settings = {}
@@ -206,10 +207,11 @@ class StreamingLifecycle(SegmentHousekeeping):
             return 0
         self._clean_assigned_segments()
         offered = 0
+        horizon = self._stream_horizon()
         while True:
             if self._segment is not None and self._segment.close_if_due() and not self._finish_segment():
                 return offered
-            step = self._next_stream_step()
+            step = self._next_stream_step(horizon)
             if step is None:
                 self._mark_fully_streamed()
                 return offered
@@ -244,13 +246,29 @@ class StreamingLifecycle(SegmentHousekeeping):
             if segment.closed and not self._finish_segment():
                 return offered
 
-    def _next_stream_step(self) -> tuple[int, int, int] | None:
+    def _stream_horizon(self) -> Position | None:
+        """The last entry written when a pump starts (``None``: no ledger
+        yet). A pump streams up to there and stops: chasing the entries a
+        producer appends meanwhile would take the ledger's lock for a few
+        entries at a time, as often as the producer takes it; they are the
+        next pump's (requested every megabyte or second of appends)."""
+        with self._lock:
+            if self._current is not None:
+                return Position(self._current.ledger_id, self._current.last_entry_id)
+            if not self._ledger_ids:
+                return None
+            return Position(self._ledger_ids[-1], self._last_entry_id(self._ledger_ids[-1]))
+
+    def _next_stream_step(self, horizon: Position | None = None) -> tuple[int, int, int] | None:
         """Under the lock: the next run of entries to stream (ledger, first,
-        last), or ``None`` when every entry written so far is offered."""
+        last), up to ``horizon`` when given, or ``None`` when every entry
+        written so far (up to there) is offered."""
         with self._lock:
             at = self._stream_next
             ids = self._ledger_ids
             for ledger_id in ids[bisect.bisect_left(ids, at.ledger_id) :]:
+                if horizon is not None and ledger_id > horizon.ledger_id:
+                    return None
                 ledger = self._ledgers_by_id[ledger_id]
                 context = ledger.offloadContext
                 if context.HasField("uidMsb") or context.complete:
@@ -258,6 +276,8 @@ class StreamingLifecycle(SegmentHousekeeping):
                 done = streamed_end(context)
                 first = max(at.entry_id if ledger_id == at.ledger_id else 0, done + 1)
                 last = self._last_entry_id(ledger_id)
+                if horizon is not None and ledger_id == horizon.ledger_id:
+                    last = min(last, horizon.entry_id)
                 if first <= last:
                     self._stream_next = Position(ledger_id, first)
                     return ledger_id, first, min(last, first + self._stream_batch(ledger_id) - 1)

@@ -124,14 +124,16 @@ def test_a_segment_in_the_worker_closes_at_its_age_on_the_brokers_clock(tmp_path
             ledger.append(payload(n))
         broker.drain()
         ledger.pump_streaming()
+        assert broker.drain(30)
         assert [s.status for s in ledger.segments()] == ["assigned"]
         now[0] += 59
         ledger.pump_streaming()
+        assert broker.drain(30)
         assert [s.status for s in ledger.segments()] == ["assigned"]  # not due yet
         now[0] += 2
         ledger.append(payload(50))
         ledger.pump_streaming()
-        broker.drain()
+        assert broker.drain(30)
         statuses = [(s.status, s.ledgers) for s in ledger.segments()]
         first_ledger = ledger.ledgers()[0].ledger_id
         assert statuses[0] == ("offloaded", ((first_ledger, 0, 49),))  # closed at its age, before entry 50

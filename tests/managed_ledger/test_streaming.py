@@ -64,6 +64,38 @@ def test_entries_reach_the_store_while_their_ledger_is_still_open(make_broker: A
     assert (info.entries, info.timestamp) == (60, 0)  # Pulsar's open-ledger LedgerInfo
 
 
+def test_a_pump_streams_what_was_written_when_it_started(make_broker: Any, clock: Clock, monkeypatch: Any) -> None:
+    """Entries a producer appends while a pump runs are the next pump's: a
+    pump that chased them would take the ledger's lock for a few entries
+    at a time, as often as the producer takes it."""
+    broker = make_broker(managedLedgerOffloadDriver="faulty", managedLedgerMaxEntriesPerLedger=1000)
+    ledger = broker.topic(TOPIC)
+    for n in range(30):
+        ledger.append(b"before %d" % n)
+    # On now: appends look the policy up again only a second (of the test's
+    # clock) later, so no pump but the test's runs.
+    broker.policies.update("topic", TOPIC, streaming_enabled=True)
+    first_ledger = ledger.ledgers()[0].ledger_id
+    original = ledger._detach_hot
+    appended = []
+
+    def appending_meanwhile(ledger_id: int, first: int, last: int) -> Any:
+        if not appended:  # the producer goes on while the pump works
+            appended.extend(ledger.append(b"during %d" % n) for n in range(20))
+        return original(ledger_id, first, last)
+
+    monkeypatch.setattr(ledger, "_detach_hot", appending_meanwhile)
+    with ledger._stream_lock:  # one pass of the pump, as pump_streaming makes them
+        assert ledger._pump_once() == 30
+    assert len(appended) == 20 and ledger._stream_next == Position(first_ledger, 30)
+    monkeypatch.setattr(ledger, "_detach_hot", original)
+    broker.drain()
+    assert ledger.pump_streaming() == 20  # the next pump takes them
+    assert ledger.offload_prefix().status == "success"
+    (segment,) = ledger.segments()
+    assert segment.ledgers == ((first_ledger, 0, 49),)
+
+
 def test_streamed_ledgers_are_read_from_their_segments_under_every_priority(
     make_broker: Any, clock: Clock, faulty: FaultyStorePlugin
 ) -> None:
@@ -115,6 +147,9 @@ def test_a_segment_closes_at_its_age(make_broker: Any, clock: Clock, faulty: Fau
     broker = make_broker(**STREAMING, maxOffloadSegmentRolloverTimeMinutes=1)
     produce(broker, 30)
     ledger = broker.topic(TOPIC)
+    broker.drain()
+    ledger.pump_streaming()  # the entries written while the first pump ran, too
+    assert broker.drain(30)
     assert [s.status for s in ledger.segments()] == ["assigned"]
     assert stored_segments(faulty) == set()
     clock.advance(61)
@@ -169,6 +204,7 @@ def test_switching_completes_the_segment_and_both_formats_stay_readable(
     assert [s.status for s in ledger.segments()] == ["assigned"]
     broker.policies.update("topic", TOPIC, streaming_enabled=False)
     ledger.pump_streaming()
+    assert broker.drain(30)  # a pump the upload asked for may be the one that completes it
     assert [s.status for s in ledger.segments()] == ["offloaded"]
     produce(broker, 160, start=150)
     status = ledger.offload_prefix()  # PIP-17 again: whole sealed ledgers
