@@ -23,7 +23,6 @@ are deleted and streaming resumes after the last complete one.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 import threading
@@ -38,7 +37,6 @@ from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
 from .ledger_records import OffloadStatus
 from .policies import OffloadPolicies
-from .segment_housekeeping import SegmentHousekeeping
 from .segment_records import (
     SegmentState,
     assign_segment,
@@ -48,20 +46,19 @@ from .segment_records import (
     streamed_end,
 )
 from .segment_workers import RemoteSegment, SegmentOpening, SegmentWorkers
+from .stream_planning import StreamPlanning
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
 log = logging.getLogger(__name__)
 
-_BATCH_ENTRIES = 2048
-_BATCH_BYTES = 1 << 20
 # How often an append looks the streaming policy up again.
 _POLICY_RECHECK_SECONDS = 1.0
 # Appended bytes that make a pump worth scheduling before a second has passed.
 _PUMP_AFTER_BYTES = 1 << 20
 
 
-class StreamingLifecycle(SegmentHousekeeping):
+class StreamingLifecycle(StreamPlanning):
     """Streaming offload (PIP-76) of one managed ledger."""
 
     _inline_schedule: bool
@@ -72,7 +69,6 @@ class StreamingLifecycle(SegmentHousekeeping):
     _segment_start: Position | None
     _segment_ledgers: set[int]
     _segment_error: str | None
-    _stream_next: Position
     _stream_lock: threading.Lock
     _stream_flag_lock: threading.Lock
     _stream_again: bool
@@ -211,22 +207,21 @@ class StreamingLifecycle(SegmentHousekeeping):
         while True:
             if self._segment is not None and self._segment.close_if_due() and not self._finish_segment():
                 return offered
-            step = self._next_stream_step(horizon)
-            if step is None:
+            records = self._next_stream_records(horizon)
+            if records is None:
                 self._mark_fully_streamed()
                 return offered
-            if self._segment is None:
-                self._open_segment(policies)
+            ledger_id, first = records.ledger_id, records.first
+            try:
+                if self._segment is None:
+                    self._open_segment(policies)
+                if ledger_id not in self._segment_ledgers:
+                    self._assign(ledger_id)
+            except BaseException:
+                records.close()
+                raise
             segment = self._segment
             assert segment is not None
-            ledger_id, first, last = step
-            records = self._detach_hot(ledger_id, first, last)
-            if ledger_id not in self._segment_ledgers:
-                try:
-                    self._assign(ledger_id)
-                except BaseException:
-                    records.close()
-                    raise
             if isinstance(segment, RemoteSegment):
                 taken, result = segment.offer_records(records)  # the worker reads them
             else:
@@ -245,54 +240,9 @@ class StreamingLifecycle(SegmentHousekeeping):
                                  f"segment's last ({segment.last_offered()}); this is a bug")  # fmt: skip
             if segment.closed and not self._finish_segment():
                 return offered
-
-    def _stream_horizon(self) -> Position | None:
-        """The last entry written when a pump starts (``None``: no ledger
-        yet). A pump streams up to there and stops: chasing the entries a
-        producer appends meanwhile would take the ledger's lock for a few
-        entries at a time, as often as the producer takes it; they are the
-        next pump's (requested every megabyte or second of appends)."""
-        with self._lock:
-            if self._current is not None:
-                return Position(self._current.ledger_id, self._current.last_entry_id)
-            if not self._ledger_ids:
-                return None
-            return Position(self._ledger_ids[-1], self._last_entry_id(self._ledger_ids[-1]))
-
-    def _next_stream_step(self, horizon: Position | None = None) -> tuple[int, int, int] | None:
-        """Under the lock: the next run of entries to stream (ledger, first,
-        last), up to ``horizon`` when given, or ``None`` when every entry
-        written so far (up to there) is offered."""
-        with self._lock:
-            at = self._stream_next
-            ids = self._ledger_ids
-            for ledger_id in ids[bisect.bisect_left(ids, at.ledger_id) :]:
-                if horizon is not None and ledger_id > horizon.ledger_id:
-                    return None
-                ledger = self._ledgers_by_id[ledger_id]
-                context = ledger.offloadContext
-                if context.HasField("uidMsb") or context.complete:
-                    continue  # offloaded whole (PIP-17), or streamed completely already
-                done = streamed_end(context)
-                first = max(at.entry_id if ledger_id == at.ledger_id else 0, done + 1)
-                last = self._last_entry_id(ledger_id)
-                if horizon is not None and ledger_id == horizon.ledger_id:
-                    last = min(last, horizon.entry_id)
-                if first <= last:
-                    self._stream_next = Position(ledger_id, first)
-                    return ledger_id, first, min(last, first + self._stream_batch(ledger_id) - 1)
-                if self._current is not None and self._current.ledger_id == ledger_id:
-                    return None
-            return None
-
-    def _stream_batch(self, ledger_id: int) -> int:
-        """Under the lock: entries to read at once, about a megabyte of them."""
-        if self._current is not None and self._current.ledger_id == ledger_id:
-            count, size = self._current.entry_count, self._current.length
-        else:
-            count, size = int(self._ledgers_by_id[ledger_id].entries), int(self._ledgers_by_id[ledger_id].size)
-        average = max(1, size // max(1, count))
-        return max(1, min(_BATCH_ENTRIES, _BATCH_BYTES // average))
+            if horizon == Position(ledger_id, first + taken - 1):  # all there was when the pump started
+                self._mark_fully_streamed()
+                return offered
 
     # -- segments ----------------------------------------------------------------
 
