@@ -78,11 +78,13 @@ class StreamingLifecycle(StreamPlanning):
     _stream_closing: bool
     _stream_waiting: int
     _stream_requested: float
+    _fully_streamed_possible: bool
     _store_status: Callable[[OffloadStatus], None]
     delete_hot_copies_past_lag: Callable[[], list[int]]
 
     def _init_streaming(self) -> None:
         self._leftover_segments_possible = True  # until the first cleaning (at open) has run
+        self._fully_streamed_possible = True
         self._segment = None
         self._segment_uid = None
         self._segment_settings = {}
@@ -107,6 +109,8 @@ class StreamingLifecycle(StreamPlanning):
         lock): request a pump if streaming is on and enough is waiting (a
         megabyte, a second's worth, or a sealed ledger), so appends do not
         each schedule work. Cheap: the policy is looked up once a second."""
+        if sealed:
+            self._fully_streamed_possible = True
         now = self._clock()
         if not now - self._streaming_checked < _POLICY_RECHECK_SECONDS:
             self._streaming_checked = now
@@ -325,17 +329,29 @@ class StreamingLifecycle(StreamPlanning):
             self._delete_segment_quietly(uid, self._segment_settings)  # every ledger in it was trimmed meanwhile
         self._segment = self._segment_uid = self._segment_start = self._segment_error = None
         self._segment_ledgers = set()
+        self._fully_streamed_possible = True
         self._emit_segment("completed", uuid=str(uid), ledgers=len(ends))
         if not self._stream_closing:  # ledgers just marked offloaded may be past the deletion lag already
             self._schedule(f"hot-copy deletion of {self.name}", self.delete_hot_copies_past_lag)
         return True
 
     def _mark_fully_streamed(self) -> None:
-        with self._lock:
-            due = any(fully_streamed(ledger) for ledger in self._info.ledgerInfo)
-        if due:
-            now = self._now_ms()
-            self._update(lambda info: mark_streamed_ledgers(info, now))
+        """Mark offloaded the sealed ledgers whose every entry is in a
+        complete segment. Only a segment completing or a ledger sealing can
+        make one so; between those, the scan (of every ledger, under the
+        ledger's lock) is skipped."""
+        if not self._fully_streamed_possible:
+            return
+        self._fully_streamed_possible = False
+        try:
+            with self._lock:
+                due = any(fully_streamed(ledger) for ledger in self._info.ledgerInfo)
+            if due:
+                now = self._now_ms()
+                self._update(lambda info: mark_streamed_ledgers(info, now))
+        except BaseException:
+            self._fully_streamed_possible = True
+            raise
 
     def _close_streaming(self) -> None:
         """At close: complete the open segment (a failure leaves it for the
