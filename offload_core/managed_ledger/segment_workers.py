@@ -91,11 +91,9 @@ class SegmentWorkers:
         delete: Callable[[], None],
     ) -> RemoteSegment:
         """Open a segment in the worker. ``delete`` removes the segment's
-        objects; it is called if the worker dies under the segment."""
-        with self._lock:
-            if self._link is None or self._link.dead:
-                self._link = _WorkerLink(self._emit)
-            link = self._link
+        objects; it is called if the worker dies under the segment.
+        Raises :class:`OffloadError` if the worker dies before it opened it."""
+        link = self._live_link()
         now = clock()
         segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, clock=clock, delete=delete,
                                 opened_at=now)  # fmt: skip
@@ -107,12 +105,15 @@ class SegmentWorkers:
         until it serves (a broker that wants no start-up in its first
         segment's latency); returns its process id. :class:`OffloadError`
         if it dies first."""
+        pid: int = self._live_link().call(None, "ping")
+        return pid
+
+    def _live_link(self) -> _WorkerLink:
+        """The running worker's link; a new worker when none runs (or it died)."""
         with self._lock:
             if self._link is None or self._link.dead:
                 self._link = _WorkerLink(self._emit)
-            link = self._link
-        pid: int = link.call(None, "ping")
-        return pid
+            return self._link
 
     @property
     def process_id(self) -> int | None:
@@ -131,7 +132,9 @@ class RemoteSegment:
     """A segment streamed by the worker: the subset of
     :class:`~offload_core.offload.streaming_offload.OffloadHandle` the
     managed ledger uses, with :meth:`offer_records` in place of offering
-    entries. Every call raises :class:`OffloadError` if the worker died."""
+    entries. A worker that dies leaves the segment as a failed upload
+    does: closed, offers refused, and :meth:`result` raising
+    :class:`OffloadError` (after deleting the segment's objects)."""
 
     def __init__(
         self,
