@@ -120,6 +120,10 @@ class _Server:
                         future.set_exception(error)
                 elif message[0] == "call":
                     calls.submit(self._answer, *message[1:])
+            with self._lock:  # no answer will come: uploads waiting for one fail now
+                questions, self._questions = self._questions, {}
+            for question in questions.values():
+                question.set_exception(StateError("the broker went away before it described the ledger"))
             for served in list(self._segments.values()):
                 if served.handle is not None and not served.handle.done():
                     served.handle.abort()  # the broker is gone: what it never completed is cleaned up at its next open
