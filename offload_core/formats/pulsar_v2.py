@@ -237,21 +237,13 @@ class BlockGrouper:
     def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> Sequence[EncodedSegmentBlock]:
         """Add one entry; return the blocks it finished (none, the open one
         of a previous ledger, this entry's own, or both)."""
+        return self.add_run(ledger_id, entry_id, (payload,))[1]
+
+    def _add_first(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> list[EncodedSegmentBlock]:
+        """Add an entry that does not continue the open block: checked (one
+        over 2^31-1 bytes or out of order is refused), the open block
+        (another ledger's) finished, a block opened for it."""
         size = len(payload)
-        block = self._block
-        if (
-            ledger_id == self._ledger_id
-            and entry_id == self._next_entry_id
-            and block is not None
-            and size <= _INT32_MAX
-        ):
-            # The common case, kept short: the next entry of the open block's ledger.
-            block += _ENTRY_HEADER.pack(size, entry_id)
-            block += payload
-            self._lengths.append(size)
-            self._payload += size
-            self._next_entry_id = entry_id + 1
-            return (self._finish(),) if self._payload >= self._size else ()
         if size > _INT32_MAX:
             raise FormatError(f"entry {ledger_id}:{entry_id} is {size} bytes; the format's limit is 2^31-1")
         finished: list[EncodedSegmentBlock] = []
@@ -318,7 +310,7 @@ class BlockGrouper:
             cost = BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + len(payloads[0])
             if room is not None and cost > room and not free:
                 return 0, finished
-            done = self.add(ledger_id, first_entry_id, payloads[0])
+            done = self._add_first(ledger_id, first_entry_id, payloads[0])
             taken = 1
             if room is not None:
                 room -= cost
@@ -339,7 +331,7 @@ class BlockGrouper:
             if size > _INT32_MAX:
                 if taken:
                     break  # taken so far are kept; the caller's next call raises
-                self.add(ledger_id, entry_id, payload)  # raises
+                self._add_first(ledger_id, entry_id, payload)  # raises
             if room is not None:
                 cost = v1.ENTRY_HEADER_LENGTH + size + (BLOCK_HEADER_LENGTH if block is None else 0)
                 if cost > room and not free:
