@@ -20,7 +20,8 @@ also span several segments) as two objects:
   length | Pulsar LedgerInfo protobuf | row count x (int64 first entry id,
   int32 part id, int64 block offset)``, offsets counted across the whole
   data object and part ids running 1, 2, 3 ... in offset order. Its codec
-  lives in :mod:`offload_core.formats.segment_index`, re-exported here.
+  lives in :mod:`offload_core.formats.segment_index`, the blocks' in
+  :mod:`offload_core.formats.segment_blocks`; both are re-exported here.
 
 Pulsar writes the ledgers of the index in Java ``HashMap<Long, ...>``
 iteration order (:func:`java_hash_map_order`); decoders accept any order and
@@ -31,14 +32,21 @@ big-endian. Decoders raise only :class:`FormatError`.
 from __future__ import annotations
 
 import re
-import struct
-from array import array
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import FormatError
-from . import pulsar_v1 as v1
-from .magics import V2_BLOCK_MAGIC, wrong_magic
+from .segment_blocks import (
+    BLOCK_HEADER_LENGTH,
+    BLOCK_MAGIC,
+    BlockGrouper,
+    EncodedSegmentBlock,
+    SegmentBlock,
+    StreamingBlockHeader,
+    decode_block,
+    decode_block_header,
+    encode_block_header,
+    encode_segment_blocks,
+    streaming_block_length,
+)
 from .segment_index import (
     INDEX_MAGIC,
     LedgerSection,
@@ -77,15 +85,6 @@ __all__ = [
     "segment_index_key",
     "streaming_block_length",
 ]
-
-BLOCK_MAGIC = V2_BLOCK_MAGIC
-BLOCK_HEADER_LENGTH = v1.BLOCK_HEADER_LENGTH
-
-_BLOCK_HEADER = struct.Struct(">Iqqqq")
-_ENTRY_HEADER = struct.Struct(">iq")
-_INT64_MAX = 2**63 - 1
-_INT32_MAX = 2**31 - 1
-
 
 # -- keys ---------------------------------------------------------------
 
@@ -135,290 +134,3 @@ def parse_segment_key(key: str) -> SegmentKey | None:
     suffix = match["suffix"]
     return SegmentKey(prefix=key[: match.start()], uuid=match["uuid"], is_index=suffix == "-index",
                       is_entry_offsets=suffix == "-entry-offsets")  # fmt: skip
-
-
-# -- data blocks ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StreamingBlockHeader:
-    """The 128-byte header at the start of every segment block."""
-
-    block_length: int
-    first_entry_id: int
-    ledger_id: int
-
-
-def encode_block_header(header: StreamingBlockHeader) -> bytes:
-    """The 128 header bytes. Raises :class:`FormatError` for impossible values."""
-    if not BLOCK_HEADER_LENGTH <= header.block_length <= _INT64_MAX:
-        raise FormatError(f"block length {header.block_length} is not in [{BLOCK_HEADER_LENGTH}, 2^63)")
-    if not 0 <= header.first_entry_id <= _INT64_MAX:
-        raise FormatError(f"first entry id {header.first_entry_id} is not in [0, 2^63)")
-    if not 0 <= header.ledger_id <= _INT64_MAX:
-        raise FormatError(f"ledger id {header.ledger_id} is not in [0, 2^63)")
-    packed = _BLOCK_HEADER.pack(
-        BLOCK_MAGIC, BLOCK_HEADER_LENGTH, header.block_length, header.first_entry_id, header.ledger_id
-    )
-    return packed + bytes(BLOCK_HEADER_LENGTH - len(packed))
-
-
-def decode_block_header(data: bytes | memoryview) -> StreamingBlockHeader:
-    """Parse the first 128 bytes of ``data`` as a segment block header."""
-    if len(data) < BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block header needs {BLOCK_HEADER_LENGTH} bytes, got {len(data)}")
-    magic, header_length, block_length, first_entry_id, ledger_id = _BLOCK_HEADER.unpack_from(data)
-    if magic != BLOCK_MAGIC:
-        raise FormatError(wrong_magic("segment block header", magic, BLOCK_MAGIC))
-    if header_length != BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block header length is {header_length}, expected {BLOCK_HEADER_LENGTH}")
-    if block_length < BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block length {block_length} is shorter than its header")
-    if first_entry_id < 0 or ledger_id < 0:
-        raise FormatError(f"block first entry id {first_entry_id} / ledger id {ledger_id} is negative")
-    if any(bytes(data[_BLOCK_HEADER.size : BLOCK_HEADER_LENGTH])):
-        raise FormatError("block header fill is not all zero")
-    return StreamingBlockHeader(block_length=block_length, first_entry_id=first_entry_id, ledger_id=ledger_id)
-
-
-def streaming_block_length(streaming_block_size: int, entry_count: int, payload_bytes: int) -> int:
-    """A block's length: the streaming block size, or exactly its content
-    when that is longer."""
-    return max(streaming_block_size, BLOCK_HEADER_LENGTH + entry_count * v1.ENTRY_HEADER_LENGTH + payload_bytes)
-
-
-@dataclass(frozen=True)
-class EncodedSegmentBlock:
-    """One finished block of a segment: its ledger, its index row, its last
-    entry, its payload bytes, and ``data``, a buffer the caller owns."""
-
-    ledger_id: int
-    row: SegmentRow
-    last_entry_id: int
-    payload_bytes: int
-    data: bytearray
-    entry_lengths: Sequence[int] = ()
-
-
-class BlockGrouper:
-    """Cuts a stream of ``(ledger id, entry id, payload)`` into segment
-    blocks, holding at most one open block (a streaming block size plus one
-    entry) in memory.
-
-    Raises :class:`FormatError` for an entry that does not continue its
-    ledger (entry ids run consecutively within a ledger), for a ledger that
-    comes back after another ledger, and for an entry over 2^31-1 bytes.
-    """
-
-    def __init__(self, streaming_block_size: int) -> None:
-        if streaming_block_size < BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH:
-            raise FormatError(f"streaming block size {streaming_block_size} cannot hold a header and an entry")
-        self._size = streaming_block_size
-        self._block: bytearray | None = None
-        self._ledger_id = -1
-        self._first_entry_id = 0
-        self._next_entry_id = 0
-        self._payload = 0
-        self._offset = 0
-        self._part_id = 1
-        self._ledgers_done: set[int] = set()
-        self._lengths: list[int] = []
-
-    @property
-    def offset(self) -> int:
-        """Bytes of finished blocks so far (where the next block starts)."""
-        return self._offset
-
-    @property
-    def open_block_bytes(self) -> int:
-        """Bytes of the block being filled (0 when none is open)."""
-        return 0 if self._block is None else len(self._block)
-
-    def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> Sequence[EncodedSegmentBlock]:
-        """Add one entry; return the blocks it finished (none, the open one
-        of a previous ledger, this entry's own, or both)."""
-        return self.add_run(ledger_id, entry_id, (payload,))[1]
-
-    def _add_first(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> list[EncodedSegmentBlock]:
-        """Add an entry that does not continue the open block: checked (one
-        over 2^31-1 bytes or out of order is refused), the open block
-        (another ledger's) finished, a block opened for it."""
-        size = len(payload)
-        if size > _INT32_MAX:
-            raise FormatError(f"entry {ledger_id}:{entry_id} is {size} bytes; the format's limit is 2^31-1")
-        finished: list[EncodedSegmentBlock] = []
-        if ledger_id != self._ledger_id:
-            if ledger_id in self._ledgers_done or ledger_id < 0 or entry_id < 0:
-                raise FormatError(
-                    f"entry {ledger_id}:{entry_id} cannot start a block: a segment holds each ledger's entries in "
-                    "one consecutive run, and ids are never negative"
-                )
-            if self._block is not None:
-                finished.append(self._finish())
-            if self._ledger_id >= 0:
-                self._ledgers_done.add(self._ledger_id)
-            self._ledger_id, self._next_entry_id = ledger_id, entry_id
-        elif entry_id != self._next_entry_id:
-            raise FormatError(
-                f"entry {ledger_id}:{entry_id} does not follow entry {ledger_id}:{self._next_entry_id - 1}; entries "
-                "of a ledger are offered in order, without gaps"
-            )
-        if self._block is None:
-            self._block = bytearray(BLOCK_HEADER_LENGTH)
-            self._first_entry_id, self._payload = entry_id, 0
-            self._lengths = []
-        self._block += _ENTRY_HEADER.pack(len(payload), entry_id)
-        self._block += payload
-        self._lengths.append(len(payload))
-        self._payload += len(payload)
-        self._next_entry_id = entry_id + 1
-        if self._payload >= self._size:
-            finished.append(self._finish())
-        return finished
-
-    def add_run(
-        self,
-        ledger_id: int,
-        first_entry_id: int,
-        payloads: Sequence[bytes | memoryview],
-        *,
-        room: int | None = None,
-        fill_open_block: bool = False,
-        stop_at: int | None = None,
-    ) -> tuple[int, list[EncodedSegmentBlock]]:
-        """Add consecutive entries of one ledger (ids from ``first_entry_id``),
-        as :meth:`add` would one by one, as many as the limits allow:
-
-        - ``room``: entries are taken while their framing (entry header,
-          payload, and a block header for each block they open) fits in
-          ``room`` bytes; with ``fill_open_block``, entries are taken
-          whatever the room until a block finishes (a caller holding
-          nothing else must be able to finish a block);
-        - ``stop_at``: no entry after the one that brings the segment
-          (:attr:`offset` plus the open block) to ``stop_at`` bytes.
-
-        Returns how many were taken and the blocks they finished. Raises
-        :class:`FormatError` as :meth:`add` does, before taking the
-        offending entry (entries before it are taken and returned)."""
-        finished: list[EncodedSegmentBlock] = []
-        count = len(payloads)
-        if not count:
-            return 0, finished
-        free = fill_open_block
-        taken = 0
-        if not (self._block is not None and ledger_id == self._ledger_id and first_entry_id == self._next_entry_id):
-            cost = BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + len(payloads[0])
-            if room is not None and cost > room and not free:
-                return 0, finished
-            done = self._add_first(ledger_id, first_entry_id, payloads[0])
-            taken = 1
-            if room is not None:
-                room -= cost
-            if done:
-                finished.extend(done)
-                free = False
-            if stop_at is not None and self._offset + self.open_block_bytes >= stop_at:
-                return taken, finished
-        # The common case, kept in locals: the next entries of the open block's ledger.
-        block = self._block
-        lengths = self._lengths
-        payload_bytes = self._payload
-        entry_id = self._next_entry_id
-        block_size = self._size
-        pack = _ENTRY_HEADER.pack
-        for payload in payloads[taken:] if taken else payloads:
-            size = len(payload)
-            if size > _INT32_MAX:
-                if taken:
-                    break  # taken so far are kept; the caller's next call raises
-                self._add_first(ledger_id, entry_id, payload)  # raises
-            if room is not None:
-                cost = v1.ENTRY_HEADER_LENGTH + size + (BLOCK_HEADER_LENGTH if block is None else 0)
-                if cost > room and not free:
-                    break
-                room -= cost
-            if block is None:
-                block = self._block = bytearray(BLOCK_HEADER_LENGTH)
-                lengths = self._lengths = []
-                self._first_entry_id, payload_bytes = entry_id, 0
-            block += pack(size, entry_id)
-            block += payload
-            lengths.append(size)
-            payload_bytes += size
-            entry_id += 1
-            taken += 1
-            if payload_bytes >= block_size:
-                self._payload, self._next_entry_id = payload_bytes, entry_id
-                finished.append(self._finish())
-                block = None
-                free = False
-            if stop_at is not None and self._offset + (0 if block is None else len(block)) >= stop_at:
-                break
-        self._payload, self._next_entry_id = payload_bytes, entry_id
-        return taken, finished
-
-    def finish(self) -> EncodedSegmentBlock | None:
-        """Close the open block, if any (the segment is closing)."""
-        return self._finish() if self._block is not None else None
-
-    def _finish(self) -> EncodedSegmentBlock:
-        block = self._block
-        assert block is not None
-        length = max(self._size, len(block))
-        block[:BLOCK_HEADER_LENGTH] = encode_block_header(
-            StreamingBlockHeader(length, self._first_entry_id, self._ledger_id)
-        )
-        block += v1.padding(length - len(block))
-        encoded = EncodedSegmentBlock(
-            ledger_id=self._ledger_id,
-            row=SegmentRow(self._first_entry_id, self._part_id, self._offset),
-            last_entry_id=self._next_entry_id - 1,
-            payload_bytes=self._payload,
-            data=block,
-            entry_lengths=array("I", self._lengths),  # kept until the index is written: 4 bytes an entry
-        )
-        self._block = None
-        self._offset += length
-        self._part_id += 1
-        return encoded
-
-
-def encode_segment_blocks(
-    entries: Iterable[tuple[int, int, bytes | memoryview]], *, streaming_block_size: int
-) -> Iterator[EncodedSegmentBlock]:
-    """The blocks of a segment holding ``entries`` (``(ledger id, entry id,
-    payload)`` in order), lazily, one open block in memory."""
-    grouper = BlockGrouper(streaming_block_size)
-    for ledger_id, entry_id, payload in entries:
-        yield from grouper.add(ledger_id, entry_id, payload)
-    last = grouper.finish()
-    if last is not None:
-        yield last
-
-
-@dataclass(frozen=True)
-class SegmentBlock:
-    """A decoded segment block: its header, its entries, where padding starts."""
-
-    header: StreamingBlockHeader
-    entries: tuple[tuple[int, bytes], ...]
-    padding_start: int
-
-    @property
-    def last_entry_id(self) -> int:
-        """Id of the block's last entry; ``first_entry_id - 1`` if it has none."""
-        return self.header.first_entry_id + len(self.entries) - 1
-
-
-def decode_block(data: bytes | memoryview) -> SegmentBlock:
-    """Decode one whole segment block (exactly ``block_length`` bytes), with
-    the same framing and padding checks as :func:`pulsar_v1.decode_block`.
-    A streaming block always holds at least one entry."""
-    view = memoryview(data)
-    header = decode_block_header(view)
-    if header.block_length != len(view):
-        raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
-    entries, padding_start = v1.decode_block_body(view, header.first_entry_id)
-    if not entries:
-        raise FormatError(f"segment block of ledger {header.ledger_id} holds no entry")
-    return SegmentBlock(header=header, entries=entries, padding_start=padding_start)
