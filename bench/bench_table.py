@@ -43,7 +43,6 @@ import argparse
 import os
 import random
 import statistics
-import struct
 import tempfile
 import threading
 import time
@@ -55,61 +54,16 @@ import bench_streaming as streamed
 import spark_vs_parquet
 from bench_pip17 import timed
 from offload_driver_filesystem import FilesystemDriver
+from parse_limits import bare_parse, bare_parse_entries
 
 from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDriver, open_driver
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.instrument import InstrumentedDriver, RequestCounts
-from offload_core.model import Entry
 from offload_core.offload import SegmentLimits
 from offload_core.offload.read_ahead import ReadAheadPool
 from offload_core.testing.faults import Latency, SlowDriver
 
-_HEADER = struct.Struct(">iq")
-_BLOCK_LENGTH = struct.Struct(">q")
 UUID = uuid.UUID(int=13)
-
-
-def bare_parse(data: bytes) -> int:
-    """The limit: walk every block's entry headers and slice each payload."""
-    unpack = _HEADER.unpack_from
-    payloads = []
-    block = 0
-    while block < len(data):
-        (length,) = _BLOCK_LENGTH.unpack_from(data, block + 12)
-        end, position = block + length, block + v1.BLOCK_HEADER_LENGTH
-        while position + 12 <= end:
-            size, _ = unpack(data, position)
-            if size < 0:
-                break
-            payloads.append(data[position + 12 : position + 12 + size])
-            position += 12 + size
-        block = end
-    return len(payloads)
-
-
-def bare_parse_entries(data: bytes, batch: int = 100) -> int:
-    """The contract's floor: the bare loop, building the one ``Entry`` per
-    entry that ``ReadHandle.read`` returns (and checking nothing), handed
-    out in lists of ``batch`` as ``read_sequentially`` asks for them."""
-    unpack = _HEADER.unpack_from
-    make = tuple.__new__
-    entries: list[Entry] = []
-    count = 0
-    block = 0
-    while block < len(data):
-        (length,) = _BLOCK_LENGTH.unpack_from(data, block + 12)
-        end, position = block + length, block + v1.BLOCK_HEADER_LENGTH
-        while position + 12 <= end:
-            size, entry_id = unpack(data, position)
-            if size < 0:
-                break
-            entries.append(make(Entry, (1, entry_id, data[position + 12 : position + 12 + size])))
-            position += 12 + size
-            if len(entries) == batch:
-                count += batch
-                entries = []
-        block = end
-    return count + len(entries)
 
 
 def read_sequentially(offloader: BlobStoreLedgerOffloader, ledger_id: int, count: int, batch: int = 100) -> int:
