@@ -15,7 +15,7 @@ import contextlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -25,10 +25,15 @@ from ..offload.ledger import OffloadResult
 from ..plugins import PluginManager
 from .offload_ticket import OffloadTicket, write_offload
 
-__all__ = ["WORKER_NICENESS", "OffloadWorkers", "yield_to_producers"]
+__all__ = ["WORKER_NICENESS", "OffloadWorkers", "reachable_from_workers", "yield_to_producers"]
 
 # Stores that live in the broker's own memory cannot be written from elsewhere.
 _IN_PROCESS_DRIVERS = {"memory"}
+
+
+def reachable_from_workers(settings: Mapping[str, str]) -> bool:
+    """Whether a worker process can reach the store ``settings`` name."""
+    return settings.get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
 
 
 # How much lower than the broker a worker runs: offloads are background
@@ -74,7 +79,7 @@ class OffloadWorkers:
     @staticmethod
     def can_write(ticket: OffloadTicket) -> bool:
         """Whether a worker can reach the ticket's store."""
-        return dict(ticket.settings).get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
+        return reachable_from_workers(dict(ticket.settings))
 
     def start(self) -> None:
         """Start the worker processes now rather than for the first

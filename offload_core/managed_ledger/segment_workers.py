@@ -32,13 +32,11 @@ from ..errors import OffloadError, StateError
 from ..hooks import Event
 from ..offload.segment_types import LedgerInfoSource, OfferResult, SegmentLimits, StreamingOffloadResult
 from .hot_records import DetachedRecords
+from .offload_workers import reachable_from_workers
 
 __all__ = ["RemoteSegment", "SegmentOpening", "SegmentWorkers"]
 
 log = logging.getLogger(__name__)
-
-# Stores that live in the broker's own memory cannot be written from elsewhere.
-_IN_PROCESS_DRIVERS = {"memory"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,7 @@ class SegmentWorkers:
     @staticmethod
     def can_stream(settings: Mapping[str, str]) -> bool:
         """Whether a worker can reach the store ``settings`` name."""
-        return settings.get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
+        return reachable_from_workers(settings)
 
     def open(
         self,
