@@ -234,9 +234,14 @@ class LedgerFile:
             raise InvalidRangeError(
                 f"ledger {self.ledger_id}: cannot read entries {first}..{last}; hot tier holds 0..{self.last_entry_id}"
             )
+        return DetachedRecords(self.span(first, last), os.dup(self._fd))
+
+    def span(self, first: int, last: int) -> RecordSpan:
+        """Where entries ``first..last`` (inclusive, within the ledger) lie
+        in the file, for a reader in another process."""
         start = self._offsets[first]
         stop = self._offsets[last + 1] if last + 1 < len(self._offsets) else self._end
-        return DetachedRecords(RecordSpan(str(self.path), self.ledger_id, first, last, start, stop), os.dup(self._fd))
+        return RecordSpan(str(self.path), self.ledger_id, first, last, start, stop)
 
     def close(self) -> None:
         if self._fd >= 0:

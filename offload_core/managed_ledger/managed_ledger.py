@@ -224,13 +224,19 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
 
     def _create_ledger(self) -> None:
         ledger_id = self._next_ledger_id()
-        self._update(lambda info: info.ledgerInfo.add(ledgerId=ledger_id, timestamp=0))
+
+        def create(info: ManagedLedgerInfo) -> None:
+            info.ledgerInfo.add(ledgerId=ledger_id, timestamp=0)
+
+        if not self._create_in_open_segment(ledger_id, create):
+            self._update(create)
         self._current = LedgerFile.create(self._file(ledger_id), ledger_id, fsync=self._config.fsync_policy)
         self._current_created = self._clock()
 
     def _seal_current(self) -> None:
         current = self._current
         assert current is not None
+        self._flush_before_seal()
         if self._config.fsync_policy is not FsyncPolicy.NONE:
             # Durable before the metadata says sealed. Under "none" the OS
             # decides for this file too (after a power loss a sealed ledger

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 import uuid as uuid_module
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,8 +44,9 @@ class _Forward:
 
 
 class _Served:
-    """One open segment, the clock the broker lends it, and whether the
-    broker waits to hear of room in its buffer."""
+    """One open segment, the clock the broker lends it, whether the broker
+    waits to hear of room in its buffer, and whether pipelined offers are
+    taken (see :meth:`offer_pipelined`)."""
 
     def __init__(self, now: float, notify: Callable[[], None]) -> None:
         self.now = now
@@ -53,6 +55,9 @@ class _Served:
         self._lock = threading.Lock()
         self._parts_sent = 0
         self._waiting = False
+        self.stalled = False
+        self._status_seq = itertools.count(1)
+        self.status_sent = 0.0
 
     def clock(self) -> float:
         return self.now
@@ -80,10 +85,29 @@ class _Served:
                 self._notify()
         return taken, result
 
+    def offer_pipelined(self, span: RecordSpan) -> str | None:
+        """An offer nobody waits for. Taken whole, it says nothing; else the
+        segment *stalls*: this and every later pipelined offer is dropped
+        until the broker, told why (returned: what to tell it), resyncs
+        with a synchronous call. What was dropped is still in the hot tier,
+        and the broker re-offers it from the last entry taken."""
+        if self.stalled:
+            return None
+        try:
+            taken, result = self.offer(span)
+        except Exception as exc:  # the synchronous offer the broker re-tries will raise it to the pump
+            self.stalled = True
+            return f"{type(exc).__name__}: {exc}"
+        if taken == span.last - span.first + 1:
+            return None
+        self.stalled = True
+        return result.value
+
     def status(self) -> SegmentStatus:
         handle = self.handle
         assert handle is not None
-        return SegmentStatus(handle.closed, handle.buffered_bytes, handle.peak_buffered_bytes, handle.last_offered())
+        return SegmentStatus(handle.closed, handle.buffered_bytes, handle.peak_buffered_bytes, handle.last_offered(),
+                             next(self._status_seq))  # fmt: skip
 
 
 class _Server:
@@ -118,6 +142,8 @@ class _Server:
                         future.set_result(info)
                     else:
                         future.set_exception(error)
+                elif message[0] == "offer":
+                    self._offer_pipelined(*message[1:])
                 elif message[0] == "call":
                     calls.submit(self._answer, *message[1:])
             with self._lock:  # no answer will come: uploads waiting for one fail now
@@ -168,11 +194,37 @@ class _Server:
         )  # fmt: skip
         self._segments[segment_id] = served
 
+    def _offer_pipelined(self, segment_id: int, span: RecordSpan, now: float) -> None:
+        """On the receiving thread, so pipelined offers are taken in the
+        order sent and before any call sent after them. The broker hears
+        the segment's status when an offer was not taken whole (at once)
+        and otherwise at most every :data:`_STATUS_EVERY` seconds (for
+        its buffer gauge): each message costs the broker's interpreter."""
+        served = self._segments.get(segment_id)
+        if served is None or served.handle is None:
+            return  # the segment was finished meanwhile: the broker's next pump re-offers from its metadata
+        served.now = now
+        stalled = served.offer_pipelined(span)
+        if stalled is not None:
+            self.send(("stalled", segment_id, stalled, served.status()))
+        elif time.monotonic() - served.status_sent >= _STATUS_EVERY:
+            served.status_sent = time.monotonic()
+            self.send(("status", segment_id, served.status()))
+
     def _op_offer(self, segment_id: int, span: RecordSpan, now: float) -> tuple[int, Any, SegmentStatus]:
         served, _ = self._served(segment_id)
         served.now = now
+        served.stalled = False
         taken, result = served.offer(span)
         return taken, result, served.status()
+
+    def _op_sync(self, segment_id: int, now: float) -> SegmentStatus:
+        """The broker resyncs after pipelined offers: pipelined offers are
+        taken again, and it learns the last entry taken."""
+        served, _ = self._served(segment_id)
+        served.now = now
+        served.stalled = False
+        return served.status()
 
     def _op_close_if_due(self, segment_id: int, now: float) -> SegmentStatus:
         served, handle = self._served(segment_id)
@@ -205,6 +257,8 @@ class _Server:
 
 
 _LEDGER_INFO_TIMEOUT = 120.0
+# How often, at most, pipelined offers taken whole report the segment's status.
+_STATUS_EVERY = 0.5
 
 
 def serve_segments(conn: Connection) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import OffloadError, StateError
 from ..hooks import Event
 from ..offload.segment_types import LedgerInfoSource, OfferResult, SegmentLimits, StreamingOffloadResult
-from .hot_records import DetachedRecords
+from .hot_records import DetachedRecords, RecordSpan
 from .offload_workers import reachable_from_workers
 
 __all__ = ["RemoteSegment", "SegmentOpening", "SegmentWorkers"]
@@ -60,6 +60,7 @@ class SegmentStatus:
     buffered_bytes: int
     peak_buffered_bytes: int
     last_offered: tuple[int, int] | None
+    seq: int = 0  # the worker's order: a status never replaces a newer one
 
 
 class SegmentWorkers:
@@ -132,7 +133,16 @@ class RemoteSegment:
     managed ledger uses, with :meth:`offer_records` in place of offering
     entries. A worker that dies leaves the segment as a failed upload
     does: closed, offers refused, and :meth:`result` raising
-    :class:`OffloadError` (after deleting the segment's objects)."""
+    :class:`OffloadError` (after deleting the segment's objects).
+
+    Offers are synchronous (:meth:`offer_records`) or *pipelined*
+    (:meth:`send_records`): sent without waiting for an answer, so a
+    producer can hand the worker its entries without the broker's
+    threads taking the interpreter for each batch. A pipelined offer not
+    taken whole *stalls* the segment in the worker (later ones are
+    dropped) and the broker hears why (``on_stall``); :meth:`sync` ends a
+    stall and says which entry was taken last, from where the caller
+    offers again."""
 
     def __init__(
         self,
@@ -149,6 +159,11 @@ class RemoteSegment:
         self.limits = opening.limits
         self.ledger_info = ledger_info
         self.on_room = on_room
+        self.on_status: Callable[[RemoteSegment], None] = _ignore
+        self.on_stall: Callable[[RemoteSegment, str], None] = _ignore_stall
+        self.stalled = False
+        self.unsynced = False
+        self._status_lock = threading.Lock()
         self._link = link
         self._clock = clock
         self._delete = delete
@@ -174,17 +189,44 @@ class RemoteSegment:
 
     def offer_records(self, records: DetachedRecords) -> tuple[int, OfferResult]:
         """Offer the entries ``records`` locates (the worker reads them
-        from the hot-tier file); as ``OffloadHandle.offer_entries``."""
+        from the hot-tier file); as ``OffloadHandle.offer_entries``. Call
+        :meth:`sync` first if pipelined offers went before."""
         span = records.span
         records.close()
         if self._lost is not None:
             return 0, OfferResult.FAIL_SEGMENT_CLOSED
         try:
-            taken, result, self._status = self._link.call(self, "offer", span, self._clock())
+            taken, result, status = self._link.call(self, "offer", span, self._clock())
         except _WorkerDied as exc:
             self._lose(exc)
             return 0, OfferResult.FAIL_SEGMENT_CLOSED
+        self.set_status(status)
         return taken, result
+
+    def takes_pipelined(self) -> bool:
+        """Whether a pipelined offer may be sent: the worker lives, the
+        segment is open, not stalled and not past its age."""
+        return (self._lost is None and not self.stalled and not self._status.closed
+                and self._clock() - self._opened_at < self.limits.max_segment_age)  # fmt: skip
+
+    def send_records(self, span: RecordSpan) -> bool:
+        """Offer the entries ``span`` locates without waiting (see the
+        class); false if the worker is gone (nothing was sent)."""
+        self.unsynced = True
+        return self._link.send(("offer", self.segment_id, span, self._clock()))
+
+    def sync(self) -> tuple[int, int] | None:
+        """After pipelined offers: end a stall, and return the last entry
+        the segment took (``None``: none); the segment's status is then
+        current. A dead worker loses the segment, as in every call."""
+        self._update("sync", self._clock())
+        self.stalled = self.unsynced = False
+        return self._status.last_offered
+
+    def set_status(self, status: SegmentStatus) -> None:
+        with self._status_lock:
+            if status.seq >= self._status.seq:
+                self._status = status
 
     def close_if_due(self) -> bool:
         """As ``OffloadHandle.close_if_due``; asks the worker only once the
@@ -225,13 +267,23 @@ class RemoteSegment:
         the segment closed and failed, as a failed upload does."""
         if self._lost is None:
             try:
-                self._status = self._link.call(self, op, *args)
+                self.set_status(self._link.call(self, op, *args))
             except _WorkerDied as exc:
                 self._lose(exc)
 
     def _lose(self, exc: _WorkerDied) -> None:
         self._lost = exc
-        self._status = SegmentStatus(True, 0, self._status.peak_buffered_bytes, self._status.last_offered)
+        with self._status_lock:
+            status = self._status
+            self._status = SegmentStatus(True, 0, status.peak_buffered_bytes, status.last_offered, status.seq + 1)
+
+
+def _ignore(segment: RemoteSegment) -> None:
+    pass
+
+
+def _ignore_stall(segment: RemoteSegment, why: str) -> None:
+    pass
 
 
 _SEGMENT_IDS = itertools.count(1)
@@ -283,10 +335,16 @@ class _WorkerLink:
         with self._send_lock:
             self._segments.pop(segment.segment_id, None)
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def send(self, message: tuple[Any, ...]) -> bool:
+        """Send ``message`` with no answer awaited; false if the worker is gone."""
         with self._send_lock:
-            if not self.dead:
+            if self.dead:
+                return False
+            try:
                 self._conn.send(message)
+            except OSError:
+                return False  # the receiver marks the link dead as it sees the pipe's end
+            return True
 
     def _receive(self) -> None:
         while True:
@@ -304,6 +362,8 @@ class _WorkerLink:
                     future.set_exception(error)
             elif kind == "room":
                 self._notify_room(message[1])
+            elif kind in ("status", "stalled"):
+                self._notify_status(message)
             elif kind == "event":
                 self._emit(message[1])
             elif kind == "ledger_info":
@@ -323,17 +383,31 @@ class _WorkerLink:
             except Exception as exc:  # a notification must not stop the link
                 log.warning("segment %s: the buffer-room callback failed: %s", segment.uuid, exc)
 
+    def _notify_status(self, message: tuple[Any, ...]) -> None:
+        segment = self._segments.get(message[1])
+        if segment is None:
+            return
+        segment.set_status(message[-1])
+        try:
+            if message[0] == "stalled":
+                segment.stalled = True
+                segment.on_stall(segment, message[2])
+            else:
+                segment.on_status(segment)
+        except Exception as exc:  # a notification must not stop the link
+            log.warning("segment %s: the status callback failed: %s", segment.uuid, exc)
+
     def _answer_ledger_info(self, question: int, segment_id: int, ledger_id: int, last_entry_id: int) -> None:
         segment = self._segments.get(segment_id)
         try:
             if segment is None:
                 raise StateError(f"no open segment {segment_id} in this broker")
-            self._send(("ledger_info", question, segment.ledger_info(ledger_id, last_entry_id), None))
+            self.send(("ledger_info", question, segment.ledger_info(ledger_id, last_entry_id), None))
         except Exception as exc:
-            self._send(("ledger_info", question, None, picklable(exc)))
+            self.send(("ledger_info", question, None, picklable(exc)))
 
     def close(self) -> None:
-        self._send(("stop",))
+        self.send(("stop",))
         self._process.join(30)
         if self._process.is_alive():
             self._process.kill()

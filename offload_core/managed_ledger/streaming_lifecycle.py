@@ -31,10 +31,9 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, OffloadError, StateError
 from ..formats import pulsar_v2 as v2
-from ..hooks import Event
 from ..model import Position
 from ..offload.ledger import StreamingOffloader
-from ..offload.streaming_offload import OfferResult, OffloadHandle, SegmentLimits
+from ..offload.streaming_offload import OfferResult, SegmentLimits
 from .ledger_records import OffloadStatus
 from .policies import OffloadPolicies
 from .segment_records import (
@@ -46,7 +45,7 @@ from .segment_records import (
     streamed_end,
 )
 from .segment_workers import RemoteSegment, SegmentOpening, SegmentWorkers
-from .stream_planning import StreamPlanning
+from .stream_pipelining import StreamPipelining
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
@@ -58,11 +57,10 @@ _POLICY_RECHECK_SECONDS = 1.0
 _PUMP_AFTER_BYTES = 1 << 20
 
 
-class StreamingLifecycle(StreamPlanning):
+class StreamingLifecycle(StreamPipelining):
     """Streaming offload (PIP-76) of one managed ledger."""
 
     _inline_schedule: bool
-    _segment: OffloadHandle | RemoteSegment | None
     _segment_workers: SegmentWorkers | None
     _segment_uid: uuid_module.UUID | None
     _segment_settings: dict[str, str]
@@ -121,6 +119,11 @@ class StreamingLifecycle(StreamPlanning):
         if sealed or self._stream_waiting >= _PUMP_AFTER_BYTES or not now - self._stream_requested < 1.0:
             self._stream_waiting = 0
             self._stream_requested = now
+            if sealed:
+                if self._sealed_streamed():
+                    return
+            elif self._stream_pipelined():
+                return
             self._request_pump()
 
     def _request_pump(self) -> None:
@@ -136,6 +139,12 @@ class StreamingLifecycle(StreamPlanning):
         # begun (the broker's threads are gone by then).
         if not self._inline_schedule and not self._stream_closing:
             self._request_pump()
+
+    def _segment_stalled(self, segment: RemoteSegment, why: str) -> None:
+        # On the link's thread: a pipelined offer was not taken whole.
+        self._emit_buffer(segment)
+        if why != OfferResult.FAIL_BUFFER_FULL.value:  # a full buffer waits for the room notice
+            self._segment_has_room()
 
     def pump_streaming(self) -> int:
         """Offer every entry not yet in a segment (as far as the segment's
@@ -196,6 +205,7 @@ class StreamingLifecycle(StreamPlanning):
     # -- the pump ----------------------------------------------------------------
 
     def _pump_once(self) -> int:
+        self._resync_pipelined()
         policies = self.policies()
         if not policies.streaming_enabled:
             # Switching off completes the open segment; ledgers streamed so far stay readable.
@@ -231,10 +241,7 @@ class StreamingLifecycle(StreamPlanning):
             else:
                 taken, result = segment.offer_run(ledger_id, first, records.payloads())
             offered += taken
-            # Per batch offered (about a megabyte), for the buffer-occupancy gauge.
-            self._emit(Event("streaming.buffer", {"managed_ledger": self.name, "uuid": segment.uuid,
-                                                  "buffered_bytes": segment.buffered_bytes,
-                                                  "limit": segment.limits.max_buffer_size}))  # fmt: skip
+            self._emit_buffer(segment)  # per batch offered (about a megabyte), for the gauge
             if taken:
                 self._stream_next = Position(ledger_id, first + taken)
             if result is OfferResult.FAIL_BUFFER_FULL:
@@ -276,10 +283,13 @@ class StreamingLifecycle(StreamPlanning):
                 str(uid), tuple(sorted(self._segment_settings.items())), workers.data_dir, workers.entry_offsets,
                 policies.max_block_size, policies.read_buffer_size, limits,
             )  # fmt: skip
-            self._segment = workers.open(
+            remote = workers.open(
                 opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room, clock=self._clock,
                 delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
             )  # fmt: skip
+            remote.on_status = self._emit_buffer
+            remote.on_stall = self._segment_stalled
+            self._segment = remote
         else:
             self._segment = offloader.streaming_offload(
                 uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,

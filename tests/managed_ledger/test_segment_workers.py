@@ -6,6 +6,7 @@ tier without losing, duplicating or leaving behind anything."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -18,6 +19,8 @@ from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
 from offload_core.managed_ledger.segment_worker_process import _Served
+from offload_core.managed_ledger.segment_workers import RemoteSegment
+from offload_core.managed_ledger.streaming_lifecycle import StreamingLifecycle
 from offload_core.model import Position
 from offload_core.offload import OfferResult
 from offload_core.plugins import open_driver
@@ -155,7 +158,7 @@ class RefusingHandle:
 
 
 class NoRecords:
-    ledger_id, first = 1, 0
+    ledger_id, first, last = 1, 0, 0
 
     @staticmethod
     def read_payloads() -> list[bytes]:
@@ -194,3 +197,115 @@ def test_workers_can_be_started_before_their_first_use(tmp_path: Path) -> None:
             ledger.append(payload(n))
         assert ledger.complete_current_segment().status == "success"
         assert broker.segment_workers.process_id == started  # the segment went to the worker already running
+
+
+KB_ENTRY = b"k" * 1000
+STEADY = {**CONFIG, "managedLedgerMaxEntriesPerLedger": 1500, "managedLedgerOffloadMaxBlockSizeInBytes": 64 << 10,
+          "maxSizePerOffloadSegmentMbytes": 64}  # fmt: skip
+
+
+class Counted:
+    """Counts the pumps that ran and the synchronous offers they made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pumps = self.offers = 0
+        pump, offer = StreamingLifecycle.pump_streaming, RemoteSegment.offer_records
+
+        def counted_pump(ledger: Any) -> int:
+            self.pumps += 1
+            return pump(ledger)
+
+        def counted_offer(segment: Any, records: Any) -> Any:
+            self.offers += 1
+            return offer(segment, records)
+
+        monkeypatch.setattr(StreamingLifecycle, "pump_streaming", counted_pump)
+        monkeypatch.setattr(RemoteSegment, "offer_records", counted_offer)
+
+
+def streamed_exactly_once(ledger: Any, count: int) -> None:
+    """Every one of ``count`` KB entries is in exactly one complete segment, in order."""
+    segments = ledger.segments()
+    assert {s.status for s in segments} == {"offloaded"}
+    ranges = sorted(r for s in segments for r in s.ledgers)
+    assert sum(last - first + 1 for _, first, last in ranges) == count
+    for (ledger_id, _, last), (next_id, next_first, _) in itertools.pairwise(ranges):
+        assert next_first == (last + 1 if next_id == ledger_id else 0)
+    first_ledger = ledger.ledgers()[0].ledger_id
+    sealed = sum(info.entries for info in ledger.ledgers() if info.sealed)
+    entries = ledger.read(Position(first_ledger, 0), sealed, priority=ReadPriority.OFFLOADED_ONLY)
+    assert len(entries) == sealed and all(e.data == KB_ENTRY for e in entries)
+
+
+def test_appends_hand_their_entries_to_the_worker_without_a_pump(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Broker(tmp_path / "data", parse_config(STEADY)) as broker:
+        broker.start_workers()
+        ledger = broker.topic(TOPIC)
+        ledger.append(KB_ENTRY)
+        ledger.pump_streaming()  # opens the segment (a pump's job) with the first ledger in it
+        assert broker.drain(30)
+        counted = Counted(monkeypatch)
+        for _ in range(4499):  # three ledgers, two seals, a new ledger created in the open segment
+            ledger.append(KB_ENTRY)
+        assert broker.drain(30)
+        assert (counted.pumps, counted.offers) == (0, 0)  # the producer's appends handed everything over
+        segments = ledger.segments()
+        assert len(segments) == 1 and [r[0] for r in segments[0].ledgers] == [i.ledger_id for i in ledger.ledgers()]
+        assert ledger.complete_current_segment().status == "success"
+        streamed_exactly_once(ledger, 4500)
+    every_object_is_named_by_metadata(tmp_path / "data", {s.uuid for s in segments})
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"maxSizePerOffloadSegmentMbytes": 1},
+     {"managedLedgerOffloadStreamingBufferSizeInBytes": 2 * (64 << 10)}],
+    ids=["the segment closes at its size", "the buffer is full"],
+)  # fmt: skip
+def test_a_pipelined_offer_not_taken_whole_is_taken_up_by_the_pump(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: dict[str, int]
+) -> None:
+    with Broker(tmp_path / "data", parse_config({**STEADY, **settings})) as broker:
+        broker.start_workers()
+        ledger = broker.topic(TOPIC)
+        ledger.append(KB_ENTRY)
+        ledger.pump_streaming()
+        assert broker.drain(30)
+        counted = Counted(monkeypatch)
+        for _ in range(3499):
+            ledger.append(KB_ENTRY)
+        assert broker.drain(30)
+        for _ in range(100):  # a manual offload closes the segment with what its buffer took so far
+            assert ledger.complete_current_segment().status == "success"
+            if sum(last - first + 1 for s in ledger.segments() for _, first, last in s.ledgers) == 3500:
+                break
+        assert counted.pumps and counted.offers  # the stalled segment went back to the pump
+        streamed_exactly_once(ledger, 3500)
+        if "maxSizePerOffloadSegmentMbytes" in settings:
+            assert len(ledger.segments()) >= 3
+        uuids = {s.uuid for s in ledger.segments()}
+    every_object_is_named_by_metadata(tmp_path / "data", uuids)
+
+
+class CountingHandle(RefusingHandle):
+    def __init__(self, served: Any) -> None:
+        super().__init__(served, part_leaves_during_offer=False)
+        self.offers = 0
+
+    def offer_run(self, ledger_id: int, first: int, payloads: Any) -> tuple[int, OfferResult]:
+        self.offers += 1
+        return super().offer_run(ledger_id, first, payloads)
+
+
+def test_after_a_pipelined_offer_is_refused_later_ones_are_dropped_until_the_broker_resyncs() -> None:
+    served = _Served(0.0, lambda: None)
+    handle = CountingHandle(served)
+    served.handle = handle  # type: ignore[assignment]
+    assert served.offer_pipelined(NoRecords) == OfferResult.FAIL_BUFFER_FULL.value  # type: ignore[arg-type]
+    assert served.offer_pipelined(NoRecords) is None  # type: ignore[arg-type]
+    assert handle.offers == 1 and served.stalled  # dropped: it would not follow what the segment took
+    served.stalled = False  # what the broker's sync does
+    assert served.offer_pipelined(NoRecords) == OfferResult.FAIL_BUFFER_FULL.value  # type: ignore[arg-type]
+    assert handle.offers == 2
