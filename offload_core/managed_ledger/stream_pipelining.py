@@ -29,8 +29,9 @@ from collections.abc import Callable
 
 from ..hooks import Event
 from ..model import Position
-from ..offload.streaming_offload import OffloadHandle
+from ..offload.streaming_offload import OfferResult, OffloadHandle
 from ..proto import ManagedLedgerInfo
+from .hot_records import DetachedRecords
 from .segment_records import assign_segment
 from .segment_workers import RemoteSegment
 from .stream_planning import StreamPlanning
@@ -123,18 +124,38 @@ class StreamPipelining(StreamPlanning):
         finally:
             self._stream_lock.release()
 
-    def _resync_pipelined(self) -> None:
-        """Under the streaming lock, before the pump offers anything: if
-        pipelined offers went to the open segment, learn from the worker
-        which entry it took last and go on from the next."""
+    def _resync_pipelined(self) -> bool:
+        """Under the streaming lock, before the pump offers synchronously
+        or decides it is done: if pipelined offers went to the open
+        segment, learn from the worker which entry it took last and go on
+        from the next. True if that is before where offers had got to
+        (some were dropped)."""
         segment = self._segment
         if not isinstance(segment, RemoteSegment) or not segment.unsynced:
-            return
+            return False
+        sent_up_to = self._stream_next
         last = segment.sync()
         if last is not None:
             self._stream_next = Position(last[0], last[1] + 1)
         elif self._segment_start is not None:
             self._stream_next = self._segment_start
+        return self._stream_next != sent_up_to
+
+    def _offer_remote(
+        self, segment: RemoteSegment, records: DetachedRecords, pipelined: bool
+    ) -> tuple[int, OfferResult] | None:
+        """The pump's offer to a segment in the worker: pipelined if
+        ``pipelined`` and the segment takes them (a pump catching up with
+        a producer then waits for no answers and leaves the producer the
+        interpreter), else synchronous. ``None`` if pipelined offers went
+        before and were dropped: the pump resynced, and plans again."""
+        if pipelined and segment.takes_pipelined() and segment.send_records(records.span):
+            records.close()
+            return records.span.last - records.span.first + 1, OfferResult.SUCCESS
+        if segment.unsynced and self._resync_pipelined():
+            records.close()
+            return None
+        return segment.offer_records(records)
 
     def _emit_buffer(self, segment: OffloadHandle | RemoteSegment) -> None:
         """The buffer-occupancy gauge's event."""

@@ -176,7 +176,7 @@ class StreamingLifecycle(StreamPipelining):
             raise StateError(f"{self.name}: the streaming offload did not let go within {timeout}s")
         try:
             before = self._offloaded_count()
-            self._pump_once()
+            self._pump_once(settle=True)
             completed = self._segment_error is None
             if self._segment is not None:
                 self._segment.close()
@@ -204,8 +204,12 @@ class StreamingLifecycle(StreamPipelining):
 
     # -- the pump ----------------------------------------------------------------
 
-    def _pump_once(self) -> int:
-        self._resync_pipelined()
+    def _pump_once(self, *, settle: bool = False) -> int:
+        """Offer what was written up to now (see :meth:`pump_streaming`).
+        With ``settle``, pipelined offers are known taken when it returns
+        (a round trip to the worker): for a caller about to close the
+        segment. Without, a pump leaves a dropped one to the pump its
+        stall notice requests, and waits for no answer."""
         policies = self.policies()
         if not policies.streaming_enabled:
             # Switching off completes the open segment; ledgers streamed so far stay readable.
@@ -218,11 +222,17 @@ class StreamingLifecycle(StreamPipelining):
         self._clean_assigned_segments()
         offered = 0
         horizon = self._stream_horizon()
+        pipelined = True  # until an offer of this pump's is dropped: then synchronously, to hear why
         while True:
             if self._segment is not None and self._segment.close_if_due() and not self._finish_segment():
                 return offered
+            if self._pipelined_segment() is None and self._resync_pipelined():
+                pipelined = False  # a stall met meanwhile: go on from the last entry taken
             records = self._next_stream_records(horizon)
             if records is None:
+                if settle and self._resync_pipelined():
+                    pipelined = False
+                    continue
                 self._mark_fully_streamed()
                 return offered
             ledger_id, first = records.ledger_id, records.first
@@ -237,7 +247,11 @@ class StreamingLifecycle(StreamPipelining):
             segment = self._segment
             assert segment is not None
             if isinstance(segment, RemoteSegment):
-                taken, result = segment.offer_records(records)  # the worker reads them
+                offer = self._offer_remote(segment, records, pipelined)  # the worker reads them
+                if offer is None:
+                    pipelined = False
+                    continue
+                taken, result = offer
             else:
                 taken, result = segment.offer_run(ledger_id, first, records.payloads())
             offered += taken
@@ -252,6 +266,9 @@ class StreamingLifecycle(StreamPipelining):
             if segment.closed and not self._finish_segment():
                 return offered
             if horizon == Position(ledger_id, first + taken - 1):  # all there was when the pump started
+                if settle and self._resync_pipelined():
+                    pipelined = False
+                    continue
                 self._mark_fully_streamed()
                 return offered
 
@@ -322,6 +339,7 @@ class StreamingLifecycle(StreamPipelining):
         handle, uid = self._segment, self._segment_uid
         assert handle is not None and uid is not None
         handle.close()
+        self._resync_pipelined()  # so the next segment starts after the last entry this one took
         try:
             result = handle.result()
         except Exception as exc:
@@ -370,7 +388,7 @@ class StreamingLifecycle(StreamPipelining):
         if not (self._streaming_on or self._segment is not None) or not self._stream_lock.acquire(timeout=600):
             return
         try:
-            self._pump_once()  # what appends left waiting goes in first
+            self._pump_once(settle=True)  # what appends left waiting goes in first
             if self._segment is not None:
                 self._segment.close()
                 self._finish_segment()

@@ -205,11 +205,12 @@ STEADY = {**CONFIG, "managedLedgerMaxEntriesPerLedger": 1500, "managedLedgerOffl
 
 
 class Counted:
-    """Counts the pumps that ran and the synchronous offers they made."""
+    """Counts the pumps that ran, the synchronous offers they made and
+    their resyncs after pipelined offers."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.pumps = self.offers = 0
-        pump, offer = StreamingLifecycle.pump_streaming, RemoteSegment.offer_records
+        self.pumps = self.offers = self.syncs = 0
+        pump, offer, sync = StreamingLifecycle.pump_streaming, RemoteSegment.offer_records, RemoteSegment.sync
 
         def counted_pump(ledger: Any) -> int:
             self.pumps += 1
@@ -219,7 +220,12 @@ class Counted:
             self.offers += 1
             return offer(segment, records)
 
+        def counted_sync(segment: Any) -> Any:
+            self.syncs += 1
+            return sync(segment)
+
         monkeypatch.setattr(StreamingLifecycle, "pump_streaming", counted_pump)
+        monkeypatch.setattr(RemoteSegment, "sync", counted_sync)
         monkeypatch.setattr(RemoteSegment, "offer_records", counted_offer)
 
 
@@ -250,7 +256,7 @@ def test_appends_hand_their_entries_to_the_worker_without_a_pump(
         for _ in range(4499):  # three ledgers, two seals, a new ledger created in the open segment
             ledger.append(KB_ENTRY)
         assert broker.drain(30)
-        assert (counted.pumps, counted.offers) == (0, 0)  # the producer's appends handed everything over
+        assert (counted.pumps, counted.offers, counted.syncs) == (0, 0, 0)  # the appends handed everything over
         segments = ledger.segments()
         assert len(segments) == 1 and [r[0] for r in segments[0].ledgers] == [i.ledger_id for i in ledger.ledgers()]
         assert ledger.complete_current_segment().status == "success"
@@ -281,7 +287,7 @@ def test_a_pipelined_offer_not_taken_whole_is_taken_up_by_the_pump(
             assert ledger.complete_current_segment().status == "success"
             if sum(last - first + 1 for s in ledger.segments() for _, first, last in s.ledgers) == 3500:
                 break
-        assert counted.pumps and counted.offers  # the stalled segment went back to the pump
+        assert counted.pumps and counted.syncs  # the stalled segment went back to the pump, which resynced
         streamed_exactly_once(ledger, 3500)
         if "maxSizePerOffloadSegmentMbytes" in settings:
             assert len(ledger.segments()) >= 3
