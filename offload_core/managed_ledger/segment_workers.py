@@ -22,6 +22,7 @@ import itertools
 import logging
 import multiprocessing
 import pickle
+import select
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -211,9 +212,12 @@ class RemoteSegment:
 
     def send_records(self, span: RecordSpan) -> bool:
         """Offer the entries ``span`` locates without waiting (see the
-        class); false if the worker is gone (nothing was sent)."""
-        self.unsynced = True
-        return self._link.send(("offer", self.segment_id, span, self._clock()))
+        class). Never blocks: false, with nothing sent, if the worker is
+        gone, another message is being sent or the pipe is full (a
+        worker behind; the caller leaves the entries to a pump)."""
+        sent = self._link.send_nowait(("offer", self.segment_id, span, self._clock()))
+        self.unsynced = self.unsynced or sent
+        return sent
 
     def sync(self) -> tuple[int, int] | None:
         """After pipelined offers: end a stall, and return the last entry
@@ -345,6 +349,23 @@ class _WorkerLink:
             except OSError:
                 return False  # the receiver marks the link dead as it sees the pipe's end
             return True
+
+    def send_nowait(self, message: tuple[Any, ...]) -> bool:
+        """Send a small ``message`` if that cannot block; false, with
+        nothing sent, if it could (or the worker is gone)."""
+        if not self._send_lock.acquire(blocking=False):
+            return False
+        try:
+            # A pipe with room for PIPE_BUF bytes takes a message that size whole, at once.
+            if self.dead or not select.select([], [self._conn], [], 0)[1]:
+                return False
+            try:
+                self._conn.send(message)
+            except OSError:
+                return False
+            return True
+        finally:
+            self._send_lock.release()
 
     def _receive(self) -> None:
         while True:

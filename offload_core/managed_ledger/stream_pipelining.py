@@ -50,7 +50,9 @@ class StreamPipelining(StreamPlanning):
         """Under the ledger's lock and the streaming lock: the open segment
         if pipelined offers may go to it."""
         segment = self._segment
-        return segment if isinstance(segment, RemoteSegment) and segment.takes_pipelined() else None
+        if not self._streaming_on or not isinstance(segment, RemoteSegment) or not segment.takes_pipelined():
+            return None  # switched off: the pump completes the segment
+        return segment
 
     def _stream_pipelined(self) -> bool:
         """Under the ledger's lock, on the producer's thread: send the
@@ -97,8 +99,7 @@ class StreamPipelining(StreamPlanning):
     def _flush_before_seal(self) -> None:
         """Under the ledger's lock, before the current ledger is sealed:
         offer its last entries the producer's way if streaming goes on."""
-        if self._streaming_on:
-            self._stream_pipelined()
+        self._stream_pipelined()
 
     def _create_in_open_segment(self, ledger_id: int, create: Callable[[ManagedLedgerInfo], None]) -> bool:
         """Under the ledger's lock: create ledger ``ledger_id`` and record

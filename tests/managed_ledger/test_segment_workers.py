@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -315,3 +316,58 @@ def test_after_a_pipelined_offer_is_refused_later_ones_are_dropped_until_the_bro
     served.stalled = False  # what the broker's sync does
     assert served.offer_pipelined(NoRecords) == OfferResult.FAIL_BUFFER_FULL.value  # type: ignore[arg-type]
     assert handle.offers == 2
+
+
+def test_switching_streaming_off_completes_a_segment_fed_by_the_appends(tmp_path: Path) -> None:
+    now = [1000.0]
+    with Broker(tmp_path / "data", parse_config(STEADY), clock=lambda: now[0]) as broker:
+        broker.start_workers()
+        ledger = broker.topic(TOPIC)
+        ledger.append(KB_ENTRY)
+        ledger.pump_streaming()
+        assert broker.drain(30)
+        for _ in range(2047):  # pipelined offers carry these
+            ledger.append(KB_ENTRY)
+        broker.policies.update("topic", TOPIC, streaming_enabled=False)
+        now[0] += 2  # past the appends' look at the policy
+        for _ in range(1000):
+            ledger.append(KB_ENTRY)
+        assert broker.drain(30)
+        (segment,) = ledger.segments()
+        assert segment.status == "offloaded"  # the pump the appends asked for completed it
+        assert sum(last - first + 1 for _, first, last in segment.ledgers) < 3048  # later entries stay hot
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+def test_appends_never_wait_for_a_worker_that_does_not_read(tmp_path: Path) -> None:
+    now = [1000.0]
+    with Broker(tmp_path / "data", parse_config(STEADY), clock=lambda: now[0]) as broker:
+        broker.start_workers()
+        ledger = broker.topic(TOPIC)
+        ledger.append(KB_ENTRY)
+        ledger.pump_streaming()
+        assert broker.drain(30)
+        worker = broker.segment_workers.process_id  # type: ignore[union-attr]
+        assert worker is not None
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            appended = []
+
+            def produce() -> None:
+                for _ in range(1499):  # a second apart: each append sends an offer, enough to fill the pipe
+                    now[0] += 1.01
+                    ledger.append(KB_ENTRY)
+                    appended.append(1)
+
+            producer = threading.Thread(target=produce, daemon=True)
+            producer.start()
+            producer.join(60)
+            assert not producer.is_alive() and len(appended) == 1499, "an append waited for the stopped worker"
+        finally:
+            os.kill(worker, signal.SIGCONT)
+        assert broker.drain(60)
+        for _ in range(20):
+            assert ledger.complete_current_segment().status == "success"
+            if sum(last - first + 1 for s in ledger.segments() for _, first, last in s.ledgers) == 1500:
+                break
+        streamed_exactly_once(ledger, 1500)
