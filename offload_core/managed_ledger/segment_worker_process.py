@@ -23,7 +23,8 @@ from ..plugins import PluginManager
 from .hot_records import RecordSpan
 from .offload_workers import yield_to_producers
 from .offloaders import OffloaderProvider
-from .segment_workers import SegmentOpening, SegmentStatus, picklable
+from .segment_worker_link import picklable
+from .segment_workers import SegmentOpening, SegmentStatus
 
 __all__ = ["serve_segments"]
 
