@@ -291,13 +291,14 @@ def s3_cold_random(
 
 def streaming(root: str) -> dict[str, float]:
     """PIP-76 streaming offload's ratios (see ``bench_streaming.py``)."""
-    off, on = streamed.append_p99s(streamed.REPEAT)
+    p99 = streamed.append_p99s(streamed.REPEAT)
     limits = SegmentLimits(streaming_block_size=streamed.BLOCK, max_segment_size=1 << 30,
                            max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
     driver = open_driver(f"file://{root}/streaming")  # as bench_streaming.py: the default, fsync on
     raw, seconds = streamed.raw_and_stream_seconds(driver, limits, 1000, streamed.THROUGHPUT_REPEAT)
     return {
-        "streaming: append p99, streaming on / off": on / off,
+        "streaming: append p99, streaming on / off": p99.ratio,
+        "streaming: append p99, off / off again (the measurement's spread)": p99.spread,
         "streaming: offload / raw write, 1 KB entries (throughput)": raw / seconds,
     }
 
@@ -319,6 +320,7 @@ GOALS = {
     "the contract's floor: bare loop building an Entry each / bare loop": "(limit)",
     "one raw read of the object, then that loop (no overlap) / bare loop": "(limit)",
     "streaming: append p99, streaming on / off": "<= 1.05",
+    "streaming: append p99, off / off again (the measurement's spread)": "(limit)",
     "streaming: offload / raw write, 1 KB entries (throughput)": ">= 0.9",
 }
 

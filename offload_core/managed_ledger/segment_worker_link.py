@@ -94,7 +94,9 @@ class WorkerLink:
             if self.dead or not select.select([], [self._conn], [], 0)[1]:
                 return False
             try:
-                self._conn.send(message)
+                # Pickled here rather than by Connection.send, whose pickler
+                # is set up anew for every message: this runs on a producer's thread.
+                self._conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
             except OSError:
                 return False
             return True

@@ -195,7 +195,7 @@ class _Server:
         )  # fmt: skip
         self._segments[segment_id] = served
 
-    def _offer_pipelined(self, segment_id: int, span: RecordSpan, now: float) -> None:
+    def _offer_pipelined(self, segment_id: int, spans: tuple[RecordSpan, ...], now: float) -> None:
         """On the receiving thread, so pipelined offers are taken in the
         order sent and before any call sent after them. The broker hears
         the segment's status when an offer was not taken whole (at once)
@@ -205,10 +205,12 @@ class _Server:
         if served is None or served.handle is None:
             return  # the segment was finished meanwhile: the broker's next pump re-offers from its metadata
         served.now = now
-        stalled = served.offer_pipelined(span)
-        if stalled is not None:
-            self.send(("stalled", segment_id, stalled, served.status()))
-        elif time.monotonic() - served.status_sent >= _STATUS_EVERY:
+        for span in spans:
+            stalled = served.offer_pipelined(span)
+            if stalled is not None:
+                self.send(("stalled", segment_id, stalled, served.status()))
+                return  # the rest is dropped: the broker resyncs
+        if time.monotonic() - served.status_sent >= _STATUS_EVERY:
             served.status_sent = time.monotonic()
             self.send(("status", segment_id, served.status()))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,12 +207,13 @@ class RemoteSegment:
         return (self._lost is None and not self.stalled and not self._status.closed
                 and self._clock() - self._opened_at < self.limits.max_segment_age)  # fmt: skip
 
-    def send_records(self, span: RecordSpan) -> bool:
-        """Offer the entries ``span`` locates without waiting (see the
-        class). Never blocks: false, with nothing sent, if the worker is
-        gone, another message is being sent or the pipe is full (a
-        worker behind; the caller leaves the entries to a pump)."""
-        sent = self._link.send_nowait(("offer", self.segment_id, span, self._clock()))
+    def send_records(self, spans: Sequence[RecordSpan]) -> bool:
+        """Offer the entries ``spans`` locate (in order, one message)
+        without waiting (see the class). Never blocks: false, with nothing
+        sent, if the worker is gone, another message is being sent or the
+        pipe is full (a worker behind; the caller leaves the entries to a
+        pump)."""
+        sent = self._link.send_nowait(("offer", self.segment_id, tuple(spans), self._clock()))
         self.unsynced = self.unsynced or sent
         return sent
 

@@ -69,14 +69,18 @@ class StreamPipelining(StreamPlanning):
             if segment is None:
                 return False
             horizon = Position(current.ledger_id, current.last_entry_id)
+            planned_from, spans = self._stream_next, []
             while (step := self._next_stream_step(horizon)) is not None:
                 ledger_id, first, last = step
                 if ledger_id != current.ledger_id or ledger_id not in self._segment_ledgers:
-                    return False
-                if not segment.send_records(current.span(first, last)):
-                    return False
+                    break
+                spans.append(current.span(first, last))
                 self._stream_next = Position(ledger_id, last + 1)
-            return True
+            else:
+                if not spans or segment.send_records(spans):
+                    return True
+            self._stream_next = planned_from  # nothing was sent
+            return False
         finally:
             self._stream_lock.release()
 
@@ -150,7 +154,7 @@ class StreamPipelining(StreamPlanning):
         a producer then waits for no answers and leaves the producer the
         interpreter), else synchronous. ``None`` if pipelined offers went
         before and were dropped: the pump resynced, and plans again."""
-        if pipelined and segment.takes_pipelined() and segment.send_records(records.span):
+        if pipelined and segment.takes_pipelined() and segment.send_records((records.span,)):
             records.close()
             return records.span.last - records.span.first + 1, OfferResult.SUCCESS
         if segment.unsynced and self._resync_pipelined():

@@ -53,8 +53,10 @@ log = logging.getLogger(__name__)
 
 # How often an append looks the streaming policy up again.
 _POLICY_RECHECK_SECONDS = 1.0
-# Appended bytes that make a pump worth scheduling before a second has passed.
-_PUMP_AFTER_BYTES = 1 << 20
+# Appended bytes that make a pump (or the producer's pipelined offers)
+# worth the trouble before a second has passed: each costs the producer
+# an append that takes a hundred microseconds or more.
+_PUMP_AFTER_BYTES = 4 << 20
 
 
 class StreamingLifecycle(StreamPipelining):
