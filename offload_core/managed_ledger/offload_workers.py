@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -25,7 +26,7 @@ from ..offload.ledger import OffloadResult
 from ..plugins import PluginManager
 from .offload_ticket import OffloadTicket, write_offload
 
-__all__ = ["WORKER_NICENESS", "OffloadWorkers", "reachable_from_workers", "yield_to_producers"]
+__all__ = ["WORKER_NICENESS", "OffloadWorkers", "exit_with_the_broker", "reachable_from_workers", "yield_to_producers"]
 
 # Stores that live in the broker's own memory cannot be written from elsewhere.
 _IN_PROCESS_DRIVERS = {"memory"}
@@ -46,6 +47,27 @@ def yield_to_producers() -> None:
     """Run this (worker) process at a lower CPU priority than the broker."""
     with contextlib.suppress(OSError, AttributeError):  # not on every platform; a nicety, not a need
         os.nice(WORKER_NICENESS)
+
+
+def exit_with_the_broker() -> None:
+    """In a worker process: exit at once when the broker that started it
+    is gone (killed, say), rather than wait forever for work nobody will
+    send or collect. What it was writing is the next open's to clean up,
+    as after any crash of the broker."""
+    broker = multiprocessing.parent_process()
+    if broker is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([broker.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="offload-core-broker-watch", daemon=True).start()
+
+
+def _start_worker() -> None:
+    yield_to_producers()
+    exit_with_the_broker()
 
 
 class _Collector:
@@ -94,7 +116,7 @@ class OffloadWorkers:
                 # Spawned, not forked: the broker has threads and open files.
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context,
-                                                 initializer=yield_to_producers)  # fmt: skip
+                                                 initializer=_start_worker)  # fmt: skip
             return self._pool
 
     def offload(self, ticket: OffloadTicket) -> OffloadResult:

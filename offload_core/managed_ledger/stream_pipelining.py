@@ -5,21 +5,23 @@ times per batch it offers (woken, planning, the answer's round trip
 through the link's thread), and every time it does, a producer of the
 same process waits its turn: measured, that was most of what streaming
 added to the producer's p99 append latency (bench/README.md). So while a
-segment lives in a worker and takes the ledger being written, the
-append that completes a megabyte (or a second) of entries hands them to
-the worker itself: it locates them in the hot-tier file (it holds the
-ledger's lock already) and sends their :class:`RecordSpan` without
-waiting for an answer (a pipelined offer). The same append that creates
-a ledger records it in the open segment in the metadata update that
-creates it, so no pump is needed to assign it either.
+segment lives in a worker and takes the ledger being written, the append
+that completes 4 MB (or a second) of entries hands them to the worker
+itself: it locates them in the hot-tier file (it holds the ledger's lock
+already) and sends their :class:`RecordSpan` s without waiting for an
+answer (pipelined offers). The append that creates a ledger records it in
+the open segment in the same metadata update, so no pump is needed to
+assign it either.
 
 Pipelined offers change nothing the pump relies on: the worker drops
 every pipelined offer after one it could not take whole and tells the
-broker (the segment *stalls*); the next pump (requested then) first
-resyncs with the worker and offers again, synchronously, from the entry
-after the last one the segment took. Everything needing a decision (a
-segment to open, close or complete, a ledger to assign that is not the
-new one, a failure) is still the pump's.
+broker (the segment *stalls*); the pump that this requests asks the
+worker which entry the segment took last (a resync) and offers again
+from the next, synchronously for the rest of that pump. A pump pipelines
+its own offers too, and resyncs before it closes a segment or offers
+synchronously. Everything needing a decision (a segment to open, close
+or complete, a ledger to assign that is not the new one, a failure) is
+still the pump's.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,39 @@ def test_a_worker_that_dies_fails_that_offload_and_the_next_one_works(tmp_path: 
         assert ledger.unfinished_offloads() == []  # abandoned: no uid left, no objects
         assert ledger.offload_prefix().status == "success"  # fresh workers
         assert [s.tier for s in ledger.ledgers()][:2] == ["hot+offloaded"] * 2
+
+
+KILLED_BROKER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from offload_core.managed_ledger import Broker, parse_config
+
+    broker = Broker(sys.argv[1], parse_config({}))  # plugins from entry points: workers on
+    broker.start_workers()
+    pids = list(broker.offload_workers._pool._processes) + [broker.segment_workers.process_id]
+    print(" ".join(map(str, pids)), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def gone(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "State:\tZ" in status  # exited; whoever adopted it has not reaped it yet
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_workers_exit_when_the_broker_is_killed(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", KILLED_BROKER, str(tmp_path / "data")],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None
+    pids = [int(pid) for pid in child.stdout.readline().split()]
+    assert child.wait(60) == -signal.SIGKILL and len(pids) == 2
+    deadline = time.monotonic() + 30
+    while not all(gone(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"worker processes {pids} outlived their broker"
+        time.sleep(0.05)
+    child.stdout.close()

@@ -9,6 +9,9 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -371,3 +374,39 @@ def test_appends_never_wait_for_a_worker_that_does_not_read(tmp_path: Path) -> N
             if sum(last - first + 1 for s in ledger.segments() for _, first, last in s.ledgers) == 1500:
                 break
         streamed_exactly_once(ledger, 1500)
+
+
+KILLED_WITH_OFFERS_IN_FLIGHT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from offload_core.managed_ledger import Broker, parse_config
+
+    broker = Broker(sys.argv[1], parse_config(eval(sys.argv[2])))  # plugins from entry points: workers on
+    broker.start_workers()
+    ledger = broker.topic(sys.argv[3])
+    ledger.append(b"k" * 1000)
+    ledger.pump_streaming()
+    broker.drain(60)
+    for _ in range(int(sys.argv[4]) - 1):
+        ledger.append(b"k" * 1000)
+    os.kill(os.getpid(), signal.SIGKILL)  # pipelined offers sent, the worker still taking them
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_broker_killed_with_pipelined_offers_in_flight_loses_and_leaves_nothing(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_OFFERS_IN_FLIGHT, str(data_dir), repr(STEADY), TOPIC, "4000"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+    with Broker(data_dir, parse_config(STEADY)) as broker:
+        ledger = broker.topic(TOPIC)
+        appended = sum(state.entries for state in ledger.ledgers())
+        assert appended == 4000  # fsync none, but the process died, not the machine
+        assert ledger.complete_current_segment().status == "success"
+        streamed_exactly_once(ledger, appended)  # every ledger is sealed on reopen
+        uuids = {s.uuid for s in ledger.segments()}
+    every_object_is_named_by_metadata(data_dir, uuids)
