@@ -26,7 +26,7 @@ from ..offload.ledger import OffloadResult
 from ..plugins import PluginManager
 from .offload_ticket import OffloadTicket, write_offload
 
-__all__ = ["WORKER_NICENESS", "OffloadWorkers", "exit_with_the_broker", "reachable_from_workers", "yield_to_producers"]
+__all__ = ["WORKER_NICENESS", "OffloadWorkers", "reachable_from_workers", "yield_to_producers"]
 
 # Stores that live in the broker's own memory cannot be written from elsewhere.
 _IN_PROCESS_DRIVERS = {"memory"}
@@ -49,7 +49,7 @@ def yield_to_producers() -> None:
         os.nice(WORKER_NICENESS)
 
 
-def exit_with_the_broker() -> None:
+def _exit_with_the_broker() -> None:
     """In a worker process: exit at once when the broker that started it
     is gone (killed, say), rather than wait forever for work nobody will
     send or collect. What it was writing is the next open's to clean up,
@@ -67,7 +67,7 @@ def exit_with_the_broker() -> None:
 
 def _start_worker() -> None:
     yield_to_producers()
-    exit_with_the_broker()
+    _exit_with_the_broker()
 
 
 class _Collector:

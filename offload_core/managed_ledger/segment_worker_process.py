@@ -144,7 +144,10 @@ class _Server:
                     else:
                         future.set_exception(error)
                 elif message[0] == "offer":
-                    self._offer_pipelined(*message[1:])
+                    try:
+                        self._offer_pipelined(*message[1:])
+                    except OSError:  # telling the broker failed: it is gone
+                        break
                 elif message[0] == "call":
                     calls.submit(self._answer, *message[1:])
             with self._lock:  # no answer will come: uploads waiting for one fail now
