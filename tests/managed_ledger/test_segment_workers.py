@@ -203,7 +203,24 @@ def test_workers_can_be_started_before_their_first_use(tmp_path: Path) -> None:
         assert broker.segment_workers.process_id == started  # the segment went to the worker already running
 
 
-KB_ENTRY = b"k" * 1000
+def kb(n: int) -> bytes:
+    """Entry ``n`` of these tests: 1000 bytes saying which it is."""
+    return n.to_bytes(8, "big") * 125
+
+
+class Numbered:
+    """Appends entries ``kb(0)``, ``kb(1)`` ... to a topic."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self.count = 0
+
+    def append(self, times: int = 1) -> None:
+        for _ in range(times):
+            self.ledger.append(kb(self.count))
+            self.count += 1
+
+
 STEADY = {**CONFIG, "managedLedgerMaxEntriesPerLedger": 1500, "managedLedgerOffloadMaxBlockSizeInBytes": 64 << 10,
           "maxSizePerOffloadSegmentMbytes": 64}  # fmt: skip
 
@@ -234,7 +251,8 @@ class Counted:
 
 
 def streamed_exactly_once(ledger: Any, count: int) -> None:
-    """Every one of ``count`` KB entries is in exactly one complete segment, in order."""
+    """Every one of ``count`` entries is in exactly one complete segment,
+    in order, and the sealed ones read back as written."""
     segments = ledger.segments()
     assert {s.status for s in segments} == {"offloaded"}
     ranges = sorted(r for s in segments for r in s.ledgers)
@@ -244,7 +262,7 @@ def streamed_exactly_once(ledger: Any, count: int) -> None:
     first_ledger = ledger.ledgers()[0].ledger_id
     sealed = sum(info.entries for info in ledger.ledgers() if info.sealed)
     entries = ledger.read(Position(first_ledger, 0), sealed, priority=ReadPriority.OFFLOADED_ONLY)
-    assert len(entries) == sealed and all(e.data == KB_ENTRY for e in entries)
+    assert [e.data for e in entries] == [kb(n) for n in range(sealed)]
 
 
 def test_appends_hand_their_entries_to_the_worker_without_a_pump(
@@ -253,12 +271,12 @@ def test_appends_hand_their_entries_to_the_worker_without_a_pump(
     with Broker(tmp_path / "data", parse_config(STEADY)) as broker:
         broker.start_workers()
         ledger = broker.topic(TOPIC)
-        ledger.append(KB_ENTRY)
+        produce = Numbered(ledger)
+        produce.append()
         ledger.pump_streaming()  # opens the segment (a pump's job) with the first ledger in it
         assert broker.drain(30)
         counted = Counted(monkeypatch)
-        for _ in range(4499):  # three ledgers, two seals, a new ledger created in the open segment
-            ledger.append(KB_ENTRY)
+        produce.append(4499)  # three ledgers, two seals, a new ledger created in the open segment
         assert broker.drain(30)
         assert (counted.pumps, counted.offers, counted.syncs) == (0, 0, 0)  # the appends handed everything over
         segments = ledger.segments()
@@ -280,12 +298,12 @@ def test_a_pipelined_offer_not_taken_whole_is_taken_up_by_the_pump(
     with Broker(tmp_path / "data", parse_config({**STEADY, **settings})) as broker:
         broker.start_workers()
         ledger = broker.topic(TOPIC)
-        ledger.append(KB_ENTRY)
+        produce = Numbered(ledger)
+        produce.append()
         ledger.pump_streaming()
         assert broker.drain(30)
         counted = Counted(monkeypatch)
-        for _ in range(3499):
-            ledger.append(KB_ENTRY)
+        produce.append(3499)
         assert broker.drain(30)
         for _ in range(100):  # a manual offload closes the segment with what its buffer took so far
             assert ledger.complete_current_segment().status == "success"
@@ -326,15 +344,14 @@ def test_switching_streaming_off_completes_a_segment_fed_by_the_appends(tmp_path
     with Broker(tmp_path / "data", parse_config(STEADY), clock=lambda: now[0]) as broker:
         broker.start_workers()
         ledger = broker.topic(TOPIC)
-        ledger.append(KB_ENTRY)
+        produce = Numbered(ledger)
+        produce.append()
         ledger.pump_streaming()
         assert broker.drain(30)
-        for _ in range(2047):  # pipelined offers carry these
-            ledger.append(KB_ENTRY)
+        produce.append(2047)  # pipelined offers carry these
         broker.policies.update("topic", TOPIC, streaming_enabled=False)
         now[0] += 2  # past the appends' look at the policy
-        for _ in range(1000):
-            ledger.append(KB_ENTRY)
+        produce.append(1000)
         assert broker.drain(30)
         (segment,) = ledger.segments()
         assert segment.status == "offloaded"  # the pump the appends asked for completed it
@@ -347,7 +364,8 @@ def test_appends_never_wait_for_a_worker_that_does_not_read(tmp_path: Path) -> N
     with Broker(tmp_path / "data", parse_config(STEADY), clock=lambda: now[0]) as broker:
         broker.start_workers()
         ledger = broker.topic(TOPIC)
-        ledger.append(KB_ENTRY)
+        produce = Numbered(ledger)
+        produce.append()
         ledger.pump_streaming()
         assert broker.drain(30)
         worker = broker.segment_workers.process_id  # type: ignore[union-attr]
@@ -356,13 +374,13 @@ def test_appends_never_wait_for_a_worker_that_does_not_read(tmp_path: Path) -> N
         try:
             appended = []
 
-            def produce() -> None:
+            def append_a_second_apart() -> None:
                 for _ in range(1499):  # a second apart: each append sends an offer, enough to fill the pipe
                     now[0] += 1.01
-                    ledger.append(KB_ENTRY)
+                    produce.append()
                     appended.append(1)
 
-            producer = threading.Thread(target=produce, daemon=True)
+            producer = threading.Thread(target=append_a_second_apart, daemon=True)
             producer.start()
             producer.join(60)
             assert not producer.is_alive() and len(appended) == 1499, "an append waited for the stopped worker"
@@ -384,11 +402,11 @@ KILLED_WITH_OFFERS_IN_FLIGHT = textwrap.dedent(
     broker = Broker(sys.argv[1], parse_config(eval(sys.argv[2])))  # plugins from entry points: workers on
     broker.start_workers()
     ledger = broker.topic(sys.argv[3])
-    ledger.append(b"k" * 1000)
+    ledger.append((0).to_bytes(8, "big") * 125)  # kb(0)
     ledger.pump_streaming()
     broker.drain(60)
-    for _ in range(int(sys.argv[4]) - 1):
-        ledger.append(b"k" * 1000)
+    for n in range(1, int(sys.argv[4])):
+        ledger.append(n.to_bytes(8, "big") * 125)
     os.kill(os.getpid(), signal.SIGKILL)  # pipelined offers sent, the worker still taking them
     """
 )
