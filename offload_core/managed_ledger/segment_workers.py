@@ -226,6 +226,8 @@ class RemoteSegment:
         return self._status.last_offered
 
     def set_status(self, status: SegmentStatus) -> None:
+        """Take ``status`` from the worker unless a newer one is known
+        already (answers and notices arrive on different threads)."""
         with self._status_lock:
             if status.seq >= self._status.seq:
                 self._status = status
