@@ -84,16 +84,20 @@ class SegmentWorkers:
         *,
         ledger_info: LedgerInfoSource,
         on_room: Callable[[], None],
+        on_status: Callable[[RemoteSegment], None],
+        on_stall: Callable[[RemoteSegment, str], None],
         clock: Callable[[], float],
         delete: Callable[[], None],
     ) -> RemoteSegment:
         """Open a segment in the worker. ``delete`` removes the segment's
         objects; it is called if the worker dies under the segment.
+        ``on_status`` hears the segment's status between calls, ``on_stall``
+        a pipelined offer not taken whole and why (both on the link's thread).
         Raises :class:`OffloadError` if the worker dies before it opened it."""
         link = self._live_link()
         now = clock()
-        segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, clock=clock, delete=delete,
-                                opened_at=now)  # fmt: skip
+        segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, on_status=on_status,
+                                on_stall=on_stall, clock=clock, delete=delete, opened_at=now)  # fmt: skip
         link.call(segment, "open", opening, now)
         return segment
 
@@ -149,6 +153,8 @@ class RemoteSegment:
         *,
         ledger_info: LedgerInfoSource,
         on_room: Callable[[], None],
+        on_status: Callable[[RemoteSegment], None],
+        on_stall: Callable[[RemoteSegment, str], None],
         clock: Callable[[], float],
         delete: Callable[[], None],
         opened_at: float,
@@ -157,8 +163,8 @@ class RemoteSegment:
         self.limits = opening.limits
         self.ledger_info = ledger_info
         self.on_room = on_room
-        self.on_status: Callable[[RemoteSegment], None] = _ignore
-        self.on_stall: Callable[[RemoteSegment, str], None] = _ignore_stall
+        self.on_status = on_status
+        self.on_stall = on_stall
         self.stalled = False
         self.unsynced = False
         self._status_lock = threading.Lock()
@@ -204,8 +210,10 @@ class RemoteSegment:
     def takes_pipelined(self) -> bool:
         """Whether a pipelined offer may be sent: the worker lives, the
         segment is open, not stalled and not past its age."""
-        return (self._lost is None and not self.stalled and not self._status.closed
-                and self._clock() - self._opened_at < self.limits.max_segment_age)  # fmt: skip
+        return self._lost is None and not self.stalled and not self._status.closed and not self._past_age()
+
+    def _past_age(self) -> bool:
+        return self._clock() - self._opened_at >= self.limits.max_segment_age
 
     def send_records(self, spans: Sequence[RecordSpan]) -> bool:
         """Offer the entries ``spans`` locate (in order, one message)
@@ -237,7 +245,7 @@ class RemoteSegment:
         segment's age is reached (the worker keeps the broker's clock)."""
         if self._status.closed:
             return True
-        if self._clock() - self._opened_at < self.limits.max_segment_age:
+        if not self._past_age():
             return False
         self._update("close_if_due", self._clock())
         return self._status.closed
@@ -280,14 +288,6 @@ class RemoteSegment:
         with self._status_lock:
             status = self._status
             self._status = SegmentStatus(True, 0, status.peak_buffered_bytes, status.last_offered, status.seq + 1)
-
-
-def _ignore(segment: RemoteSegment) -> None:
-    pass
-
-
-def _ignore_stall(segment: RemoteSegment, why: str) -> None:
-    pass
 
 
 _SEGMENT_IDS = itertools.count(1)

@@ -47,6 +47,7 @@ class StreamPipelining(StreamPlanning):
     _segment: OffloadHandle | RemoteSegment | None
     _stream_lock: threading.Lock
     _streaming_on: bool
+    _segment_has_room: Callable[[], None]
 
     def _pipelined_segment(self) -> RemoteSegment | None:
         """Under the ledger's lock and the streaming lock: the open segment
@@ -163,6 +164,12 @@ class StreamPipelining(StreamPlanning):
             records.close()
             return None
         return segment.offer_records(records)
+
+    def _segment_stalled(self, segment: RemoteSegment, why: str) -> None:
+        # On the link's thread: a pipelined offer was not taken whole.
+        self._emit_buffer(segment)
+        if why != OfferResult.FAIL_BUFFER_FULL.value:  # a full buffer waits for the room notice
+            self._segment_has_room()
 
     def _emit_buffer(self, segment: OffloadHandle | RemoteSegment) -> None:
         """The buffer-occupancy gauge's event."""

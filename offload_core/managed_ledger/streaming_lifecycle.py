@@ -142,12 +142,6 @@ class StreamingLifecycle(StreamPipelining):
         if not self._inline_schedule and not self._stream_closing:
             self._request_pump()
 
-    def _segment_stalled(self, segment: RemoteSegment, why: str) -> None:
-        # On the link's thread: a pipelined offer was not taken whole.
-        self._emit_buffer(segment)
-        if why != OfferResult.FAIL_BUFFER_FULL.value:  # a full buffer waits for the room notice
-            self._segment_has_room()
-
     def pump_streaming(self) -> int:
         """Offer every entry not yet in a segment (as far as the segment's
         buffer allows), closing and completing segments as they fill; a
@@ -302,13 +296,11 @@ class StreamingLifecycle(StreamPipelining):
                 str(uid), tuple(sorted(self._segment_settings.items())), workers.data_dir, workers.entry_offsets,
                 policies.max_block_size, policies.read_buffer_size, limits,
             )  # fmt: skip
-            remote = workers.open(
-                opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room, clock=self._clock,
+            self._segment = workers.open(
+                opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room,
+                on_status=self._emit_buffer, on_stall=self._segment_stalled, clock=self._clock,
                 delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
             )  # fmt: skip
-            remote.on_status = self._emit_buffer
-            remote.on_stall = self._segment_stalled
-            self._segment = remote
         else:
             self._segment = offloader.streaming_offload(
                 uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,
