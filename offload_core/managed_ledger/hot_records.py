@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
+
+# ISA-L's CRC-32 gives zlib's values at two to four times its speed (SIMD);
+# every append computes one and a streaming worker checks one per entry.
+from isal.isal_zlib import crc32
 
 from ..errors import FormatError
 from ..model import Entry
 
-__all__ = ["ENTRY_ID", "RECORD", "DetachedRecords", "RecordSpan", "checksum", "parse_records"]
+__all__ = ["ENTRY_ID", "RECORD", "DetachedRecords", "RecordSpan", "checksum", "crc32", "parse_records"]
 
 RECORD = struct.Struct(">iqI")
 ENTRY_ID = struct.Struct(">q")
@@ -27,7 +30,7 @@ ENTRY_ID = struct.Struct(">q")
 
 def checksum(entry_id: int, payload: bytes | memoryview) -> int:
     """A record's checksum: CRC-32 of the entry id and the payload."""
-    return zlib.crc32(payload, zlib.crc32(ENTRY_ID.pack(entry_id)))
+    return crc32(payload, crc32(ENTRY_ID.pack(entry_id)))
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,6 @@ def parse_records(chunk: bytes, ledger_id: int, first: int, last: int, path: str
     size = len(chunk)
     payloads = []
     unpack = RECORD.unpack_from
-    crc32 = zlib.crc32
     pack_id = ENTRY_ID.pack
     at = 0
     for entry_id in range(first, last + 1):

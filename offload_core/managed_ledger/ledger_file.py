@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 import os
 import struct
-import zlib
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ from ..fsutil import fsync_dir
 from ..model import Entry
 from .hot_records import ENTRY_ID as _ENTRY_ID
 from .hot_records import RECORD as _RECORD
-from .hot_records import DetachedRecords, RecordSpan, checksum
+from .hot_records import DetachedRecords, RecordSpan, checksum, crc32
 from .offsets_index import (
     HEADER_SIZE,
     OffsetsHeader,
@@ -336,11 +335,11 @@ def _scan(fd: int, size: int) -> tuple[array[int], int, int, str | None]:
             return offsets, position, length_total, "record cut off"
         if entry_id != len(offsets):
             return offsets, position, length_total, f"entry id {entry_id} where {len(offsets)} was expected"
-        crc = zlib.crc32(_ENTRY_ID.pack(entry_id))
+        crc = crc32(_ENTRY_ID.pack(entry_id))
         read = 0
         while read < length:
             piece = os.pread(fd, min(chunk_size, length - read), position + _RECORD.size + read)
-            crc = zlib.crc32(piece, crc)
+            crc = crc32(piece, crc)
             read += len(piece)
         if crc != checksum:
             return offsets, position, length_total, f"checksum mismatch in entry {entry_id}"

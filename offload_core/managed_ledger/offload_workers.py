@@ -25,6 +25,7 @@ from ..hooks import Event, hookimpl
 from ..offload.ledger import OffloadResult
 from ..plugins import PluginManager
 from .offload_ticket import OffloadTicket, write_offload
+from .worker_memory import keep_freed_memory
 
 __all__ = ["WORKER_NICENESS", "OffloadWorkers", "reachable_from_workers", "yield_to_producers"]
 
@@ -67,6 +68,7 @@ def _exit_with_the_broker() -> None:
 
 def _start_worker() -> None:
     yield_to_producers()
+    keep_freed_memory()
     _exit_with_the_broker()
 
 

@@ -25,6 +25,7 @@ from .offload_workers import yield_to_producers
 from .offloaders import OffloaderProvider
 from .segment_worker_link import picklable
 from .segment_workers import SegmentOpening, SegmentStatus
+from .worker_memory import keep_freed_memory
 
 __all__ = ["serve_segments"]
 
@@ -270,4 +271,5 @@ _STATUS_EVERY = 0.5
 def serve_segments(conn: Connection) -> None:
     """The worker process's main function."""
     yield_to_producers()
+    keep_freed_memory()
     _Server(conn).run()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offload_core.errors import ConfigError, FormatError, InvalidRangeError, OffloadError
+from offload_core.managed_ledger.hot_records import checksum
 from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
 
 PAYLOADS = [b"", b"a", b"bb" * 100, bytes(range(256)), b"tail"]
@@ -27,6 +32,24 @@ def test_round_trip_under_every_fsync_policy(tmp_path: Path, policy: FsyncPolicy
     assert [e.data for e in ledger.read(0, 4)] == PAYLOADS
     assert ledger.read(2, 3)[1].entry_id == 3
     assert (ledger.entry_count, ledger.length) == (5, sum(map(len, PAYLOADS)))
+
+
+def test_the_file_is_the_documented_layout_with_zlibs_crc32(tmp_path: Path) -> None:
+    """Byte for byte, with the checksum computed by zlib: files written
+    before the checksum moved to ISA-L (same CRC, faster) read back, and
+    theirs is the format the module documents."""
+    filled(tmp_path / "7.log")
+    expected = b"OLEDGER1" + struct.pack(">q", 7)
+    for entry_id, payload in enumerate(PAYLOADS):
+        crc = zlib.crc32(payload, zlib.crc32(struct.pack(">q", entry_id)))
+        expected += struct.pack(">iqI", len(payload), entry_id, crc) + payload
+    assert (tmp_path / "7.log").read_bytes() == expected
+
+
+@given(st.integers(0, 2**63 - 1), st.binary(max_size=5000))
+def test_the_record_checksum_is_zlibs_crc32(entry_id: int, payload: bytes) -> None:
+    assert checksum(entry_id, payload) == zlib.crc32(payload, zlib.crc32(struct.pack(">q", entry_id)))
+    assert checksum(entry_id, memoryview(payload)) == checksum(entry_id, payload)
 
 
 def test_create_refuses_an_existing_file(tmp_path: Path) -> None:

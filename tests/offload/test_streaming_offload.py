@@ -168,6 +168,13 @@ def test_a_batch_is_taken_up_to_the_first_entry_that_does_not_follow() -> None:
     assert [(r.ledger_id, r.first_entry_id, r.last_entry_id) for r in result.ledgers] == [(5, 0, 1), (6, 0, 3)]
 
 
+def test_a_batch_whose_ids_follow_on_across_ledgers_is_not_one_run() -> None:
+    handle = BlobStoreLedgerOffloader(MemoryDriver(), max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
+    assert handle.offer_entries([Entry(7, 0, b"a"), Entry(8, 1, b"b")]) == (1, OfferResult.FAIL_NOT_CONSECUTIVE)
+    assert handle.last_offered() == (7, 0)
+    handle.close()
+
+
 def test_entries_must_follow_each_other() -> None:
     handle = BlobStoreLedgerOffloader(MemoryDriver(), max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
     assert handle.offer_entry(Entry(5, 3, b"a")) is OfferResult.SUCCESS
