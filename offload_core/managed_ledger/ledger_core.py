@@ -59,6 +59,7 @@ class LedgerCore:
     _emit: Callable[[Event], None]
     _clock: Callable[[], float]
     _lock: threading.RLock
+    _metadata_lock: threading.Lock
     _maintenance: threading.Lock
     _current: LedgerFile | None
     _current_created: float
@@ -73,6 +74,7 @@ class LedgerCore:
     _offload_running: bool
     _cleanup_errors: dict[int, str]
     _info: ManagedLedgerInfo
+    _info_version: int
     _owner_fd: int
     read_stats: ReadStats
     _segment_uid: uuid_module.UUID | None
@@ -118,27 +120,41 @@ class LedgerCore:
             )
 
     def _update(self, mutate: Callable[[ManagedLedgerInfo], object]) -> None:
-        """Apply ``mutate`` to the stored info with compare-and-set. On a
-        conflict the record is re-read and ``mutate`` applied to the fresh
-        copy (it must decide again from what it sees); retried a bounded
-        number of times, then :class:`ConflictError` propagates."""
+        """Apply ``mutate`` to the stored info with compare-and-set; if the
+        record changed meanwhile, it is re-read and ``mutate`` applied to
+        the fresh copy (it must decide from what it sees, not from the
+        ledger's own fields); retried a bounded number of times, then
+        :class:`ConflictError` propagates. When it returns, the ledger's
+        metadata is this update's or a later one.
+
+        Updates take turns on a lock of their own and read and write the
+        store without the ledger's lock (unless the caller holds it, as an
+        append sealing a ledger does): an offload's or a segment's update
+        on a background thread does not stall appends for a metadata
+        write. The ledger's lock is taken only to adopt the result, never
+        while holding the metadata lock, and an update adopted after a
+        later one does not replace it."""
 
         def attempt() -> None:
-            record = self._store.get(self._path)
-            if record is None:
-                raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
-            info = parse_info(record.value, self._path)
-            mutate(info)
-            self._store.set(self._path, info.SerializeToString(), record.version)
-            self._set_info(info)
+            with self._metadata_lock:
+                record = self._store.get(self._path)
+                if record is None:
+                    raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
+                info = parse_info(record.value, self._path)
+                mutate(info)
+                stored = self._store.set(self._path, info.SerializeToString(), record.version)
+            with self._lock:
+                if stored.version > self._info_version:
+                    self._set_info(info, stored.version)
 
-        with self._lock:
-            call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
+        call_with_retries(attempt, _METADATA_RETRY, retry_on=(ConflictError,))
 
-    def _set_info(self, info: ManagedLedgerInfo) -> None:
-        """Adopt ``info`` as the ledger's metadata, with the lookups reads
-        use (kept with it, so no read scans the ledger list)."""
+    def _set_info(self, info: ManagedLedgerInfo, version: int = -1) -> None:
+        """Adopt ``info`` (the record's ``version``; -1 when loaded at open)
+        as the ledger's metadata, with the lookups reads use (kept with it,
+        so no read scans the ledger list)."""
         self._info = info
+        self._info_version = version
         self._ledgers_by_id = {int(ledger.ledgerId): ledger for ledger in info.ledgerInfo}
         self._ledger_ids = [int(ledger.ledgerId) for ledger in info.ledgerInfo]
 

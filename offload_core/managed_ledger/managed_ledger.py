@@ -108,6 +108,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._emit = emit
         self._clock = clock
         self._lock = threading.RLock()
+        self._metadata_lock = threading.Lock()
         self._maintenance = threading.Lock()
         self._current: LedgerFile | None = None
         self._current_created = 0.0

@@ -202,3 +202,40 @@ def test_an_append_that_seals_returns_while_the_threshold_offload_is_blocked(mak
     assert broker.drain(30)
     assert [s.tier for s in topic.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
     assert [e.data for e in topic.read(Position(1, 0), 300)] == [b"entry %d" % n for n in range(250)]
+
+
+def test_appends_go_on_while_an_offloads_metadata_update_waits_on_the_store(make_broker: Any, monkeypatch: Any) -> None:
+    """An offload's metadata update, off the producer's thread, reads and
+    writes the store without the ledger's lock: a slow metadata store (a
+    remote one, say) does not stall appends that need no update."""
+    broker = make_broker()
+    topic = broker.topic(TOPIC)
+    for n in range(201):  # ledgers 1 and 2 sealed, the 201st entry in ledger 3
+        topic.append(b"entry %d" % n)
+    store, gate, waiting = topic._store, threading.Event(), threading.Event()
+    plain_set = store.set
+
+    def slow_set(path: str, value: bytes, expected_version: int) -> Any:
+        if path == topic._path and threading.current_thread() is offloader:
+            waiting.set()
+            gate.wait(30)
+        return plain_set(path, value, expected_version)
+
+    outcome: list[Any] = []
+    offloader = threading.Thread(target=lambda: outcome.append(topic.offload_prefix()))
+    appender = threading.Thread(target=lambda: [topic.append(b"entry %d" % n) for n in range(201, 251)])
+    monkeypatch.setattr(store, "set", slow_set)
+    offloader.start()
+    try:
+        assert waiting.wait(10), "the offload never updated the metadata"
+        appender.start()
+        appender.join(10)
+        assert not appender.is_alive(), "appends waited for the offload's metadata update"
+        assert topic.read(topic.last_position, 1)[0].data == b"entry 250"
+    finally:
+        gate.set()
+        appender.join(30)
+        offloader.join(30)
+    assert outcome[0].status == "success"
+    assert [s.tier for s in topic.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
+    assert [e.data for e in topic.read(Position(1, 0), 300)] == [b"entry %d" % n for n in range(251)]
