@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import struct
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ..errors import FormatError
 from . import pulsar_v1 as v1
@@ -219,43 +221,91 @@ class BlockGrouper:
                 free = False
             if stop_at is not None and self._offset + self.open_block_bytes >= stop_at:
                 return taken, finished
-        # The common case, kept in locals: the next entries of the open block's ledger.
+        if taken == count:
+            return taken, finished
+        taken += self._add_stretches(payloads, taken, room, free, stop_at, finished)
+        return taken, finished
+
+    def _add_stretches(
+        self,
+        payloads: Sequence[bytes | memoryview],
+        start: int,
+        room: int | None,
+        free: bool,
+        stop_at: int | None,
+        finished: list[EncodedSegmentBlock],
+    ) -> int:
+        """The rest of :meth:`add_run`: ``payloads[start:]`` continue the
+        open block's ledger (or open the next block of it). Framed a
+        stretch at a time (the entries up to the end of a block, of the
+        room, or of the segment), located by bisecting running sums, so
+        that the per-entry work runs in C; takes exactly what a loop
+        applying the limits entry by entry takes. Returns how many."""
+        lengths = list(map(len, payloads))
+        limit = len(lengths)
+        if max(lengths[start:]) > _INT32_MAX:
+            limit = next(at for at in range(start, limit) if lengths[at] > _INT32_MAX)
+            if limit == start == 0:
+                self._add_first(self._ledger_id, self._next_entry_id, payloads[0])  # raises
+        # payload_sums[j]: the payload bytes of the entries before j; with
+        # their entry headers, framed(j).
+        payload_sums = list(accumulate(lengths, initial=0))
+
+        def framed(j: int) -> int:
+            return payload_sums[j] + v1.ENTRY_HEADER_LENGTH * j
+
         block = self._block
-        lengths = self._lengths
         payload_bytes = self._payload
         entry_id = self._next_entry_id
-        block_size = self._size
-        pack = _ENTRY_HEADER.pack
-        for payload in payloads[taken:] if taken else payloads:
-            size = len(payload)
-            if size > _INT32_MAX:
-                if taken:
-                    break  # taken so far are kept; the caller's next call raises
-                self._add_first(ledger_id, entry_id, payload)  # raises
-            if room is not None:
-                cost = v1.ENTRY_HEADER_LENGTH + size + (BLOCK_HEADER_LENGTH if block is None else 0)
-                if cost > room and not free:
+        at = start
+        while at < limit:
+            opens = block is None
+            header = BLOCK_HEADER_LENGTH if opens else 0
+            if opens:
+                payload_bytes = 0
+            # The stretch is entries at..end-1; the block finishes with the
+            # entry whose payload reaches the block size.
+            end = bisect_left(payload_sums, self._size - payload_bytes + payload_sums[at], at + 1, limit + 1)
+            finishes = end <= limit
+            end = min(end, limit)
+            # The limits bind rarely: bisected (over framed(j), computed
+            # as needed) only when the whole stretch would pass them.
+            if room is not None and not free and header + framed(end) - framed(at) > room:
+                end = bisect_right(range(end + 1), room - header + framed(at), at, end + 1, key=framed) - 1
+                finishes = False
+                if end <= at:
                     break
-                room -= cost
+            stops = False
+            if stop_at is not None:
+                length = BLOCK_HEADER_LENGTH if block is None else len(block)
+                target = stop_at - self._offset - length + framed(at)
+                if framed(end) >= target:
+                    stops = True
+                    reaches = bisect_left(range(end + 1), target, at + 1, end + 1, key=framed)
+                    if reaches < end:
+                        end, finishes = reaches, False
             if block is None:
                 block = self._block = bytearray(BLOCK_HEADER_LENGTH)
-                lengths = self._lengths = []
-                self._first_entry_id, payload_bytes = entry_id, 0
-            block += pack(size, entry_id)
-            block += payload
-            lengths.append(size)
-            payload_bytes += size
-            entry_id += 1
-            taken += 1
-            if payload_bytes >= block_size:
+                self._lengths = []
+                self._first_entry_id = entry_id
+            parts: list[bytes | memoryview] = [b""] * (2 * (end - at))
+            parts[::2] = map(_ENTRY_HEADER.pack, lengths[at:end], range(entry_id, entry_id + end - at))
+            parts[1::2] = payloads[at:end]
+            block += b"".join(parts)
+            self._lengths.extend(lengths[at:end])
+            payload_bytes += payload_sums[end] - payload_sums[at]
+            if room is not None:
+                room -= header + framed(end) - framed(at)
+            entry_id += end - at
+            at = end
+            if finishes:
                 self._payload, self._next_entry_id = payload_bytes, entry_id
                 finished.append(self._finish())
-                block = None
-                free = False
-            if stop_at is not None and self._offset + (0 if block is None else len(block)) >= stop_at:
+                block, payload_bytes, free = None, 0, False
+            if stops:
                 break
         self._payload, self._next_entry_id = payload_bytes, entry_id
-        return taken, finished
+        return at - start
 
     def finish(self) -> EncodedSegmentBlock | None:
         """Close the open block, if any (the segment is closing)."""

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import attrgetter
 
 from ..errors import OffloadError, StateError
 from ..formats import entry_offsets
@@ -154,11 +155,9 @@ class OffloadHandle:
         with self._lock:
             self._close_if_due()
             taken = 0
-            while taken < len(entries):
-                first = entries[taken]
-                run_end = _run_end(entries, taken)
-                count, result = self._offer_run(first.ledger_id, first.entry_id,
-                                                [entry.data for entry in entries[taken:run_end]])  # fmt: skip
+            payloads = list(map(_DATA, entries))
+            for start, end in _runs(entries):
+                count, result = self._offer_run(entries[start].ledger_id, entries[start].entry_id, payloads[start:end])
                 taken += count
                 if result is not OfferResult.SUCCESS:
                     return taken, result
@@ -369,15 +368,31 @@ class OffloadHandle:
             self._emit(Event(kind, {"streaming": True, **fields}))
 
 
-def _run_end(entries: Sequence[Entry], start: int) -> int:
-    """Where the run of consecutive entries of one ledger beginning at
-    ``entries[start]`` ends (exclusive)."""
-    ledger_id, entry_id = entries[start].ledger_id, entries[start].entry_id
-    end = len(entries)
-    at = start + 1
-    while at < end and entries[at].ledger_id == ledger_id and entries[at].entry_id == entry_id + at - start:
-        at += 1
-    return at
+_DATA = attrgetter("data")
+_LEDGER_ID = attrgetter("ledger_id")
+_ENTRY_ID = attrgetter("entry_id")
+
+
+def _runs(entries: Sequence[Entry]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of consecutive entries of one ledger in
+    ``entries``, in order. A batch is mostly one run, which is recognised
+    without a Python step per entry."""
+    if not entries:
+        return
+    ledger_ids = list(map(_LEDGER_ID, entries))
+    entry_ids = list(map(_ENTRY_ID, entries))
+    start = 0
+    while start < len(entries):
+        ledger_id, first = ledger_ids[start], entry_ids[start]
+        end = start + 1
+        rest = len(entries) - start
+        if ledger_ids[start:] == [ledger_id] * rest and entry_ids[start:] == list(range(first, first + rest)):
+            end = len(entries)
+        else:
+            while end < len(entries) and ledger_ids[end] == ledger_id and entry_ids[end] == first + end - start:
+                end += 1
+        yield start, end
+        start = end
 
 
 class _Aborted(StateError):

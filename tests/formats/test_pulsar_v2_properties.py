@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from offload_core.errors import FormatError
 from offload_core.formats import pulsar_v2 as v2
+from offload_core.formats.pulsar_v1 import padding
 from offload_core.testing.strategies import segment_entries, v2_indexes
 
 
@@ -98,6 +100,52 @@ def _runs(entries: list[tuple[int, int, bytes]], data: st.DataObject) -> list[tu
         runs.append((ledger_id, entry_id, [payload for _, _, payload in entries[at:end]]))
         at = end
     return runs
+
+
+def _blocks_by_the_rule(entries: list[tuple[int, int, bytes]], size: int) -> list[tuple[int, int, bytes]]:
+    """``(ledger id, first entry id, block bytes)`` of each block, framed
+    entry by entry straight from the format's rule (independent of
+    ``BlockGrouper``): one ledger per block; a block's last entry is the
+    one whose payload reaches ``size``; padded to ``size``."""
+    blocks: list[tuple[int, int, bytes]] = []
+    current: list[tuple[int, int, bytes]] = []
+
+    def close() -> None:
+        body = b"".join(struct.pack(">iq", len(p), e) + p for _, e, p in current)
+        length = max(size, 128 + len(body))
+        header = struct.pack(">Iqqqq", 0x26A66D32, 128, length, current[0][1], current[0][0])
+        fill = padding(length - 128 - len(body))
+        blocks.append((current[0][0], current[0][1], header.ljust(128, b"\0") + body + fill))
+        current.clear()
+
+    for entry in entries:
+        if current and current[0][0] != entry[0]:
+            close()
+        current.append(entry)
+        if sum(len(p) for _, _, p in current) >= size:
+            close()
+    if current:
+        close()
+    return blocks
+
+
+@given(segment_entries(), st.integers(140, 2000), st.data())
+def test_runs_are_framed_as_the_rule_frames_their_entries(
+    entries: list[tuple[int, int, bytes]], size: int, data: st.DataObject
+) -> None:
+    grouper = v2.BlockGrouper(size)
+    blocks: list[v2.EncodedSegmentBlock] = []
+    for ledger_id, first, payloads in _runs(entries, data):
+        taken, finished = grouper.add_run(ledger_id, first, payloads)
+        assert taken == len(payloads)
+        blocks.extend(finished)
+    last = grouper.finish()
+    blocks.extend([last] if last is not None else [])
+    assert [(b.ledger_id, b.row.first_entry_id, bytes(b.data)) for b in blocks] == _blocks_by_the_rule(entries, size)
+    assert [list(b.entry_lengths) for b in blocks] == [
+        [len(p) for lid, e, p in entries if lid == b.ledger_id and b.row.first_entry_id <= e <= b.last_entry_id]
+        for b in blocks
+    ]
 
 
 @given(segment_entries(), st.integers(140, 2000), st.data())
@@ -208,3 +256,17 @@ def test_bit_flips_raise_only_format_error(
             bit = data.draw(st.integers(0, len(flipped) * 8 - 1))
             flipped[bit // 8] ^= 1 << (bit % 8)
         only_format_errors(decode, bytes(flipped))
+
+
+def test_the_entry_whose_payload_reaches_the_block_size_exactly_ends_the_block() -> None:
+    for payloads in ([b"a" * 70, b"b" * 70, b"c"], [b"a" * 140, b"", b"b"], [b"", b"a" * 139, b"b", b""]):
+        entries = [(7, entry_id, payload) for entry_id, payload in enumerate(payloads)]
+        for split in range(1, len(payloads) + 1):
+            grouper = v2.BlockGrouper(140)
+            _, blocks = grouper.add_run(7, 0, payloads[:split])
+            more = grouper.add_run(7, split, payloads[split:])[1] if split < len(payloads) else []
+            last = grouper.finish()
+            framed = [*blocks, *more, *([last] if last is not None else [])]
+            assert [(b.ledger_id, b.row.first_entry_id, bytes(b.data)) for b in framed] == _blocks_by_the_rule(
+                entries, 140
+            )
