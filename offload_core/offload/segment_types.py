@@ -1,16 +1,26 @@
 """The values a PIP-76 streaming offload takes and gives: segment limits,
-what became of an offered entry, and a finished segment."""
+the runs a batch of offered entries falls into, what became of an offered
+entry, and a finished segment."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ..errors import ConfigError
 from ..formats import pulsar_v1 as v1
+from ..model import Entry
 
-__all__ = ["LedgerInfoSource", "OfferResult", "SegmentLedgerRange", "SegmentLimits", "StreamingOffloadResult"]
+__all__ = [
+    "LedgerInfoSource",
+    "OfferResult",
+    "SegmentLedgerRange",
+    "SegmentLimits",
+    "StreamingOffloadResult",
+    "entry_runs",
+]
 
 LedgerInfoSource = Callable[[int, int], bytes]
 """``(ledger id, its last entry in the segment) -> LedgerInfo bytes`` for the
@@ -84,3 +94,29 @@ class StreamingOffloadResult:
     data_key: str
     index_key: str
     driver_metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+_LEDGER_ID = attrgetter("ledger_id")
+_ENTRY_ID = attrgetter("entry_id")
+
+
+def entry_runs(entries: Sequence[Entry]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of consecutive entries of one ledger in
+    ``entries``, in order. A batch is mostly one run, which is recognised
+    without a Python step per entry."""
+    if not entries:
+        return
+    ledger_ids = list(map(_LEDGER_ID, entries))
+    entry_ids = list(map(_ENTRY_ID, entries))
+    start = 0
+    while start < len(entries):
+        ledger_id, first = ledger_ids[start], entry_ids[start]
+        end = start + 1
+        rest = len(entries) - start
+        if ledger_ids[start:] == [ledger_id] * rest and entry_ids[start:] == list(range(first, first + rest)):
+            end = len(entries)
+        else:
+            while end < len(entries) and ledger_ids[end] == ledger_id and entry_ids[end] == first + end - start:
+                end += 1
+        yield start, end
+        start = end

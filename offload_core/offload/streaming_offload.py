@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, wait
 from operator import attrgetter
 
 from ..errors import OffloadError, StateError
@@ -29,10 +30,17 @@ from ..formats import entry_offsets
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..hooks import Event
-from ..model import Entry
+from ..model import Entry, ObjectInfo
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
-from .segment_types import LedgerInfoSource, OfferResult, SegmentLedgerRange, SegmentLimits, StreamingOffloadResult
+from .segment_types import (
+    LedgerInfoSource,
+    OfferResult,
+    SegmentLedgerRange,
+    SegmentLimits,
+    StreamingOffloadResult,
+    entry_runs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +55,7 @@ __all__ = [
 
 
 _DEFAULT_RETRY = RetryPolicy()
+_DATA = attrgetter("data")
 
 
 class OffloadHandle:
@@ -111,6 +120,7 @@ class OffloadHandle:
         self._changed = threading.Condition(self._lock)
         self._done = threading.Event()
         self._result: StreamingOffloadResult | None = None
+        self._offsets_written: Future[ObjectInfo] | None = None
         self._error: BaseException | None = None
         self._uploader = threading.Thread(target=self._upload, name=f"offload-core-segment-{uuid}", daemon=True)
         self._uploader.start()
@@ -156,7 +166,7 @@ class OffloadHandle:
             self._close_if_due()
             taken = 0
             payloads = list(map(_DATA, entries))
-            for start, end in _runs(entries):
+            for start, end in entry_runs(entries):
                 count, result = self._offer_run(entries[start].ledger_id, entries[start].entry_id, payloads[start:end])
                 taken += count
                 if result is not OfferResult.SUCCESS:
@@ -308,6 +318,30 @@ class OffloadHandle:
         yield first
         while (block := self._next_block()) is not None:
             yield block
+        self._start_entry_offsets()
+
+    def _start_entry_offsets(self) -> None:
+        """Every block is with the driver, so every entry's length is
+        known: the entry offsets are written on a thread of their own while
+        the driver makes the data object durable (on a local disk its
+        fsync is most of a segment's tail). The index waits for both: a
+        segment with an index has its entry offsets complete, or none."""
+        key = self.entry_offsets_key
+        if key is None:
+            return
+        with self._lock:
+            lengths = list(self._lengths)
+        section = entry_offsets.encode_section(lengths)
+        written: Future[ObjectInfo] = Future()
+        self._offsets_written = written
+
+        def write() -> None:
+            try:
+                written.set_result(self._driver.write(key, section, metadata=self._object_metadata))
+            except BaseException as exc:
+                written.set_exception(exc)
+
+        threading.Thread(target=write, name=f"offload-core-offsets-{self.uuid}", daemon=True).start()
 
     def _upload(self) -> None:
         try:
@@ -316,13 +350,10 @@ class OffloadHandle:
                 return
             self._event("offload.started", uuid=self.uuid, key=self.data_key)
             info = self._driver.write(self.data_key, self._parts(first), metadata=self._object_metadata)
+            if self._offsets_written is not None:
+                self._offsets_written.result()
             with self._lock:
-                rows, ranges, lengths = list(self._rows), self._all_ranges(), list(self._lengths)
-            if self.entry_offsets_key is not None:
-                # Before the index: a segment with an index has its entry
-                # offsets complete, or none (a crash in between).
-                self._driver.write(self.entry_offsets_key, entry_offsets.encode_section(lengths),
-                                   metadata=self._object_metadata)  # fmt: skip
+                rows, ranges = list(self._rows), self._all_ranges()
             index = v2.index_for_blocks(
                 rows,
                 data_object_length=info.size,
@@ -345,6 +376,8 @@ class OffloadHandle:
             self._event("offload.finished", uuid=self.uuid, bytes=info.size, blocks=len(rows))
         except BaseException as exc:
             self._error = exc
+            if self._offsets_written is not None:
+                wait([self._offsets_written])  # or it could write its object after the cleanup
             self._remove_quietly(exc)
             self._event("offload.failed", uuid=self.uuid, error=type(exc).__name__)
             with self._lock:
@@ -366,33 +399,6 @@ class OffloadHandle:
     def _event(self, kind: str, **fields: object) -> None:
         if self._emit is not None:
             self._emit(Event(kind, {"streaming": True, **fields}))
-
-
-_DATA = attrgetter("data")
-_LEDGER_ID = attrgetter("ledger_id")
-_ENTRY_ID = attrgetter("entry_id")
-
-
-def _runs(entries: Sequence[Entry]) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each run of consecutive entries of one ledger in
-    ``entries``, in order. A batch is mostly one run, which is recognised
-    without a Python step per entry."""
-    if not entries:
-        return
-    ledger_ids = list(map(_LEDGER_ID, entries))
-    entry_ids = list(map(_ENTRY_ID, entries))
-    start = 0
-    while start < len(entries):
-        ledger_id, first = ledger_ids[start], entry_ids[start]
-        end = start + 1
-        rest = len(entries) - start
-        if ledger_ids[start:] == [ledger_id] * rest and entry_ids[start:] == list(range(first, first + rest)):
-            end = len(entries)
-        else:
-            while end < len(entries) and ledger_ids[end] == ledger_id and entry_ids[end] == first + end - start:
-                end += 1
-        yield start, end
-        start = end
 
 
 class _Aborted(StateError):

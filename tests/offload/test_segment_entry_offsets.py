@@ -4,7 +4,9 @@ index, read when present, ignored when absent or damaged."""
 from __future__ import annotations
 
 import random
+import threading
 import uuid as uuid_module
+from collections.abc import Iterator
 
 import pytest
 
@@ -12,9 +14,11 @@ from offload_core.formats import entry_offsets
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.memory import MemoryDriver
-from offload_core.model import Entry
+from offload_core.model import Entry, ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, SegmentLimits
 from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.storage import BytesLike
+from offload_core.testing.faults import Fault, FaultyDriver, InjectedFault
 from tests.offload.test_streaming_offload import offer_all
 
 LIMITS = SegmentLimits(streaming_block_size=2048, max_segment_size=1 << 30, max_buffer_size=1 << 20)
@@ -115,3 +119,65 @@ def test_the_companion_is_listed_with_its_segment() -> None:
     store.delete([v2.segment_data_key(uid), v2.segment_index_key(uid)])
     (orphan,) = find_segments(store)  # a companion left alone is still seen, so it can be swept
     assert not orphan.complete and orphan.entry_offsets is not None
+
+
+class DurabilityGatedDriver(MemoryDriver):
+    """A memory store whose data-object writes, after their last part,
+    wait (as a disk's fsync does) until the entry-offsets object exists or
+    a timeout passes, and then fail if ``fail_data`` is set. Records the
+    order in which objects became visible."""
+
+    def __init__(self, *, fail_data: bool = False) -> None:
+        super().__init__()
+        self.fail_data = fail_data
+        self.offsets_written = threading.Event()
+        self.waited_for_offsets: bool | None = None
+        self.visible: list[str] = []
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        parsed = v2.parse_segment_key(key)
+        if parsed is not None and not (parsed.is_index or parsed.is_entry_offsets):
+            body = b"".join(parts)
+            self.waited_for_offsets = self.offsets_written.wait(5)
+            if self.fail_data:
+                raise InjectedFault("injected permanent failure: the data object's fsync")
+            info = super()._write(key, iter([body]), metadata, if_absent)
+        else:
+            info = super()._write(key, parts, metadata, if_absent)
+            if key.endswith("-entry-offsets"):
+                self.offsets_written.set()
+        self.visible.append(key)
+        return info
+
+
+def test_entry_offsets_are_written_while_the_data_object_is_made_durable() -> None:
+    store = DurabilityGatedDriver()
+    _, uid = streamed(store)
+    assert store.waited_for_offsets is True  # written beside the data object's tail, not after it
+    assert store.visible[-1] == v2.segment_index_key(uid)  # the index still comes last
+    section = entry_offsets.decode_section(store.read(v2.segment_entry_offsets_key(uid)))
+    assert list(section.lengths) == [len(p) for payloads in ENTRIES.values() for p in payloads]
+
+
+def test_a_data_object_failing_after_its_entry_offsets_were_written_leaves_no_object() -> None:
+    store = DurabilityGatedDriver(fail_data=True)
+    handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
+                                                                                    limits=LIMITS)  # fmt: skip
+    offer_all(handle, [Entry(3, n, data) for n, data in enumerate(ENTRIES[3])])
+    handle.close()
+    with pytest.raises(InjectedFault, match="fsync"):
+        handle.result(10)
+    assert store.waited_for_offsets is True
+    assert list(store.list("")) == []
+
+
+def test_an_entry_offsets_failure_fails_the_segment_and_leaves_no_object() -> None:
+    memory = MemoryDriver()
+    store = FaultyDriver(memory, [Fault("write", key="-entry-offsets", permanent=True)])
+    handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
+                                                                                    limits=LIMITS)  # fmt: skip
+    offer_all(handle, [Entry(3, n, data) for n, data in enumerate(ENTRIES[3])])
+    handle.close()
+    with pytest.raises(InjectedFault):
+        handle.result(10)
+    assert list(memory.list("")) == []

@@ -9,6 +9,8 @@ import uuid as uuid_module
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offload_core.errors import ConfigError, InvalidRangeError
 from offload_core.formats import pulsar_v1 as v1
@@ -17,6 +19,7 @@ from offload_core.memory import MemoryDriver
 from offload_core.model import Entry, ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, SegmentLimits
 from offload_core.offload.segment_reads import iter_segment_entries
+from offload_core.offload.segment_types import entry_runs
 from offload_core.storage import BytesLike
 from offload_core.testing.faults import Fault, FaultyDriver
 from tests.pulsar_vectors import load_segment_vectors
@@ -173,6 +176,19 @@ def test_a_batch_whose_ids_follow_on_across_ledgers_is_not_one_run() -> None:
     assert handle.offer_entries([Entry(7, 0, b"a"), Entry(8, 1, b"b")]) == (1, OfferResult.FAIL_NOT_CONSECUTIVE)
     assert handle.last_offered() == (7, 0)
     handle.close()
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6)), max_size=30))
+def test_a_batch_falls_into_the_runs_an_entry_by_entry_walk_finds(ids: list[tuple[int, int]]) -> None:
+    batch = [Entry(ledger_id, entry_id, b"") for ledger_id, entry_id in ids]
+    walked: list[tuple[int, int]] = []
+    for at, entry in enumerate(batch):
+        if walked and (batch[at - 1].ledger_id, batch[at - 1].entry_id + 1) == (entry.ledger_id, entry.entry_id):
+            walked[-1] = (walked[-1][0], at + 1)
+        else:
+            walked.append((at, at + 1))
+    assert list(entry_runs(batch)) == walked
+    assert list(entry_runs([Entry(1, 0, b""), Entry(1, 2, b""), Entry(3, 3, b"")])) == [(0, 1), (1, 2), (2, 3)]
 
 
 def test_entries_must_follow_each_other() -> None:
