@@ -116,7 +116,12 @@ class BlockGrouper:
         if streaming_block_size < BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH:
             raise FormatError(f"streaming block size {streaming_block_size} cannot hold a header and an entry")
         self._size = streaming_block_size
-        self._block: bytearray | None = None
+        # The open block, as the pieces its bytes will be joined from when
+        # it finishes (one copy): entry headers and payloads the caller
+        # cannot change (``bytes``), or stretches framed into bytes of our
+        # own. None when no block is open.
+        self._pieces: list[bytes | memoryview] | None = None
+        self._open_length = 0
         self._ledger_id = -1
         self._first_entry_id = 0
         self._next_entry_id = 0
@@ -134,7 +139,7 @@ class BlockGrouper:
     @property
     def open_block_bytes(self) -> int:
         """Bytes of the block being filled (0 when none is open)."""
-        return 0 if self._block is None else len(self._block)
+        return self._open_length
 
     def add(self, ledger_id: int, entry_id: int, payload: bytes | memoryview) -> Sequence[EncodedSegmentBlock]:
         """Add one entry; return the blocks it finished (none, the open one
@@ -155,7 +160,7 @@ class BlockGrouper:
                     f"entry {ledger_id}:{entry_id} cannot start a block: a segment holds each ledger's entries in "
                     "one consecutive run, and ids are never negative"
                 )
-            if self._block is not None:
+            if self._pieces is not None:
                 finished.append(self._finish())
             if self._ledger_id >= 0:
                 self._ledgers_done.add(self._ledger_id)
@@ -165,12 +170,14 @@ class BlockGrouper:
                 f"entry {ledger_id}:{entry_id} does not follow entry {ledger_id}:{self._next_entry_id - 1}; entries "
                 "of a ledger are offered in order, without gaps"
             )
-        if self._block is None:
-            self._block = bytearray(BLOCK_HEADER_LENGTH)
+        if self._pieces is None:
+            self._pieces = []
+            self._open_length = BLOCK_HEADER_LENGTH
             self._first_entry_id, self._payload = entry_id, 0
             self._lengths = []
-        self._block += _ENTRY_HEADER.pack(len(payload), entry_id)
-        self._block += payload
+        self._pieces.append(_ENTRY_HEADER.pack(len(payload), entry_id))
+        self._pieces.append(payload if type(payload) is bytes else bytes(payload))
+        self._open_length += v1.ENTRY_HEADER_LENGTH + len(payload)
         self._lengths.append(len(payload))
         self._payload += len(payload)
         self._next_entry_id = entry_id + 1
@@ -208,7 +215,7 @@ class BlockGrouper:
             return 0, finished
         free = fill_open_block
         taken = 0
-        if not (self._block is not None and ledger_id == self._ledger_id and first_entry_id == self._next_entry_id):
+        if not (self._pieces is not None and ledger_id == self._ledger_id and first_entry_id == self._next_entry_id):
             cost = BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + len(payloads[0])
             if room is not None and cost > room and not free:
                 return 0, finished
@@ -254,12 +261,12 @@ class BlockGrouper:
         def framed(j: int) -> int:
             return payload_sums[j] + v1.ENTRY_HEADER_LENGTH * j
 
-        block = self._block
+        pieces = self._pieces
         payload_bytes = self._payload
         entry_id = self._next_entry_id
         at = start
         while at < limit:
-            opens = block is None
+            opens = pieces is None
             header = BLOCK_HEADER_LENGTH if opens else 0
             if opens:
                 payload_bytes = 0
@@ -277,21 +284,27 @@ class BlockGrouper:
                     break
             stops = False
             if stop_at is not None:
-                length = BLOCK_HEADER_LENGTH if block is None else len(block)
+                length = BLOCK_HEADER_LENGTH if pieces is None else self._open_length
                 target = stop_at - self._offset - length + framed(at)
                 if framed(end) >= target:
                     stops = True
                     reaches = bisect_left(range(end + 1), target, at + 1, end + 1, key=framed)
                     if reaches < end:
                         end, finishes = reaches, False
-            if block is None:
-                block = self._block = bytearray(BLOCK_HEADER_LENGTH)
+            if pieces is None:
+                pieces = self._pieces = []
+                self._open_length = BLOCK_HEADER_LENGTH
                 self._lengths = []
                 self._first_entry_id = entry_id
             parts: list[bytes | memoryview] = [b""] * (2 * (end - at))
             parts[::2] = map(_ENTRY_HEADER.pack, lengths[at:end], range(entry_id, entry_id + end - at))
-            parts[1::2] = payloads[at:end]
-            block += b"".join(parts)
+            stretch = payloads[at:end]
+            parts[1::2] = stretch
+            if set(map(type, stretch)) == {bytes}:
+                pieces += parts  # immutable: joined once, when the block finishes
+            else:
+                pieces.append(b"".join(parts))  # views may change or pin a larger buffer: copied now
+            self._open_length += framed(end) - framed(at)
             self._lengths.extend(lengths[at:end])
             payload_bytes += payload_sums[end] - payload_sums[at]
             if room is not None:
@@ -301,7 +314,7 @@ class BlockGrouper:
             if finishes:
                 self._payload, self._next_entry_id = payload_bytes, entry_id
                 finished.append(self._finish())
-                block, payload_bytes, free = None, 0, False
+                pieces, payload_bytes, free = None, 0, False
             if stops:
                 break
         self._payload, self._next_entry_id = payload_bytes, entry_id
@@ -309,16 +322,14 @@ class BlockGrouper:
 
     def finish(self) -> EncodedSegmentBlock | None:
         """Close the open block, if any (the segment is closing)."""
-        return self._finish() if self._block is not None else None
+        return self._finish() if self._pieces is not None else None
 
     def _finish(self) -> EncodedSegmentBlock:
-        block = self._block
-        assert block is not None
-        length = max(self._size, len(block))
-        block[:BLOCK_HEADER_LENGTH] = encode_block_header(
-            StreamingBlockHeader(length, self._first_entry_id, self._ledger_id)
-        )
-        block += v1.padding(length - len(block))
+        pieces = self._pieces
+        assert pieces is not None
+        length = max(self._size, self._open_length)
+        header = encode_block_header(StreamingBlockHeader(length, self._first_entry_id, self._ledger_id))
+        block = bytearray().join([header, *pieces, v1.padding(length - self._open_length)])
         encoded = EncodedSegmentBlock(
             ledger_id=self._ledger_id,
             row=SegmentRow(self._first_entry_id, self._part_id, self._offset),
@@ -327,7 +338,8 @@ class BlockGrouper:
             data=block,
             entry_lengths=array("I", self._lengths),  # kept until the index is written: 4 bytes an entry
         )
-        self._block = None
+        self._pieces = None
+        self._open_length = 0
         self._offset += length
         self._part_id += 1
         return encoded

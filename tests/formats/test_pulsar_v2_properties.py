@@ -270,3 +270,19 @@ def test_the_entry_whose_payload_reaches_the_block_size_exactly_ends_the_block()
             assert [(b.ledger_id, b.row.first_entry_id, bytes(b.data)) for b in framed] == _blocks_by_the_rule(
                 entries, 140
             )
+
+
+def test_a_block_keeps_the_bytes_it_was_offered_when_the_caller_reuses_its_buffer() -> None:
+    """Payloads offered as views of the caller's buffer are framed when
+    offered (the buffer may be reused before the block finishes); ``bytes``
+    payloads, which cannot change, are joined when it finishes."""
+    buffer = bytearray(b"a" * 100)
+    grouper = v2.BlockGrouper(1000)
+    grouper.add_run(1, 0, [memoryview(buffer)[:50], memoryview(buffer)[50:]])
+    grouper.add_run(1, 2, [b"b" * 10, b"c" * 10])
+    buffer[:] = b"z" * 100
+    block = grouper.finish()
+    assert block is not None
+    assert [payload for _, payload in v2.decode_block(bytes(block.data)).entries] == [
+        b"a" * 50, b"a" * 50, b"b" * 10, b"c" * 10,
+    ]  # fmt: skip
