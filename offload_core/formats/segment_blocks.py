@@ -36,6 +36,12 @@ BLOCK_HEADER_LENGTH = v1.BLOCK_HEADER_LENGTH
 _BLOCK_HEADER = struct.Struct(">Iqqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
 _INT64_MAX = 2**63 - 1
+# Payloads are referenced until their block finishes only where they are
+# this big on average: each costs about 80 bytes of Python objects beyond
+# its framing (its own header, a 12-byte header object, two list slots),
+# at most 8% here, which a growing bytearray's over-allocation (1/8)
+# exceeded anyway. Smaller ones are framed into a stretch of our own.
+_DEFERRED_MEAN_PAYLOAD = 1024
 _INT32_MAX = 2**31 - 1
 
 
@@ -300,7 +306,9 @@ class BlockGrouper:
             parts[::2] = map(_ENTRY_HEADER.pack, lengths[at:end], range(entry_id, entry_id + end - at))
             stretch = payloads[at:end]
             parts[1::2] = stretch
-            if set(map(type, stretch)) == {bytes}:
+            if payload_sums[end] - payload_sums[at] >= _DEFERRED_MEAN_PAYLOAD * (end - at) and set(
+                map(type, stretch)
+            ) == {bytes}:
                 pieces += parts  # immutable: joined once, when the block finishes
             else:
                 pieces.append(b"".join(parts))  # views may change or pin a larger buffer: copied now

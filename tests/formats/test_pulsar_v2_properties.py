@@ -259,7 +259,8 @@ def test_bit_flips_raise_only_format_error(
 
 
 def test_the_entry_whose_payload_reaches_the_block_size_exactly_ends_the_block() -> None:
-    for payloads in ([b"a" * 70, b"b" * 70, b"c"], [b"a" * 140, b"", b"b"], [b"", b"a" * 139, b"b", b""]):
+    for payloads in ([b"a" * 70, b"b" * 70, b"c"], [b"a" * 140, b"", b"b"], [b"", b"a" * 139, b"b", b""],
+                     [b"a" * 1100, b"b" * 1100, b"c" * 1100]):  # fmt: skip
         entries = [(7, entry_id, payload) for entry_id, payload in enumerate(payloads)]
         for split in range(1, len(payloads) + 1):
             grouper = v2.BlockGrouper(140)
@@ -277,12 +278,13 @@ def test_a_block_keeps_the_bytes_it_was_offered_when_the_caller_reuses_its_buffe
     offered (the buffer may be reused before the block finishes); ``bytes``
     payloads, which cannot change, are joined when it finishes."""
     buffer = bytearray(b"a" * 100)
-    grouper = v2.BlockGrouper(1000)
+    grouper = v2.BlockGrouper(4000)
     grouper.add_run(1, 0, [memoryview(buffer)[:50], memoryview(buffer)[50:]])
     grouper.add_run(1, 2, [b"b" * 10, b"c" * 10])
     buffer[:] = b"z" * 100
+    grouper.add_run(1, 4, [b"d" * 1500, b"e" * 1500])  # big enough to be referenced until the block finishes
     block = grouper.finish()
     assert block is not None
     assert [payload for _, payload in v2.decode_block(bytes(block.data)).entries] == [
-        b"a" * 50, b"a" * 50, b"b" * 10, b"c" * 10,
+        b"a" * 50, b"a" * 50, b"b" * 10, b"c" * 10, b"d" * 1500, b"e" * 1500,
     ]  # fmt: skip
