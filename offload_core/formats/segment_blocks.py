@@ -36,13 +36,13 @@ BLOCK_HEADER_LENGTH = v1.BLOCK_HEADER_LENGTH
 _BLOCK_HEADER = struct.Struct(">Iqqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
 _INT64_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1
 # Payloads are referenced until their block finishes only where they are
 # this big on average: each costs about 80 bytes of Python objects beyond
 # its framing (its own header, a 12-byte header object, two list slots),
 # at most 8% here, which a growing bytearray's over-allocation (1/8)
 # exceeded anyway. Smaller ones are framed into a stretch of our own.
 _DEFERRED_MEAN_PAYLOAD = 1024
-_INT32_MAX = 2**31 - 1
 
 
 # -- data blocks ----------------------------------------------------------
