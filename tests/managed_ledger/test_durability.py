@@ -93,7 +93,12 @@ def broker_for(data_dir: Path, fsync: str) -> Broker:
 
 def crash(broker: Broker) -> None:
     """Stop without flushing, syncing or sealing anything: descriptors are
-    closed raw (releasing the ownership lock), as the kernel would."""
+    closed raw (releasing the ownership lock), as the kernel would, and
+    the periodic maintenance stops as a killed process's threads do (or
+    it would run later in the test session against the closed store)."""
+    broker._stopping.set()
+    if broker._ticker is not None:
+        broker._ticker.join()
     for ledger in broker._open.values():
         if ledger._current is not None:
             os.close(ledger._current._fd)
