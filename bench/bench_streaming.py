@@ -35,6 +35,7 @@ from pathlib import Path
 from bench_append_latency import busy_core_appends, percentile, timed_appends
 
 from offload_core import open_driver
+from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import ManagedLedger
 from offload_core.managed_ledger.worker_memory import keep_freed_memory
 from offload_core.model import Entry, ObjectInfo
@@ -86,10 +87,15 @@ def stream_seconds(driver: StorageDriver, limits: SegmentLimits, size: int = 100
     return seconds, handle.peak_buffered_bytes
 
 
-def raw_write_seconds(driver: StorageDriver, size: int) -> float:
+def raw_parts(size: int) -> Iterator[bytes]:
+    """``size`` bytes in BLOCK-sized parts, as a raw copy is written."""
     part = b"z" * BLOCK
+    return (part[: min(BLOCK, size - offset)] for offset in range(0, size, BLOCK))
+
+
+def raw_write_seconds(driver: StorageDriver, size: int) -> float:
     started = time.perf_counter()
-    driver.write("raw-copy", (part[: min(BLOCK, size - offset)] for offset in range(0, size, BLOCK)))
+    driver.write("raw-copy", raw_parts(size))
     seconds = time.perf_counter() - started
     driver.delete(["raw-copy"])
     return seconds
@@ -138,10 +144,9 @@ def two_objects_seconds(driver: StorageDriver, size: int, index_bytes: int) -> f
     index object of ``index_bytes`` written after it (Pulsar's pair: an
     index never before its data), no framing at all. What any streaming
     offloader pays beyond a raw write on this store."""
-    part = b"z" * BLOCK
-    metadata = {"s3managedledgeroffloaderformatversion": "1"}
+    metadata = {v1.FORMAT_VERSION_KEY: "1"}
     started = time.perf_counter()
-    driver.write("floor", (part[: min(BLOCK, size - offset)] for offset in range(0, size, BLOCK)), metadata=metadata)
+    driver.write("floor", raw_parts(size), metadata=metadata)
     driver.write("floor-index", b"i" * index_bytes, metadata=metadata)
     seconds = time.perf_counter() - started
     driver.delete(["floor", "floor-index"])

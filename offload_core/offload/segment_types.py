@@ -103,20 +103,20 @@ _ENTRY_ID = attrgetter("entry_id")
 def entry_runs(entries: Sequence[Entry]) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each run of consecutive entries of one ledger in
     ``entries``, in order. A batch is mostly one run, which is recognised
-    without a Python step per entry."""
+    without a Python step per entry; any other is walked once."""
     if not entries:
         return
     ledger_ids = list(map(_LEDGER_ID, entries))
     entry_ids = list(map(_ENTRY_ID, entries))
+    count, first_ledger, first = len(entries), ledger_ids[0], entry_ids[0]
+    if ledger_ids.count(first_ledger) == count and entry_ids == list(range(first, first + count)):
+        yield 0, count
+        return
     start = 0
-    while start < len(entries):
+    while start < count:
         ledger_id, first = ledger_ids[start], entry_ids[start]
         end = start + 1
-        rest = len(entries) - start
-        if ledger_ids[start:] == [ledger_id] * rest and entry_ids[start:] == list(range(first, first + rest)):
-            end = len(entries)
-        else:
-            while end < len(entries) and ledger_ids[end] == ledger_id and entry_ids[end] == first + end - start:
-                end += 1
+        while end < count and ledger_ids[end] == ledger_id and entry_ids[end] == first + end - start:
+            end += 1
         yield start, end
         start = end
