@@ -176,13 +176,9 @@ class BlockGrouper:
                 f"entry {ledger_id}:{entry_id} does not follow entry {ledger_id}:{self._next_entry_id - 1}; entries "
                 "of a ledger are offered in order, without gaps"
             )
-        if self._pieces is None:
-            self._pieces = []
-            self._open_length = BLOCK_HEADER_LENGTH
-            self._first_entry_id, self._payload = entry_id, 0
-            self._lengths = []
-        self._pieces.append(_ENTRY_HEADER.pack(len(payload), entry_id))
-        self._pieces.append(payload if type(payload) is bytes else bytes(payload))
+        pieces = self._open_block(entry_id) if self._pieces is None else self._pieces
+        pieces.append(_ENTRY_HEADER.pack(len(payload), entry_id))
+        pieces.append(payload if type(payload) is bytes else bytes(payload))
         self._open_length += v1.ENTRY_HEADER_LENGTH + len(payload)
         self._lengths.append(len(payload))
         self._payload += len(payload)
@@ -298,10 +294,7 @@ class BlockGrouper:
                     if reaches < end:
                         end, finishes = reaches, False
             if pieces is None:
-                pieces = self._pieces = []
-                self._open_length = BLOCK_HEADER_LENGTH
-                self._lengths = []
-                self._first_entry_id = entry_id
+                pieces = self._open_block(entry_id)
             parts: list[bytes | memoryview] = [b""] * (2 * (end - at))
             parts[::2] = map(_ENTRY_HEADER.pack, lengths[at:end], range(entry_id, entry_id + end - at))
             stretch = payloads[at:end]
@@ -327,6 +320,15 @@ class BlockGrouper:
                 break
         self._payload, self._next_entry_id = payload_bytes, entry_id
         return at - start
+
+    def _open_block(self, entry_id: int) -> list[bytes | memoryview]:
+        """Open a block whose first entry is ``entry_id``; its pieces."""
+        pieces: list[bytes | memoryview] = []
+        self._pieces = pieces
+        self._open_length = BLOCK_HEADER_LENGTH
+        self._first_entry_id, self._payload = entry_id, 0
+        self._lengths = []
+        return pieces
 
     def finish(self) -> EncodedSegmentBlock | None:
         """Close the open block, if any (the segment is closing)."""
