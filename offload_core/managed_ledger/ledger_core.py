@@ -32,7 +32,7 @@ from .config import BrokerConfig
 from .hot_records import DetachedRecords
 from .ledger_file import LedgerFile, index_path
 from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
-from .metadata_store import MetadataStore
+from .metadata_store import MetadataStore, Versioned
 from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import OffloadPolicies, PolicyStore, TopicName
@@ -60,6 +60,7 @@ class LedgerCore:
     _clock: Callable[[], float]
     _lock: threading.RLock
     _metadata_lock: threading.Lock
+    _stored_info: Versioned | None
     _maintenance: threading.Lock
     _current: LedgerFile | None
     _current_created: float
@@ -137,12 +138,21 @@ class LedgerCore:
 
         def attempt() -> None:
             with self._metadata_lock:
-                record = self._store.get(self._path)
+                # The record as this ledger last wrote it: its owner is the
+                # only writer, so a read before each update would only cost
+                # a statement. Anyone else's write shows as a conflict, and
+                # the retry reads the record afresh.
+                record = self._stored_info or self._store.get(self._path)
                 if record is None:
                     raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path)
                 info = parse_info(record.value, self._path)
                 mutate(info)
-                stored = self._store.set(self._path, info.SerializeToString(), record.version)
+                self._stored_info = None  # until the set is known to have gone through
+                try:
+                    stored = self._store.set(self._path, info.SerializeToString(), record.version)
+                except NotFoundError:
+                    raise NotFoundError(f"metadata of managed ledger {self.name} vanished", key=self._path) from None
+                self._stored_info = stored
             with self._lock:
                 if stored.version > self._info_version:
                     self._set_info(info, stored.version)

@@ -48,7 +48,7 @@ from .ledger_records import (
     uuid_of,
 )
 from .ledger_retention import Cursor, Retention
-from .metadata_store import MetadataStore
+from .metadata_store import MetadataStore, Versioned
 from .offload_lifecycle import OffloadLifecycle
 from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
@@ -109,6 +109,8 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._clock = clock
         self._lock = threading.RLock()
         self._metadata_lock = threading.Lock()
+        self._stored_info: Versioned | None = None
+        self._status_version: int | None = None
         self._maintenance = threading.Lock()
         self._current: LedgerFile | None = None
         self._current_created = 0.0

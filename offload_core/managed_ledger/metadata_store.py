@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,19 +76,28 @@ class SqliteMetadataStore:
                 "restore it from a backup (or move it away to start with empty metadata)"
             ) from None
         self._lock = threading.Lock()
-        self._local_changes = 0
+        # This connection's own updates, by area (a path's first component),
+        # so that a cache of one area (policies) is not invalidated by the
+        # steady stream of another's (ledger metadata, offload status).
+        self._local_changes: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         return f"SqliteMetadataStore({self.path!r})"
 
-    def change_marker(self) -> tuple[int, int]:
-        """A value that differs whenever any record may have changed since it
+    def change_marker(self, area: str | None = None) -> tuple[int, int]:
+        """A value that differs whenever a record may have changed since it
         was taken: SQLite's ``data_version`` (bumped by other connections'
         commits, other processes included) and this connection's own
-        updates. Lets callers cache what they derive from records."""
+        updates, of every record or, with ``area``, of records whose path's
+        first component is ``area`` (``"policies"`` for ``policies/...``).
+        Lets callers cache what they derive from records."""
         with self._lock:
             (version,) = self._db.execute("PRAGMA data_version").fetchone()
-            return int(version), self._local_changes
+            local = self._local_changes[area] if area is not None else self._local_changes.total()
+            return int(version), local
+
+    def _changing(self, path: str) -> None:
+        self._local_changes[path.split("/", 1)[0]] += 1
 
     def get(self, path: str) -> Versioned | None:
         with self._lock:
@@ -96,7 +106,7 @@ class SqliteMetadataStore:
 
     def create(self, path: str, value: bytes) -> Versioned:
         with self._lock:
-            self._local_changes += 1
+            self._changing(path)
             try:
                 self._db.execute("INSERT INTO records VALUES (?, ?, 0)", (path, value))
             except sqlite3.IntegrityError:
@@ -105,29 +115,28 @@ class SqliteMetadataStore:
 
     def set(self, path: str, value: bytes, expected_version: int) -> Versioned:
         with self._lock:
-            self._local_changes += 1
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            self._changing(path)
+            # One statement, its own transaction: the version test is in the
+            # WHERE. Every statement hands the interpreter lock back and
+            # forth, and a broker's producers wait for each hand-back.
+            updated = self._db.execute(
+                "UPDATE records SET value = ?, version = ? WHERE path = ? AND version = ?",
+                (value, expected_version + 1, path, expected_version),
+            ).rowcount
+            if not updated:
                 row = self._db.execute("SELECT version FROM records WHERE path = ?", (path,)).fetchone()
-                if row is None:
-                    raise NotFoundError(f"metadata record {path!r} does not exist", key=path)
-                if int(row[0]) != expected_version:
-                    raise ConflictError(
-                        f"metadata record {path!r} is at version {row[0]}, not {expected_version}: another writer "
-                        "changed it; re-read it and try again"
-                    )
-                self._db.execute(
-                    "UPDATE records SET value = ?, version = ? WHERE path = ?", (value, expected_version + 1, path)
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        if not updated:
+            if row is None:
+                raise NotFoundError(f"metadata record {path!r} does not exist", key=path)
+            raise ConflictError(
+                f"metadata record {path!r} is at version {row[0]}, not {expected_version}: another writer changed "
+                "it; re-read it and try again"
+            )
         return Versioned(value, expected_version + 1)
 
     def delete(self, path: str, expected_version: int | None = None) -> None:
         with self._lock:
-            self._local_changes += 1
+            self._changing(path)
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 row = self._db.execute("SELECT version FROM records WHERE path = ?", (path,)).fetchone()

@@ -12,7 +12,9 @@ import uuid as uuid_module
 from collections.abc import Callable, Mapping
 
 from ..errors import (
+    AlreadyExistsError,
     ConflictError,
+    NotFoundError,
     OffloadError,
     StateError,
     TransientStorageError,
@@ -21,6 +23,7 @@ from ..model import Position
 from ..proto import KeyValue, ManagedLedgerInfo
 from ..retry import RetryPolicy, call_with_retries
 from .ledger_records import OffloadStatus, uid_halves, uuid_of
+from .metadata_store import Versioned
 from .offload_ticket import OffloadTicket, SealedLedgerReadHandle
 from .unfinished_offloads import UnfinishedOffloads
 
@@ -33,6 +36,7 @@ class OffloadLifecycle(UnfinishedOffloads):
     """Offloading sealed ledgers, by hand or by threshold."""
 
     trim_in_background: Callable[[], list[int]]
+    _status_version: int | None
 
     def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
         """Offload every sealed ledger before ``position``'s ledger (all sealed
@@ -302,11 +306,25 @@ class OffloadLifecycle(UnfinishedOffloads):
                 "at_ms": self._now_ms(),
             }
         ).encode()
-        record = self._store.get(path)
-        if record is None:
-            self._store.create(path, value)
-        else:
-            self._store.set(path, value, record.version)
+        with self._metadata_lock:
+            # The version this ledger last wrote, as for its metadata record:
+            # no read before each write unless someone else wrote meanwhile.
+            version, self._status_version = self._status_version, None
+            try:
+                stored = self._write_status(path, value, version)
+            except (ConflictError, NotFoundError, AlreadyExistsError):
+                if version is None:
+                    raise
+                stored = self._write_status(path, value, None)
+            self._status_version = stored.version
+
+    def _write_status(self, path: str, value: bytes, version: int | None) -> Versioned:
+        if version is None:
+            record = self._store.get(path)
+            if record is None:
+                return self._store.create(path, value)
+            version = record.version
+        return self._store.set(path, value, version)
 
     def offload_status(self) -> OffloadStatus:
         """The last offload run's outcome (``not-run`` if there was none).

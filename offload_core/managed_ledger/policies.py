@@ -230,6 +230,9 @@ def _valid_name(part: str) -> bool:
     return part not in (".", "..") and _NAME_PART.fullmatch(part) is not None
 
 
+_AREA = "policies"  # the first component of every policy record's path
+
+
 class PolicyStore:
     """Namespace and topic policies in the metadata store."""
 
@@ -242,7 +245,7 @@ class PolicyStore:
 
     @staticmethod
     def _path(level: str, name: str) -> str:
-        return f"policies/{level}/{name}"
+        return f"{_AREA}/{level}/{name}"
 
     def get(self, level: str, name: str) -> OffloadPolicies:
         """The policies set at ``level`` (``namespace`` or ``topic``) for ``name``."""
@@ -291,11 +294,12 @@ class PolicyStore:
         return found
 
     def effective(self, topic: TopicName) -> OffloadPolicies:
-        """Topic over namespace over broker defaults. Cached until any record
-        of the store changes (in this process or another one), so a read
-        does not query the store each time."""
+        """Topic over namespace over broker defaults. Cached until a policy
+        record may have changed (set in this process, or any record written
+        by another one), so a read does not query the store each time, nor
+        does the next after a ledger's own metadata update."""
         marker_of = getattr(self._store, "change_marker", None)
-        marker = marker_of() if marker_of is not None else None
+        marker = marker_of(_AREA) if marker_of is not None else None
         cached = self._effective.get(topic)
         if marker is not None and cached is not None and cached[0] == marker:
             return cached[1]

@@ -94,3 +94,33 @@ def test_the_change_marker_moves_with_every_update_from_any_connection(tmp_path:
     marker = first.change_marker()
     second.set("a", b"2", 0)  # another connection (another process, in life)
     assert first.change_marker() != marker
+
+
+def test_the_change_marker_of_an_area_moves_only_with_that_areas_records_or_another_connection(
+    tmp_path: Path,
+) -> None:
+    first = SqliteMetadataStore(tmp_path / "metadata.db")
+    second = SqliteMetadataStore(tmp_path / "metadata.db")
+    marker = first.change_marker("policies")
+    first.create("managed-ledgers/a", b"1")
+    first.set("managed-ledgers/a", b"2", 0)
+    assert first.change_marker("policies") == marker  # another area's updates leave it
+    assert first.change_marker() != (marker[0], 0)  # the store-wide marker moved
+    first.create("policies/topic/t", b"{}")
+    assert first.change_marker("policies") != marker
+    marker = first.change_marker("policies")
+    second.set("managed-ledgers/a", b"3", 1)  # another connection: its area is not known here
+    assert first.change_marker("policies") != marker
+
+
+def test_a_failed_compare_and_set_changes_nothing(tmp_path: Path) -> None:
+    store = SqliteMetadataStore(tmp_path / "m.db")
+    store.create("a", b"v0")
+    store.set("a", b"v1", 0)
+    with pytest.raises(ConflictError, match="version 1, not 5"):
+        store.set("a", b"never", 5)
+    with pytest.raises(NotFoundError, match="'b' does not exist"):
+        store.set("b", b"never", 0)
+    assert store.get("a") == store.get("a") and store.get("a").value == b"v1"  # type: ignore[union-attr]
+    assert store.get("a").version == 1  # type: ignore[union-attr]
+    assert store.get("b") is None
