@@ -112,15 +112,23 @@ class LedgerFile:
         """Open an existing ledger file and index its entries.
 
         With ``repair`` (the ledger being recovered after a crash) a torn
-        tail is cut off at the last whole entry. Without it (a sealed
-        ledger), a torn or corrupt record raises :class:`FormatError`.
+        tail is cut off at the last whole entry, and a torn file header (a
+        crash while the file was being created) is completed: a ledger of
+        no entries. Without it (a sealed ledger), a torn or corrupt record
+        or header raises :class:`FormatError`.
         Raises :class:`NotFoundError`-compatible ``FileNotFoundError`` if
         the file is missing."""
         fd = os.open(path, os.O_RDWR if repair else os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
             header = os.pread(fd, _FILE_HEADER.size, 0)
-            if len(header) != _FILE_HEADER.size or _FILE_HEADER.unpack(header) != (_MAGIC, ledger_id):
+            expected = _FILE_HEADER.pack(_MAGIC, ledger_id)
+            if repair and len(header) < len(expected) and expected.startswith(header):
+                # Created, and the crash came before its header was whole:
+                # no entry was ever written to it.
+                os.pwrite(fd, expected, 0)
+                header, size = expected, len(expected)
+            if header != expected:
                 raise FormatError(f"{path} is not the hot-tier file of ledger {ledger_id}")
             known = None if repair else _IndexedOffsets.load(path, ledger_id, size, lambda: _scan(fd, size)[0])
             offsets: array[int] | _IndexedOffsets

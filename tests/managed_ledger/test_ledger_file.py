@@ -134,3 +134,28 @@ def test_fsync_policy_parsing() -> None:
     assert FsyncPolicy.parse("Batch") is FsyncPolicy.BATCH
     with pytest.raises(ConfigError, match="always, batch, none"):
         FsyncPolicy.parse("sometimes")
+
+
+@pytest.mark.parametrize("written", [0, 1, 8, 15])
+def test_a_file_header_torn_at_creation_is_a_ledger_of_no_entries(tmp_path: Path, written: int) -> None:
+    """A crash between creating the file and writing its whole header
+    (the metadata already names the ledger) leaves a prefix of the header:
+    recovery completes it; a sealed ledger's open still refuses it."""
+    path = tmp_path / "7.log"
+    path.write_bytes((b"OLEDGER1" + struct.pack(">q", 7))[:written])
+    with pytest.raises(FormatError, match="not the hot-tier file of ledger 7"):
+        LedgerFile.open(path, 7, repair=False)
+    repaired = LedgerFile.open(path, 7, repair=True)
+    assert repaired.entry_count == 0
+    assert repaired.append(b"first") == 0
+    repaired.close()
+    assert [e.data for e in LedgerFile.open(path, 7, repair=False).read(0, 0)] == [b"first"]
+
+
+@pytest.mark.parametrize("start", [b"X", b"OLEDGER2", b"OLEDGER1\x01"])
+def test_a_short_file_that_is_not_a_torn_header_is_refused(tmp_path: Path, start: bytes) -> None:
+    path = tmp_path / "7.log"
+    path.write_bytes(start)
+    with pytest.raises(FormatError, match="not the hot-tier file of ledger 7"):
+        LedgerFile.open(path, 7, repair=True)
+    assert path.read_bytes() == start  # left as it was, for whoever looks into it

@@ -93,6 +93,22 @@ def test_torn_tail_is_cut_on_reopen_and_never_served(make_broker: Any, tmp_path:
     assert entries == [payload(n) for n in range(130)]
 
 
+def test_a_last_ledger_whose_file_header_was_torn_is_dropped_on_reopen(make_broker: Any, tmp_path: Any) -> None:
+    """Killed while the current ledger's file was being created: the
+    metadata names the ledger, its file holds part of its header."""
+    broker = make_broker()
+    positions = produce(broker, 130)
+    broker.close()
+    current = tmp_path / "data" / "ledgers" / f"{positions[-1].ledger_id}.log"
+    current.write_bytes(b"OLEDG")
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+    assert [s.entries for s in ledger.ledgers()] == [100]
+    assert not current.exists()
+    assert [e.entry.data for e in read_all(broker)] == [payload(n) for n in range(100)]
+    assert ledger.append(b"after reopen").ledger_id > positions[-1].ledger_id
+
+
 def test_an_empty_last_ledger_is_dropped_on_reopen(make_broker: Any) -> None:
     broker = make_broker()
     produce(broker, 100)  # exactly fills ledger 1, which is sealed; no current ledger
