@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from offload_core import Event, OffloadError, hookimpl
-from offload_core.errors import ConflictError, InvalidRangeError
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, ReadPriority
 from offload_core.model import Position
-from offload_core.proto import KeyValue, ManagedLedgerInfo
+from offload_core.proto import ManagedLedgerInfo
 from offload_core.testing.faults import Fault
 from tests.managed_ledger.conftest import Clock, FaultyStorePlugin
 
@@ -409,107 +407,6 @@ def test_offload_and_trim_are_mutually_exclusive(make_broker: Any, clock: Clock)
     trims = [n for n, kind in enumerate(events) if kind == "trimmed"]
     assert len(completed) == 2 and trims, events
     assert max(completed) < min(trims), events
-
-
-# -- retention ---------------------------------------------------------------------------------
-
-
-def test_retention_by_time_deletes_from_both_tiers(
-    make_broker: Any, clock: Clock, faulty: FaultyStorePlugin, tmp_path: Any
-) -> None:
-    broker = make_broker(managedLedgerOffloadDriver="faulty", defaultRetentionTimeInMinutes=10)
-    produce(broker, 250)
-    ledger = broker.topic(TOPIC)
-    ledger.offload_prefix()
-    doomed = [s.ledger_id for s in ledger.ledgers()[:2]]
-    assert ledger.trim() == []
-    clock.advance(601)
-    assert ledger.trim() == doomed
-    assert [s.entries for s in ledger.ledgers()] == [50]
-    assert list(faulty.store.list("")) == []
-    assert not any((tmp_path / "data" / "ledgers" / f"{ledger_id}.log").exists() for ledger_id in doomed)
-    with pytest.raises(InvalidRangeError):
-        ledger.read(Position(doomed[0], 0), 1)
-
-
-def test_retention_by_size_keeps_unconsumed_ledgers(make_broker: Any) -> None:
-    broker = make_broker(defaultRetentionSizeInMB=0)
-    ledger = broker.topic(TOPIC)
-    cursor = ledger.open_cursor("slow")  # before anything is written: it holds every ledger back
-    produce(broker, 350)  # each rollover runs retention in the background: nothing is consumed yet
-    assert [s.entries for s in ledger.ledgers()] == [100, 100, 100, 50]
-    entries = cursor.read(150)
-    cursor.mark_delete(Position(entries[-1].entry.ledger_id, entries[-1].entry.entry_id))
-    first_ledger = ledger.ledgers()[0].ledger_id
-    # Retention 0 MB: everything consumed goes, but the cursor is halfway into ledger 2.
-    assert ledger.trim() == [first_ledger]
-    remaining = ledger.ledgers()[0].ledger_id
-    assert ledger.read(Position(remaining, 0), 1)[0].data == payload(100)
-
-
-def test_retention_runs_in_the_background_when_a_ledger_rolls_over(make_broker: Any, clock: Clock) -> None:
-    broker = make_broker(defaultRetentionTimeInMinutes=10)
-    produce(broker, 250)
-    ledger = broker.topic(TOPIC)
-    assert len(ledger.ledgers()) == 3
-    clock.advance(11 * 60)
-    produce(broker, 50, start=250)  # the rollover at entry 300 trims, on the broker's threads
-    assert [s.entries for s in ledger.ledgers()] == [100]  # sealed just now: not past retention
-    assert ledger.read(Position(ledger.ledgers()[0].ledger_id, 0), 1)[0].data == payload(200)
-
-
-def test_the_broker_runs_maintenance_periodically(make_broker: Any, clock: Clock) -> None:
-    broker = make_broker(defaultRetentionTimeInMinutes=10, retentionCheckIntervalInSeconds=1)
-    produce(broker, 250)
-    ledger = broker.topic(TOPIC)
-    clock.advance(11 * 60)
-    deadline = time.monotonic() + 30
-    while len(ledger.ledgers()) > 1:  # nobody calls run_maintenance: the broker's ticker does
-        assert time.monotonic() < deadline, "periodic maintenance never trimmed"
-        time.sleep(0.05)
-    assert [s.entries for s in ledger.ledgers()] == [50]
-
-
-# -- compare-and-set -----------------------------------------------------------------------------
-
-
-def test_a_concurrent_metadata_writer_is_never_overwritten(make_broker: Any, tmp_path: Any) -> None:
-    broker = make_broker()
-    ledger = broker.topic(TOPIC)
-    ledger.append(b"x")
-    path = f"managed-ledgers/{ledger.name}"
-    other = type(broker.store)(tmp_path / "data" / "metadata.db")  # a second writer on the same store
-    real_set = broker.store.set
-    interfered: list[int] = []
-
-    def set_after_interference(record_path: str, value: bytes, version: int) -> Any:
-        if record_path == path and not interfered:
-            current = other.get(path)
-            info = ManagedLedgerInfo.FromString(current.value)  # type: ignore[union-attr]
-            info.properties.append(KeyValue(key="written-by", value="the other writer"))
-            other.set(path, info.SerializeToString(), current.version)  # type: ignore[union-attr]
-            interfered.append(1)
-        return real_set(record_path, value, version)
-
-    broker.store.set = set_after_interference  # type: ignore[method-assign]
-    for _ in range(99):
-        ledger.append(b"x")  # fills the ledger: sealing updates the metadata
-    broker.store.set = real_set  # type: ignore[method-assign]
-    stored = ManagedLedgerInfo.FromString(other.get(path).value)  # type: ignore[union-attr]
-    assert [kv.key for kv in stored.properties] == ["written-by"]
-    assert stored.ledgerInfo[0].entries == 100
-
-
-def test_conflicts_that_persist_raise(make_broker: Any) -> None:
-    broker = make_broker()
-    ledger = broker.topic(TOPIC)
-
-    def always_conflict(*args: Any) -> Any:
-        raise ConflictError("another writer keeps winning")
-
-    broker.store.set = always_conflict  # type: ignore[method-assign]
-    with pytest.raises(ConflictError):
-        ledger.append(b"x")
 
 
 def test_bad_input() -> None:

@@ -2,17 +2,21 @@
 ledgers, so it writes their records from what it last wrote rather than
 reading them first, and keeps effective policies until a policy record
 changes: fewer statements on the interpreter its producers share
-(bench/README.md). Anyone else's write is still seen: a conflict, then a
-fresh read."""
+(bench/README.md). Anyone else's write is still seen and never
+overwritten: a conflict, then a fresh read; conflicts that persist raise."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+import pytest
+
+from offload_core.errors import ConflictError
 from offload_core.managed_ledger import ReadPriority
 from offload_core.managed_ledger.metadata_store import SqliteMetadataStore
 from offload_core.model import Position
+from offload_core.proto import KeyValue, ManagedLedgerInfo
 
 TOPIC = "acme/prod/orders"
 
@@ -81,3 +85,42 @@ def test_effective_policies_are_not_reread_after_a_ledgers_own_update(make_broke
     other.set(f"policies/topic/{TOPIC}", record.value.replace(b"offloaded-first", b"bookkeeper-first"), record.version)
     other.close()
     assert topic.policies().read_priority is ReadPriority.BOOKKEEPER_FIRST
+
+
+def test_a_concurrent_metadata_writer_is_never_overwritten(make_broker: Any, tmp_path: Any) -> None:
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+    ledger.append(b"x")
+    path = f"managed-ledgers/{ledger.name}"
+    other = type(broker.store)(tmp_path / "data" / "metadata.db")  # a second writer on the same store
+    real_set = broker.store.set
+    interfered: list[int] = []
+
+    def set_after_interference(record_path: str, value: bytes, version: int) -> Any:
+        if record_path == path and not interfered:
+            current = other.get(path)
+            info = ManagedLedgerInfo.FromString(current.value)  # type: ignore[union-attr]
+            info.properties.append(KeyValue(key="written-by", value="the other writer"))
+            other.set(path, info.SerializeToString(), current.version)  # type: ignore[union-attr]
+            interfered.append(1)
+        return real_set(record_path, value, version)
+
+    broker.store.set = set_after_interference  # type: ignore[method-assign]
+    for _ in range(99):
+        ledger.append(b"x")  # fills the ledger: sealing updates the metadata
+    broker.store.set = real_set  # type: ignore[method-assign]
+    stored = ManagedLedgerInfo.FromString(other.get(path).value)  # type: ignore[union-attr]
+    assert [kv.key for kv in stored.properties] == ["written-by"]
+    assert stored.ledgerInfo[0].entries == 100
+
+
+def test_conflicts_that_persist_raise(make_broker: Any) -> None:
+    broker = make_broker()
+    ledger = broker.topic(TOPIC)
+
+    def always_conflict(*args: Any) -> Any:
+        raise ConflictError("another writer keeps winning")
+
+    broker.store.set = always_conflict  # type: ignore[method-assign]
+    with pytest.raises(ConflictError):
+        ledger.append(b"x")
