@@ -12,7 +12,6 @@ import uuid as uuid_module
 from collections.abc import Callable, Mapping
 
 from ..errors import (
-    AlreadyExistsError,
     ConflictError,
     NotFoundError,
     OffloadError,
@@ -312,7 +311,7 @@ class OffloadLifecycle(UnfinishedOffloads):
             version, self._status_version = self._status_version, None
             try:
                 stored = self._write_status(path, value, version)
-            except (ConflictError, NotFoundError, AlreadyExistsError):
+            except (ConflictError, NotFoundError):
                 if version is None:
                     raise
                 stored = self._write_status(path, value, None)
