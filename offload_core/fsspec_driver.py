@@ -116,6 +116,7 @@ class FsspecDriver(StorageDriver):
             with self._create_file(path) as out:
                 for part in parts:
                     out.write(part)
+                    self._part_written(out, size, size + len(part))
                     size += len(part)
                 self._make_durable(out)
         except BaseException:
@@ -126,6 +127,12 @@ class FsspecDriver(StorageDriver):
     def _create_file(self, path: str) -> Any:
         """Open ``path`` for writing (a binary file object)."""
         return self.fs.open(path, "wb")
+
+    def _part_written(self, out: Any, start: int, end: int) -> None:
+        """Called after each part, which took bytes ``start..end`` of the
+        file; a store that buffers in the OS may start writing them back
+        here, so that :meth:`_make_durable` finds little left to do.
+        Nothing by default."""
 
     def _make_durable(self, out: Any) -> None:
         """Called with the written file still open; a store that buffers in

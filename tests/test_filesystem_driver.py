@@ -292,3 +292,28 @@ def test_a_range_far_past_the_end_allocates_nothing(tmp_path: Path) -> None:
     assert driver.read("ten", 3, 2**63 - 1) == b"3456789"
     with pytest.raises(InvalidRangeError):
         driver.read("ten", 10, 2**63 - 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="early writeback starts through posix_fadvise (Linux)")
+@pytest.mark.parametrize("fsync", [True, False])
+def test_parts_are_written_back_as_they_arrive_not_all_at_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    started: list[tuple[int, int, int]] = []
+    real_fadvise = os.posix_fadvise
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        assert os.fstat(fd).st_size >= offset + length  # the range is on the file, not in a buffer of ours
+        started.append((offset, length, advice))
+        real_fadvise(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    driver = FilesystemDriver(str(tmp_path / "bucket"), fsync=fsync)
+    mib = 1 << 20
+    parts = [b"a" * (3 * mib // 2), b"b" * (mib // 2), b"c" * 100, b"d" * (2 * mib)]
+    driver.write("segment/data", iter(parts), metadata={"k": "v"})
+    assert driver.read("segment/data") == b"".join(parts)
+    # Whole mebibytes, each once, as soon as a part completes one; nothing
+    # for small writes (the sidecar records) nor when nothing is synced.
+    dontneed = os.POSIX_FADV_DONTNEED
+    assert started == ([(0, mib, dontneed), (mib, mib, dontneed), (2 * mib, 2 * mib, dontneed)] if fsync else [])

@@ -290,6 +290,8 @@ class OffloadHandle:
             self._enqueue(last)
         self._open_block_bytes = 0
         self._closed = True
+        if self._rows:
+            self._start_entry_offsets()
         self._changed.notify_all()
 
     # -- uploading -----------------------------------------------------------
@@ -318,25 +320,23 @@ class OffloadHandle:
         yield first
         while (block := self._next_block()) is not None:
             yield block
-        self._start_entry_offsets()
 
     def _start_entry_offsets(self) -> None:
-        """Every block is with the driver, so every entry's length is
-        known: the entry offsets are written on a thread of their own while
-        the driver makes the data object durable (on a local disk its
-        fsync is most of a segment's tail). The index waits for both: a
-        segment with an index has its entry offsets complete, or none."""
+        """Under the lock, as the segment closes: every entry's length is
+        known, so the entry offsets are written on a thread of their own
+        while the upload sends the last blocks and makes the data object
+        durable. The index waits for both: a segment with an index has its
+        entry offsets complete, or none."""
         key = self.entry_offsets_key
         if key is None:
             return
-        with self._lock:
-            lengths = list(self._lengths)
-        section = entry_offsets.encode_section(lengths)
+        lengths = list(self._lengths)
         written: Future[ObjectInfo] = Future()
         self._offsets_written = written
 
         def write() -> None:
             try:
+                section = entry_offsets.encode_section(lengths)
                 written.set_result(self._driver.write(key, section, metadata=self._object_metadata))
             except BaseException as exc:
                 written.set_exception(exc)
@@ -376,14 +376,16 @@ class OffloadHandle:
             self._event("offload.finished", uuid=self.uuid, bytes=info.size, blocks=len(rows))
         except BaseException as exc:
             self._error = exc
+            with self._lock:
+                # Closed first: a close racing this failure cannot start
+                # the entry offsets' write after the wait below.
+                self._closed = True
+                self._queue.clear()
+                self._queued_bytes = self._in_flight = self._open_block_bytes = 0
             if self._offsets_written is not None:
                 wait([self._offsets_written])  # or it could write its object after the cleanup
             self._remove_quietly(exc)
             self._event("offload.failed", uuid=self.uuid, error=type(exc).__name__)
-            with self._lock:
-                self._closed = True
-                self._queue.clear()
-                self._queued_bytes = self._in_flight = self._open_block_bytes = 0
         finally:
             with self._lock:
                 self._in_flight = 0

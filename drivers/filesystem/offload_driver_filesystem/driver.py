@@ -21,6 +21,9 @@ from offload_core.urls import redact_url
 __all__ = ["FilesystemDriver"]
 
 _LOCK_FILE = RESERVED_SEGMENT_PREFIX + "lock"
+# Written-back a mebibyte at a time at least: one system call per part of a
+# stream of small parts would cost more than the early writeback saves.
+_WRITEBACK_CHUNK = 1 << 20
 
 
 class FilesystemDriver(FsspecDriver):
@@ -147,6 +150,22 @@ class FilesystemDriver(FsspecDriver):
         finally:
             os.close(fd)
         return False
+
+    def _part_written(self, out: BinaryIO, start: int, end: int) -> None:
+        # Without this the whole object is dirty in the page cache until the
+        # fsync at its end, which then waits for all of it: an offload that
+        # streams its parts as they are framed would add that whole wait
+        # after its last part. POSIX_FADV_DONTNEED starts the writeback of
+        # the range on Linux without waiting for it (PostgreSQL's
+        # pg_flush_data relies on the same where sync_file_range, which
+        # Python does not expose, is missing); pages still dirty are not
+        # dropped from the cache by it.
+        if not self._fsync or not hasattr(os, "posix_fadvise"):
+            return
+        first, last = start - start % _WRITEBACK_CHUNK, end - end % _WRITEBACK_CHUNK
+        if last > first:
+            out.flush()
+            os.posix_fadvise(out.fileno(), first, last - first, os.POSIX_FADV_DONTNEED)
 
     def _make_durable(self, out: BinaryIO) -> None:
         out.flush()
