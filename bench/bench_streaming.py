@@ -14,7 +14,9 @@
    five (goal: >= 0.9 of the raw throughput); beside them the format's
    floor, the same bytes written as a data object and then an index
    object with no framing (Pulsar's pair: any streaming offloader writes
-   both, the index after the data). In the broker a handle runs
+   both, the index after the data), and streaming without our third
+   object, the entry offsets (managedLedgerOffloadEntryOffsetsEnabled =
+   false), which is what that object costs. In the broker a handle runs
    in a segment worker, which keeps freed memory for its next blocks
    (``keep_freed_memory``); this process does the same before measuring.
 3. Peak buffer memory vs its bound: the same offer loop against a store
@@ -64,11 +66,14 @@ def entries(total: int, size: int) -> list[Entry]:
     return [Entry(1, entry_id, payload) for entry_id in range(total // size)]
 
 
-def stream_seconds(driver: StorageDriver, limits: SegmentLimits, size: int = 1000) -> tuple[float, int]:
+def stream_seconds(
+    driver: StorageDriver, limits: SegmentLimits, size: int = 1000, *, entry_offsets: bool = True
+) -> tuple[float, int]:
     """Seconds to stream STREAM_BYTES of ``size``-byte entries (offered in
     batches, as the managed ledger's pump does) and complete the segment;
     the handle's peak buffered bytes."""
-    handle = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK).streaming_offload(uuid.uuid4(), limits=limits)
+    offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK, entry_offsets=entry_offsets)
+    handle = offloader.streaming_offload(uuid.uuid4(), limits=limits)
     batch = entries(STREAM_BYTES, size)
     started = time.perf_counter()
     at = 0
@@ -156,22 +161,25 @@ def two_objects_seconds(driver: StorageDriver, size: int, index_bytes: int) -> f
 @dataclass(frozen=True)
 class ThroughputSeconds:
     """Medians of alternated runs: a raw write, the two-object floor, and
-    streaming the same bytes."""
+    streaming the same bytes, with and without the entry offsets."""
 
     raw: float
     floor: float
     stream: float
+    stream_without_offsets: float
 
 
 def raw_and_stream_seconds(driver: StorageDriver, limits: SegmentLimits, size: int, repeat: int) -> ThroughputSeconds:
     """Median seconds of a raw write, the two-object floor and of streaming
     the same bytes, alternated."""
-    raws, floors, streams = [], [], []
+    raws, floors, streams, bare = [], [], [], []
     for _ in range(repeat):
         raws.append(raw_write_seconds(driver, STREAM_BYTES))
         floors.append(two_objects_seconds(driver, STREAM_BYTES, index_bytes=4096))
         streams.append(stream_seconds(driver, limits, size)[0])
-    return ThroughputSeconds(statistics.median(raws), statistics.median(floors), statistics.median(streams))
+        bare.append(stream_seconds(driver, limits, size, entry_offsets=False)[0])
+    median = statistics.median
+    return ThroughputSeconds(median(raws), median(floors), median(streams), median(bare))
 
 
 class SlowStore(StorageDriver):
@@ -221,7 +229,9 @@ def main() -> None:
             print(f"64 MB of {size} B entries: raw write {1000 * took.raw:.0f} ms, data + index objects "
                   f"{1000 * took.floor:.0f} ms, streaming offload {1000 * took.stream:.0f} ms; throughput ratio "
                   f"{took.raw / took.stream:.2f} (goal >= 0.9); the format's floor raw / two objects "
-                  f"{took.raw / took.floor:.2f}; streaming / floor {took.floor / took.stream:.2f}")  # fmt: skip
+                  f"{took.raw / took.floor:.2f}; streaming / floor {took.floor / took.stream:.2f}; without the "
+                  f"entry offsets {1000 * took.stream_without_offsets:.0f} ms, raw / that "
+                  f"{took.raw / took.stream_without_offsets:.2f}")  # fmt: skip
         slow = SlowStore(driver)
         _, peak = stream_seconds(slow, limits)
         print(
