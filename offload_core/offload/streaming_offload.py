@@ -109,7 +109,7 @@ class OffloadHandle:
         self._last_entry = -1
         self._rows: list[tuple[int, v2.SegmentRow]] = []
         self._lengths: list[Sequence[int]] = []
-        self._queue: deque[bytearray] = deque()
+        self._queue: deque[bytes] = deque()
         self._queued_bytes = 0
         self._in_flight = 0
         self._open_block_bytes = 0
@@ -296,7 +296,7 @@ class OffloadHandle:
 
     # -- uploading -----------------------------------------------------------
 
-    def _next_block(self) -> bytearray | None:
+    def _next_block(self) -> bytes | None:
         """The next block to upload (``None``: the segment is complete),
         releasing the previous one from the buffer count."""
         if self._in_flight and self._on_room is not None:
@@ -316,7 +316,7 @@ class OffloadHandle:
             self._in_flight = len(block)
             return block
 
-    def _parts(self, first: bytearray) -> Iterator[bytearray]:
+    def _parts(self, first: bytes) -> Iterator[bytes]:
         yield first
         while (block := self._next_block()) is not None:
             yield block
