@@ -7,11 +7,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from ..errors import ConfigError
 from ..formats import pulsar_v1 as v1
-from ..model import Entry
 
 __all__ = [
     "LedgerInfoSource",
@@ -96,20 +94,16 @@ class StreamingOffloadResult:
     driver_metadata: Mapping[str, str] = field(default_factory=dict)
 
 
-_LEDGER_ID = attrgetter("ledger_id")
-_ENTRY_ID = attrgetter("entry_id")
-
-
-def entry_runs(entries: Sequence[Entry]) -> Iterator[tuple[int, int]]:
+def entry_runs(ledger_ids: Sequence[int], entry_ids: Sequence[int]) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each run of consecutive entries of one ledger in
-    ``entries``, in order. A batch is mostly one run, which is recognised
-    without a Python step per entry; any other is walked once."""
-    if not entries:
+    a batch given by its entries' ledger ids and entry ids, in order. A
+    batch is mostly one run, which is recognised without a Python step per
+    entry; any other is walked once."""
+    count = len(ledger_ids)
+    if not count:
         return
-    ledger_ids = list(map(_LEDGER_ID, entries))
-    entry_ids = list(map(_ENTRY_ID, entries))
-    count, first_ledger, first = len(entries), ledger_ids[0], entry_ids[0]
-    if ledger_ids.count(first_ledger) == count and entry_ids == list(range(first, first + count)):
+    first_ledger, first = ledger_ids[0], entry_ids[0]
+    if ledger_ids.count(first_ledger) == count and tuple(entry_ids) == tuple(range(first, first + count)):
         yield 0, count
         return
     start = 0

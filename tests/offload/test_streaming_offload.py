@@ -187,8 +187,8 @@ def test_a_batch_falls_into_the_runs_an_entry_by_entry_walk_finds(ids: list[tupl
             walked[-1] = (walked[-1][0], at + 1)
         else:
             walked.append((at, at + 1))
-    assert list(entry_runs(batch)) == walked
-    assert list(entry_runs([Entry(1, 0, b""), Entry(1, 2, b""), Entry(3, 3, b"")])) == [(0, 1), (1, 2), (2, 3)]
+    assert list(entry_runs([e.ledger_id for e in batch], [e.entry_id for e in batch])) == walked
+    assert list(entry_runs((1, 1, 3), (0, 2, 3))) == [(0, 1), (1, 2), (2, 3)]
 
 
 def test_entries_must_follow_each_other() -> None:
