@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -317,3 +318,21 @@ def test_parts_are_written_back_as_they_arrive_not_all_at_the_fsync(
     # for small writes (the sidecar records) nor when nothing is synced.
     dontneed = os.POSIX_FADV_DONTNEED
     assert started == ([(0, mib, dontneed), (mib, mib, dontneed), (2 * mib, 2 * mib, dontneed)] if fsync else [])
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="early writeback starts through posix_fadvise (Linux)")
+def test_a_filesystem_refusing_the_writeback_advice_still_gets_the_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused: list[int] = []
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        refused.append(offset)
+        raise OSError(errno.EINVAL, "advice not supported here")
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    driver = FilesystemDriver(str(tmp_path / "bucket"))
+    parts = [bytes([n]) * (1 << 20) for n in range(3)]
+    driver.write("segment/data", iter(parts))
+    assert refused == [0, 1 << 20, 2 << 20]
+    assert driver.read("segment/data") == b"".join(parts)

@@ -165,7 +165,9 @@ class FilesystemDriver(FsspecDriver):
         first, last = start - start % _WRITEBACK_CHUNK, end - end % _WRITEBACK_CHUNK
         if last > first:
             out.flush()
-            os.posix_fadvise(out.fileno(), first, last - first, os.POSIX_FADV_DONTNEED)
+            # Advice only: a filesystem that refuses it costs speed, never the write.
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(out.fileno(), first, last - first, os.POSIX_FADV_DONTNEED)
 
     def _make_durable(self, out: BinaryIO) -> None:
         out.flush()
