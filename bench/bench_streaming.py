@@ -47,7 +47,11 @@ from offload_core.storage import BytesLike, StorageDriver
 BLOCK = 4 << 20
 STREAM_BYTES = 64 << 20
 REPEAT = 7
-THROUGHPUT_REPEAT = 5  # a raw write's time moves with the disk's writeback: more samples
+THROUGHPUT_REPEAT = 5
+# The pump's runs (managed_ledger/stream_planning.py): about a megabyte of
+# entries, 2,048 at most.
+PUMP_RUN_BYTES = 1 << 20
+PUMP_RUN_ENTRIES = 2048  # a raw write's time moves with the disk's writeback: more samples
 
 
 def _settings(streaming: bool) -> dict[str, object]:
@@ -70,15 +74,16 @@ def stream_seconds(
     driver: StorageDriver, limits: SegmentLimits, size: int = 1000, *, entry_offsets: bool = True
 ) -> tuple[float, int]:
     """Seconds to stream STREAM_BYTES of ``size``-byte entries (offered in
-    batches, as the managed ledger's pump does) and complete the segment;
-    the handle's peak buffered bytes."""
+    runs of about a megabyte, as the managed ledger's pump does) and
+    complete the segment; the handle's peak buffered bytes."""
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK, entry_offsets=entry_offsets)
     handle = offloader.streaming_offload(uuid.uuid4(), limits=limits)
     batch = entries(STREAM_BYTES, size)
+    per_offer = max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // size))
     started = time.perf_counter()
     at = 0
     while at < len(batch):
-        taken, outcome = handle.offer_entries(batch[at : at + 1024])
+        taken, outcome = handle.offer_entries(batch[at : at + per_offer])
         at += taken
         if outcome is OfferResult.FAIL_BUFFER_FULL:
             time.sleep(0.0005)
