@@ -4,8 +4,8 @@ A :class:`SegmentUpload` takes a segment's finished blocks in order and
 sends them to the store as one multipart write, one part per block, on a
 thread of its own: a multipart write stays open for the segment's whole
 life (up to its rollover time), which would pin a thread of the broker's
-small background pool for that long. Once the segment is complete it
-writes the entry offsets (beside the last blocks) and then the index;
+small background pool for that long. Once every block is sent it writes
+the entry offsets (beside the data object's last step) and then the index;
 a failure or an abort removes every object of the segment.
 
 It shares the lock of the :class:`~.streaming_offload.OffloadHandle`
@@ -114,16 +114,8 @@ class SegmentUpload:
         self._changed.notify_all()
 
     def complete(self, ranges: tuple[SegmentLedgerRange, ...]) -> None:
-        """Every block is queued; ``ranges`` are the segment's ledgers. The
-        entry offsets are known now, so they are written on a thread of
-        their own while the last blocks are sent and the data object is
-        made durable. The index waits for both: a segment with an index
-        has its entry offsets complete, or none."""
+        """Every block is queued; ``ranges`` are the segment's ledgers."""
         self._complete, self._ranges = True, ranges
-        if self._rows and self.keys.entry_offsets is not None:
-            self._offsets_written = _write_in_background(
-                self._driver, self.keys.entry_offsets, list(self._lengths), self._object_metadata, self.uuid
-            )
         self._changed.notify_all()
 
     def abort(self) -> None:
@@ -174,6 +166,23 @@ class SegmentUpload:
         yield first
         while (block := self._next_block()) is not None:
             yield block
+        self._start_entry_offsets()
+
+    def _start_entry_offsets(self) -> None:
+        """Every block is with the driver, so every entry's length is
+        known: the entry offsets are written on a thread of their own while
+        the driver makes the data object durable. The index waits for both:
+        a segment with an index has its entry offsets complete, or none.
+        Not from the close: an object of a segment whose blocks are still
+        being sent would sit in the store for all that time before the
+        segment is complete."""
+        if self.keys.entry_offsets is None:
+            return
+        with self._changed:
+            lengths = list(self._lengths)
+        self._offsets_written = _write_in_background(
+            self._driver, self.keys.entry_offsets, lengths, self._object_metadata, self.uuid
+        )
 
     def _run(self) -> None:
         try:
@@ -189,8 +198,6 @@ class SegmentUpload:
         except BaseException as exc:
             self._error = exc
             with self._changed:
-                # Stopped first: a completion racing this failure cannot
-                # start the entry offsets' write after the wait below.
                 self._aborted = self._complete = True
                 self._queue.clear()
                 self.queued_bytes = 0

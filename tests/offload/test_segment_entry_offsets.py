@@ -159,41 +159,6 @@ def test_entry_offsets_are_written_while_the_data_object_is_made_durable() -> No
     assert list(section.lengths) == [len(p) for payloads in ENTRIES.values() for p in payloads]
 
 
-class FirstPartGatedDriver(MemoryDriver):
-    """A memory store whose data-object writes, after their first part,
-    wait until the entry-offsets object exists (or 5 s pass) before taking
-    the rest: a store still busy with a segment's blocks when it closes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.offsets_written = threading.Event()
-        self.offsets_before_last_part: bool | None = None
-
-    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
-        parsed = v2.parse_segment_key(key)
-        if parsed is None or parsed.is_index or parsed.is_entry_offsets:
-            info = super()._write(key, parts, metadata, if_absent)
-            if parsed is not None and parsed.is_entry_offsets:
-                self.offsets_written.set()
-            return info
-        first = next(parts)
-        self.offsets_before_last_part = self.offsets_written.wait(5)
-        return super()._write(key, iter([first, *parts]), metadata, if_absent)
-
-
-def test_entry_offsets_are_written_from_the_close_while_blocks_are_still_being_sent() -> None:
-    store = FirstPartGatedDriver()
-    handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
-                                                                                    limits=LIMITS)  # fmt: skip
-    offer_all(handle, [Entry(3, n, data) for n, data in enumerate(ENTRIES[3])])  # many blocks
-    handle.close()
-    result = handle.result(10)
-    assert result is not None and result.blocks > 2
-    assert store.offsets_before_last_part is True  # not only once the store has taken every block
-    section = entry_offsets.decode_section(store.read(v2.segment_entry_offsets_key(result.uuid)))
-    assert list(section.lengths) == [len(p) for p in ENTRIES[3]]
-
-
 def test_a_data_object_failing_after_its_entry_offsets_were_written_leaves_no_object() -> None:
     store = DurabilityGatedDriver(fail_data=True)
     handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
