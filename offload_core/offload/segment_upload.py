@@ -180,7 +180,7 @@ class SegmentUpload:
             return
         with self._changed:
             lengths = list(self._lengths)
-        self._offsets_written = _write_in_background(
+        self._offsets_written = _write_entry_offsets(
             self._driver, self.keys.entry_offsets, lengths, self._object_metadata, self.uuid
         )
 
@@ -250,7 +250,7 @@ class _Aborted(StateError):
     """The segment's upload was cancelled."""
 
 
-def _write_in_background(
+def _write_entry_offsets(
     driver: StorageDriver, key: str, lengths: list[Sequence[int]], metadata: Mapping[str, str], uuid: str
 ) -> Future[ObjectInfo]:
     """Encode and write the entry offsets on a thread of their own."""
