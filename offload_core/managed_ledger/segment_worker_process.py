@@ -202,9 +202,12 @@ class _Server:
     def _offer_pipelined(self, segment_id: int, spans: tuple[RecordSpan, ...], now: float) -> None:
         """On the receiving thread, so pipelined offers are taken in the
         order sent and before any call sent after them. The broker hears
-        the segment's status when an offer was not taken whole (at once)
-        and otherwise at most every :data:`_STATUS_EVERY` seconds (for
-        its buffer gauge): each message costs the broker's interpreter."""
+        the segment's status at once when an offer was not taken whole or
+        closed the segment (taken whole, it reached the segment's size:
+        nothing else would tell the broker, which completes the segment
+        when it hears), and otherwise at most every :data:`_STATUS_EVERY`
+        seconds (for its buffer gauge): each message costs the broker's
+        interpreter."""
         served = self._segments.get(segment_id)
         if served is None or served.handle is None:
             return  # the segment was finished meanwhile: the broker's next pump re-offers from its metadata
@@ -214,7 +217,7 @@ class _Server:
             if stalled is not None:
                 self.send(("stalled", segment_id, stalled, served.status()))
                 return  # the rest is dropped: the broker resyncs
-        if time.monotonic() - served.status_sent >= _STATUS_EVERY:
+        if served.handle.closed or time.monotonic() - served.status_sent >= _STATUS_EVERY:
             served.status_sent = time.monotonic()
             self.send(("status", segment_id, served.status()))
 

@@ -171,6 +171,14 @@ class StreamPipelining(StreamPlanning):
         if why != OfferResult.FAIL_BUFFER_FULL.value:  # a full buffer waits for the room notice
             self._segment_has_room()
 
+    def _segment_reported(self, segment: RemoteSegment) -> None:
+        # On the link's thread: the worker's status after pipelined offers.
+        # One that closed the segment at its size was taken whole, so no
+        # stall notice follows: the pump this requests completes it.
+        self._emit_buffer(segment)
+        if segment.closed:
+            self._segment_has_room()
+
     def _emit_buffer(self, segment: OffloadHandle | RemoteSegment) -> None:
         """The buffer-occupancy gauge's event."""
         self._emit(Event("streaming.buffer", {"managed_ledger": self.name, "uuid": segment.uuid,

@@ -298,7 +298,7 @@ class StreamingLifecycle(StreamPipelining):
             )  # fmt: skip
             self._segment = workers.open(
                 opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room,
-                on_status=self._emit_buffer, on_stall=self._segment_stalled, clock=self._clock,
+                on_status=self._segment_reported, on_stall=self._segment_stalled, clock=self._clock,
                 delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
             )  # fmt: skip
         else:

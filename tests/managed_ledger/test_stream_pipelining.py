@@ -12,11 +12,13 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from offload_core.formats.segment_blocks import BlockGrouper
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.segment_worker_process import _Served
 from offload_core.managed_ledger.segment_workers import RemoteSegment
@@ -147,6 +149,35 @@ def test_a_pipelined_offer_not_taken_whole_is_taken_up_by_the_pump(
             assert len(ledger.segments()) >= 3
         uuids = {s.uuid for s in ledger.segments()}
     every_object_is_named_by_metadata(tmp_path / "data", uuids)
+
+
+def entries_filling_a_segment(config: dict[str, Any]) -> int:
+    """How many ``kb`` entries a segment of ``config`` takes before it closes at its size."""
+    grouper = BlockGrouper(config["managedLedgerOffloadMaxBlockSizeInBytes"])
+    taken, _ = grouper.add_run(0, 0, [kb(0)] * 100_000, stop_at=config["maxSizePerOffloadSegmentMbytes"] << 20)
+    return taken
+
+
+def test_a_segment_a_pipelined_offer_fills_exactly_completes_without_another_append(tmp_path: Path) -> None:
+    config = {**STEADY, "maxSizePerOffloadSegmentMbytes": 1}
+    full = entries_filling_a_segment(config)
+    now = [1000.0]
+    with Broker(tmp_path / "data", parse_config(config), clock=lambda: now[0]) as broker:
+        ledger, produce = segment_open_in_the_worker(broker)
+        produce.append(full - 2)  # under the bytes that send an offer, and no time passes: nothing sent yet
+        now[0] += 1.01
+        produce.append()  # sends entries 1..full-1: taken whole, and the segment closes at its size
+        assert broker.drain(30)
+        deadline = time.monotonic() + 20
+        while ledger.segments()[0].status != "offloaded":  # the worker's report reaches the broker's link
+            assert time.monotonic() < deadline, "the segment closed in the worker was never completed"
+            time.sleep(0.05)
+            assert broker.drain(30)
+        (segment,) = ledger.segments()
+        assert [(first, last) for _, first, last in segment.ledgers] == [(0, full - 1)]
+        produce.append()  # the next entry goes to a new segment
+        assert ledger.complete_current_segment().status == "success"
+        streamed_exactly_once(ledger, full + 1)
 
 
 class CountingHandle(RefusingHandle):
