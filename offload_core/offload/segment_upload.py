@@ -8,8 +8,12 @@ small background pool for that long. Once every block is sent it writes
 the entry offsets (beside the data object's last step) and then the index;
 a failure or an abort removes every object of the segment.
 
-It shares the lock of the :class:`~.streaming_offload.OffloadHandle`
-that feeds it: the methods marked so are called with that lock held.
+Its queue has a lock of its own, held only to put or take a block: the
+:class:`~.streaming_offload.OffloadHandle` that feeds it holds its lock
+for the whole of an offer (the framing of up to a megabyte of entries),
+and an upload thread that needed that lock to take the next block waited
+for the offers to stop (measured: for 64 MB of 1 KB entries, the first
+part went to the store only once every entry was offered).
 """
 
 from __future__ import annotations
@@ -50,11 +54,13 @@ class SegmentKeys:
 class SegmentUpload:
     """Sends a segment's blocks as they are finished, then completes it.
 
-    :meth:`put`, :meth:`complete` and :meth:`abort` and the two counters
-    are used with ``lock`` held. ``on_room`` is called (on the upload
-    thread, without the lock) each time a sent part leaves the buffer; it
-    must not block. ``on_failure`` is called with the lock held when the
-    upload fails or is aborted, after which nothing is taken any more.
+    :meth:`put`, :meth:`complete` and :meth:`abort` are called with the
+    feeding handle's ``lock`` held (the upload thread takes it only when
+    the upload fails: locks are taken in that order). ``on_room`` is
+    called (on the upload thread, without a lock) each time a sent part
+    leaves the buffer; it must not block. ``on_failure`` is called with
+    ``lock`` held when the upload fails, after which nothing is taken any
+    more.
     """
 
     def __init__(
@@ -82,10 +88,11 @@ class SegmentUpload:
         self._emit = emit
         self._on_room = on_room
         self._on_failure = on_failure
-        self._changed = threading.Condition(lock)
+        self._handle_lock = lock
+        self._changed = threading.Condition(threading.Lock())
         self._queue: deque[bytes] = deque()
-        self.queued_bytes = 0
-        self.in_flight = 0
+        self._queued_bytes = 0
+        self._in_flight = 0
         self._rows: list[tuple[int, v2.SegmentRow]] = []
         self._lengths: list[Sequence[int]] = []
         self._ranges: tuple[SegmentLedgerRange, ...] = ()
@@ -97,31 +104,41 @@ class SegmentUpload:
         self._error: BaseException | None = None
         threading.Thread(target=self._run, name=f"offload-core-segment-{uuid}", daemon=True).start()
 
-    # -- fed by the offering side, with the lock held ---------------------------
+    # -- fed by the offering side, with the handle's lock held ------------------
 
     @property
     def busy(self) -> bool:
         """Whether a block waits for the store or is being sent."""
-        return bool(self._queue or self.in_flight)
+        with self._changed:
+            return bool(self._queue or self._in_flight)
+
+    def buffered_bytes(self) -> int:
+        """Bytes of the blocks queued and of the part being sent. Only
+        ever falls between two calls of :meth:`put`."""
+        with self._changed:
+            return self._queued_bytes + self._in_flight
 
     def put(self, block: v2.EncodedSegmentBlock) -> None:
         """Queue the segment's next block."""
-        self._rows.append((block.ledger_id, block.row))
-        if self.keys.entry_offsets is not None:
-            self._lengths.append(block.entry_lengths)
-        self._queue.append(block.data)
-        self.queued_bytes += len(block.data)
-        self._changed.notify_all()
+        with self._changed:
+            self._rows.append((block.ledger_id, block.row))
+            if self.keys.entry_offsets is not None:
+                self._lengths.append(block.entry_lengths)
+            self._queue.append(block.data)
+            self._queued_bytes += len(block.data)
+            self._changed.notify_all()
 
     def complete(self, ranges: tuple[SegmentLedgerRange, ...]) -> None:
         """Every block is queued; ``ranges`` are the segment's ledgers."""
-        self._complete, self._ranges = True, ranges
-        self._changed.notify_all()
+        with self._changed:
+            self._complete, self._ranges = True, ranges
+            self._changed.notify_all()
 
     def abort(self) -> None:
         """Stop: the upload is cancelled and its objects removed."""
-        self._aborted = self._complete = True
-        self._changed.notify_all()
+        with self._changed:
+            self._aborted = self._complete = True
+            self._changed.notify_all()
 
     # -- the result ---------------------------------------------------------------
 
@@ -145,21 +162,21 @@ class SegmentUpload:
     def _next_block(self) -> bytes | None:
         """The next block to send (``None``: the segment is complete),
         releasing the previous one from the buffer count."""
-        if self.in_flight and self._on_room is not None:
+        if self._in_flight and self._on_room is not None:
             try:
                 self._on_room()  # the part just sent left the buffer: the offering side may go on
             except Exception as exc:  # the caller's notification must not fail the upload
                 log.warning("segment %s: the buffer-room callback failed: %s", self.uuid, exc)
         with self._changed:
-            self.in_flight = 0
+            self._in_flight = 0
             self._changed.wait_for(lambda: bool(self._queue) or self._complete)
             if self._aborted:
                 raise _Aborted(f"segment {self.uuid} was aborted")
             if not self._queue:
                 return None
             block = self._queue.popleft()
-            self.queued_bytes -= len(block)
-            self.in_flight = len(block)
+            self._queued_bytes -= len(block)
+            self._in_flight = len(block)
             return block
 
     def _parts(self, first: bytes) -> Iterator[bytes]:
@@ -197,10 +214,10 @@ class SegmentUpload:
             self._event("offload.finished", uuid=self.uuid, bytes=info.size, blocks=len(self._rows))
         except BaseException as exc:
             self._error = exc
-            with self._changed:
+            with self._handle_lock, self._changed:
                 self._aborted = self._complete = True
                 self._queue.clear()
-                self.queued_bytes = 0
+                self._queued_bytes = 0
                 self._on_failure()
             if self._offsets_written is not None:
                 wait([self._offsets_written])  # or it could write its object after the cleanup
@@ -208,7 +225,7 @@ class SegmentUpload:
             self._event("offload.failed", uuid=self.uuid, error=type(exc).__name__)
         finally:
             with self._changed:
-                self.in_flight = 0
+                self._in_flight = 0
             self._done.set()
 
     def _write_index(self, data_object_length: int) -> StreamingOffloadResult:

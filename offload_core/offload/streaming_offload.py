@@ -244,7 +244,7 @@ class OffloadHandle:
         return tuple(self._ranges) + current if self._last_ledger >= 0 else ()
 
     def _buffered(self) -> int:
-        return self._upload.queued_bytes + self._upload.in_flight + self._open_block_bytes
+        return self._upload.buffered_bytes() + self._open_block_bytes
 
     def _close_if_due(self) -> None:
         if not self._closed and self._clock() - self._opened_at >= self.limits.max_segment_age:

@@ -137,6 +137,41 @@ def test_blocks_are_uploaded_while_the_segment_is_still_open() -> None:
     assert [e.data for e in read.read(0, 59)] == [e.data for e in entries]
 
 
+class StuckPayloads(list[bytes]):
+    """Payloads whose offer stops (holding the handle's lock) until ``go`` is set."""
+
+    def __init__(self, payloads: list[bytes]) -> None:
+        super().__init__(payloads)
+        self.stuck = threading.Event()
+        self.go = threading.Event()
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.stuck.set()
+        assert self.go.wait(10)
+        return super().__iter__()
+
+
+def test_an_offer_in_progress_does_not_hold_up_the_upload_of_finished_blocks() -> None:
+    driver = GatedDriver()
+    handle = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
+    driver.gate.clear()  # the upload stops after the first part until the second block is finished
+    assert handle.offer_run(3, 0, [b"x" * BLOCK, b"y" * BLOCK]) == (2, OfferResult.SUCCESS)  # two blocks finished
+    wait_for(lambda: driver.parts_pulled.get(handle.data_key, 0) == 1)
+    stuck = StuckPayloads([b"z" * 100] * 3)
+    offer = threading.Thread(target=handle.offer_run, args=(3, 2, stuck))
+    offer.start()
+    assert stuck.stuck.wait(10)
+    driver.gate.set()  # the upload takes the second block while the offer is still framing its entries
+    try:
+        wait_for(lambda: driver.parts_pulled.get(handle.data_key, 0) == 2, timeout=5)
+    finally:
+        stuck.go.set()
+        offer.join(10)
+    handle.close()
+    result = handle.result(10)
+    assert result is not None and (result.end_entry_id, result.blocks) == (4, 3)
+
+
 def test_a_segment_spans_ledgers_and_reports_their_ranges() -> None:
     driver = MemoryDriver()
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK)
