@@ -9,7 +9,8 @@
    share hardware: work on the other core, as the streaming worker's, can
    slow the producer by itself (see bench_append_latency.py).
 2. Offload throughput vs the limit: 64 MB of 1 KB (and of 16 KB) entries
-   offered to an OffloadHandle on the filesystem driver, against a raw
+   offered to an OffloadHandle on the filesystem driver as the managed
+   ledger offers them (runs of payloads, ``offer_run``), against a raw
    driver write of the same bytes in 4 MiB parts, alternated, medians of
    five (goal: >= 0.9 of the raw throughput); beside them the format's
    floor, the same bytes written as a data object and then an index
@@ -40,7 +41,7 @@ from offload_core import open_driver
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import ManagedLedger
 from offload_core.managed_ledger.worker_memory import keep_freed_memory
-from offload_core.model import Entry, ObjectInfo
+from offload_core.model import ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, SegmentLimits
 from offload_core.storage import BytesLike, StorageDriver
 
@@ -48,10 +49,9 @@ BLOCK = 4 << 20
 STREAM_BYTES = 64 << 20
 REPEAT = 7
 THROUGHPUT_REPEAT = 5
-# The pump's runs (managed_ledger/stream_planning.py): about a megabyte of
-# entries, 2,048 at most.
+# The pump's runs (managed_ledger/stream_planning.py).
 PUMP_RUN_BYTES = 1 << 20
-PUMP_RUN_ENTRIES = 2048  # a raw write's time moves with the disk's writeback: more samples
+PUMP_RUN_ENTRIES = 2048
 
 
 def _settings(streaming: bool) -> dict[str, object]:
@@ -65,28 +65,35 @@ def append_latencies(streaming: bool) -> list[float]:
     return timed_appends(_settings(streaming), wrote_segments)
 
 
-def entries(total: int, size: int) -> list[Entry]:
-    payload = b"y" * size
-    return [Entry(1, entry_id, payload) for entry_id in range(total // size)]
+def payload_runs(total: int, size: int) -> list[list[bytes]]:
+    """``total`` bytes of ``size``-byte payloads in the pump's runs
+    (managed_ledger/stream_planning.py): about a megabyte, 2,048 at most."""
+    payload, count = b"y" * size, total // size
+    per_run = max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // size))
+    return [[payload] * min(per_run, count - first) for first in range(0, count, per_run)]
 
 
 def stream_seconds(
     driver: StorageDriver, limits: SegmentLimits, size: int = 1000, *, entry_offsets: bool = True
 ) -> tuple[float, int]:
-    """Seconds to stream STREAM_BYTES of ``size``-byte entries (offered in
-    runs of about a megabyte, as the managed ledger's pump does) and
-    complete the segment; the handle's peak buffered bytes."""
+    """Seconds to stream STREAM_BYTES of ``size``-byte entries and complete
+    the segment; the handle's peak buffered bytes. Offered as the managed
+    ledger offers them (its pump in process, its segment worker else): a
+    run of payloads of one ledger at a time (``offer_run``), a refused
+    rest offered again once the upload made room."""
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK, entry_offsets=entry_offsets)
     handle = offloader.streaming_offload(uuid.uuid4(), limits=limits)
-    batch = entries(STREAM_BYTES, size)
-    per_offer = max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // size))
+    runs = payload_runs(STREAM_BYTES, size)
     started = time.perf_counter()
-    at = 0
-    while at < len(batch):
-        taken, outcome = handle.offer_entries(batch[at : at + per_offer])
-        at += taken
-        if outcome is OfferResult.FAIL_BUFFER_FULL:
-            time.sleep(0.0005)
+    entry_id = 0
+    for run in runs:
+        at = 0
+        while at < len(run):
+            taken, outcome = handle.offer_run(1, entry_id, run[at:] if at else run)
+            at += taken
+            entry_id += taken
+            if outcome is OfferResult.FAIL_BUFFER_FULL:
+                time.sleep(0.0005)
     handle.close()
     result = handle.result()
     seconds = time.perf_counter() - started

@@ -252,13 +252,15 @@ class BlockGrouper:
         applying the limits entry by entry takes. Returns how many."""
         lengths = list(map(len, payloads))
         limit = len(lengths)
-        if max(lengths[start:]) > _INT32_MAX:
-            limit = next(at for at in range(start, limit) if lengths[at] > _INT32_MAX)
-            if limit == start == 0:
-                self._add_first(self._ledger_id, self._next_entry_id, payloads[0])  # raises
         # payload_sums[j]: the payload bytes of the entries before j; with
         # their entry headers, framed(j).
         payload_sums = list(accumulate(lengths, initial=0))
+        # Only entries adding up to more than the format's limit can hold
+        # one over it: the scan for it is skipped in every other batch.
+        if payload_sums[-1] - payload_sums[start] > _INT32_MAX and max(lengths[start:]) > _INT32_MAX:
+            limit = next(at for at in range(start, limit) if lengths[at] > _INT32_MAX)
+            if limit == start == 0:
+                self._add_first(self._ledger_id, self._next_entry_id, payloads[0])  # raises
 
         def framed(j: int) -> int:
             return payload_sums[j] + v1.ENTRY_HEADER_LENGTH * j

@@ -7,6 +7,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -272,3 +273,21 @@ def test_a_block_keeps_the_bytes_it_was_offered_when_the_caller_reuses_its_buffe
     assert [payload for _, payload in v2.decode_block(bytes(block.data)).entries] == [
         b"a" * 50, b"a" * 50, b"b" * 10, b"c" * 10, b"d" * 1500, b"e" * 1500,
     ]  # fmt: skip
+
+
+class OverTheLimit(bytes):
+    """A payload claiming 2^31 bytes, one over what the format's int32 length holds."""
+
+    def __len__(self) -> int:
+        return 2**31
+
+
+def test_an_entry_over_the_formats_limit_is_refused_after_the_entries_before_it_are_taken() -> None:
+    grouper = v2.BlockGrouper(1 << 20)
+    huge = OverTheLimit()
+    assert grouper.add_run(1, 0, [b"a", b"b", huge, b"c"])[0] == 2
+    with pytest.raises(FormatError, match="2\\^31-1"):
+        grouper.add_run(1, 2, [huge, b"c"])
+    assert grouper.add_run(1, 2, [b"c"])[0] == 1  # nothing of the refused run was taken
+    finished = grouper.finish()
+    assert finished is not None and [p for _, p in v2.decode_block(finished.data).entries] == [b"a", b"b", b"c"]
