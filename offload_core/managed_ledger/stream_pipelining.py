@@ -20,9 +20,10 @@ worker which entry the segment took last (a resync) and offers again
 from the next, synchronously for the rest of that pump. An offer taken
 whole that fills the segment is reported at once too, and the pump this
 requests completes the segment. A pump pipelines its own offers too,
-and resyncs before it closes a segment or offers synchronously. Everything needing a decision (a segment to open, close
-or complete, a ledger to assign that is not the new one, a failure) is
-still the pump's.
+and resyncs before it closes a segment or offers synchronously.
+Everything needing a decision (a segment to open, close or complete, a
+ledger to assign that is not the new one, a failure) is still the
+pump's.
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ class SegmentUpload:
     the upload fails: locks are taken in that order). ``on_room`` is
     called (on the upload thread, without a lock) each time a sent part
     leaves the buffer; it must not block. ``on_failure`` is called with
-    ``lock`` held when the upload fails, after which nothing is taken any
-    more.
+    ``lock`` held when the upload fails or is aborted, after which
+    nothing is taken any more.
     """
 
     def __init__(
