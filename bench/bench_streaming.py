@@ -14,13 +14,13 @@
    driver write of the same bytes in 4 MiB parts, alternated, medians of
    nine, and the median of the nine rounds' own ratios (goal: >= 0.9 of
    the raw throughput); beside them the format's floor, the same bytes
-   written as a data object and then an index
-   object with no framing (Pulsar's pair: any streaming offloader writes
-   both, the index after the data), and streaming without our third
-   object, the entry offsets (managedLedgerOffloadEntryOffsetsEnabled =
-   false), which is what that object costs. In the broker a handle runs
-   in a segment worker, which keeps freed memory for its next blocks
-   (``keep_freed_memory``); this process does the same before measuring.
+   written as a data object and then an index object with no framing
+   (Pulsar's pair: any streaming offloader writes both, the index after
+   the data), and streaming without our third object, the entry offsets
+   (managedLedgerOffloadEntryOffsetsEnabled = false), which is what that
+   object costs. In the broker a handle runs in a segment worker, which
+   keeps freed memory for its next blocks (``keep_freed_memory``); this
+   process does the same before measuring.
 3. Peak buffer memory vs its bound: the same offer loop against a store
    that takes 20 ms per part (a producer faster than the store); the
    handle's peak buffered bytes must never pass its bound.

@@ -154,7 +154,7 @@ class StuckPayloads(list[bytes]):
 def test_an_offer_in_progress_does_not_hold_up_the_upload_of_finished_blocks() -> None:
     driver = GatedDriver()
     handle = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK).streaming_offload(new_uuid(), limits=LIMITS)
-    driver.gate.clear()  # the upload stops after the first part until the second block is finished
+    driver.gate.clear()  # the upload stops after its first part until the gate opens
     assert handle.offer_run(3, 0, [b"x" * BLOCK, b"y" * BLOCK]) == (2, OfferResult.SUCCESS)  # two blocks finished
     wait_for(lambda: driver.parts_pulled.get(handle.data_key, 0) == 1)
     stuck = StuckPayloads([b"z" * 100] * 3)
