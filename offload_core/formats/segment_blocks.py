@@ -255,8 +255,7 @@ class BlockGrouper:
         # payload_sums[j]: the payload bytes of the entries before j; with
         # their entry headers, framed(j).
         payload_sums = list(accumulate(lengths, initial=0))
-        # Only entries adding up to more than the format's limit can hold
-        # one over it: the scan for it is skipped in every other batch.
+        # A batch adding up to no more than the limit holds no entry over it.
         if payload_sums[-1] - payload_sums[start] > _INT32_MAX and max(lengths[start:]) > _INT32_MAX:
             limit = next(at for at in range(start, limit) if lengths[at] > _INT32_MAX)
             if limit == start == 0:

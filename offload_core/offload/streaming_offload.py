@@ -261,8 +261,9 @@ class OffloadHandle:
         self._upload.complete(self._all_ranges())
 
     def _stop_taking(self) -> None:
-        """The upload failed (with the lock held): no more entries, and the
-        open block is dropped from the buffer count with the rest."""
+        """The upload failed or was aborted (with the lock held): no more
+        entries, and the open block is dropped from the buffer count with
+        the rest."""
         self._closed = True
         self._open_block_bytes = 0
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from tests.managed_ledger.test_segment_workers import (
     RefusingHandle,
     every_object_is_named_by_metadata,
 )
+from tests.offload.test_streaming_offload import wait_for
 
 
 def kb(n: int) -> bytes:
@@ -167,12 +167,7 @@ def test_a_segment_a_pipelined_offer_fills_exactly_completes_without_another_app
         produce.append(full - 2)  # under the bytes that send an offer, and no time passes: nothing sent yet
         now[0] += 1.01
         produce.append()  # sends entries 1..full-1: taken whole, and the segment closes at its size
-        assert broker.drain(30)
-        deadline = time.monotonic() + 20
-        while ledger.segments()[0].status != "offloaded":  # the worker's report reaches the broker's link
-            assert time.monotonic() < deadline, "the segment closed in the worker was never completed"
-            time.sleep(0.05)
-            assert broker.drain(30)
+        wait_for(lambda: ledger.segments()[0].status == "offloaded", timeout=20)  # once the worker's report arrives
         (segment,) = ledger.segments()
         assert [(first, last) for _, first, last in segment.ledgers] == [(0, full - 1)]
         produce.append()  # the next entry goes to a new segment
