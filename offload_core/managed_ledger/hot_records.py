@@ -95,20 +95,30 @@ def parse_records(chunk: bytes, ledger_id: int, first: int, last: int, path: str
     entry id or checksum is wrong, or for bytes left over. Pure."""
     view = memoryview(chunk)
     size = len(chunk)
-    payloads = []
+    payloads: list[memoryview] = []
+    append = payloads.append
     unpack = RECORD.unpack_from
     pack_id = ENTRY_ID.pack
+    header = RECORD.size
     at = 0
-    for entry_id in range(first, last + 1):
-        if at + RECORD.size > size:
-            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
-        length, stored_id, checksum = unpack(view, at)
-        end = at + RECORD.size + length
-        payload = view[at + RECORD.size : end]
-        if stored_id != entry_id or length < 0 or end > size or crc32(payload, crc32(pack_id(entry_id))) != checksum:
-            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")
-        payloads.append(payload)
-        at = end
-    if at != size:
-        raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt after entry {last} ({path})")
-    return payloads
+    entry_id = first
+    # Every entry a worker streams passes here: a record cut off by the end
+    # of the chunk shows as unpack_from's error instead of a bounds test per
+    # record, and the loop keeps to locals (about a fifth of a worker's
+    # time for 1 KB entries, bench/README).
+    try:
+        for entry_id in range(first, last + 1):
+            length, stored_id, checksum = unpack(view, at)
+            start = at + header
+            at = start + length
+            payload = view[start:at]
+            if stored_id != entry_id or length < 0 or at > size or crc32(payload, crc32(pack_id(entry_id))) != checksum:
+                break
+            append(payload)
+        else:
+            if at == size:
+                return payloads
+            raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt after entry {last} ({path})")
+    except struct.error:
+        pass  # a record header cut off by the end of the chunk
+    raise FormatError(f"hot-tier file of ledger {ledger_id} is corrupt at entry {entry_id} ({path})")

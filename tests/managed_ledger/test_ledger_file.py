@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offload_core.errors import ConfigError, FormatError, InvalidRangeError, OffloadError
-from offload_core.managed_ledger.hot_records import checksum
+from offload_core.managed_ledger.hot_records import RECORD, checksum, parse_records
 from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
 
 PAYLOADS = [b"", b"a", b"bb" * 100, bytes(range(256)), b"tail"]
@@ -128,6 +128,33 @@ def test_a_flipped_byte_is_caught_by_a_detached_read(tmp_path: Path, flip: int) 
     path.write_bytes(bytes(data))
     with pytest.raises(FormatError, match="ledger 7 is corrupt"):
         ledger.detach(0, 4).payloads()
+
+
+def records_of(payloads: list[bytes], first: int = 0) -> bytes:
+    return b"".join(RECORD.pack(len(p), first + i, checksum(first + i, p)) + p for i, p in enumerate(payloads))
+
+
+def test_parsed_records_are_the_payloads_and_nothing_else_passes() -> None:
+    """What a streaming worker reads: exactly the run's records; a chunk
+    cut anywhere, one with bytes after its last record, or one asked for
+    more or fewer entries than it holds is refused."""
+    chunk = records_of(PAYLOADS, first=5)
+    assert [bytes(p) for p in parse_records(chunk, 7, 5, 9, "p")] == PAYLOADS
+    assert parse_records(b"", 7, 5, 4, "p") == []
+    for cut in range(len(chunk)):
+        with pytest.raises(FormatError, match="ledger 7 is corrupt"):
+            parse_records(chunk[:cut], 7, 5, 9, "p")
+    for wrong in [chunk + b"x", chunk + chunk[:16]]:
+        with pytest.raises(FormatError, match="corrupt after entry 9"):
+            parse_records(wrong, 7, 5, 9, "p")
+    with pytest.raises(FormatError, match="corrupt at entry 10"):
+        parse_records(chunk, 7, 5, 10, "p")
+    with pytest.raises(FormatError, match="corrupt after entry 8"):
+        parse_records(chunk, 7, 5, 8, "p")
+    negative = bytearray(chunk)
+    negative[0:4] = struct.pack(">i", -1)
+    with pytest.raises(FormatError, match="corrupt at entry 5"):
+        parse_records(bytes(negative), 7, 5, 9, "p")
 
 
 def test_fsync_policy_parsing() -> None:
