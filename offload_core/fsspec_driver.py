@@ -61,7 +61,7 @@ class FsspecDriver(StorageDriver):
     metadata or the new one with the new. This mode needs atomic rename
     (local disks, HDFS); subclasses add durability (fsync) and
     cross-process locking in :meth:`_create_file`, :meth:`_make_durable`,
-    :meth:`_rename` and :meth:`_commit_lock`.
+    :meth:`_sync_directory`, :meth:`_rename` and :meth:`_commit_lock`.
     """
 
     native_metadata: ClassVar[bool] = False
@@ -138,6 +138,12 @@ class FsspecDriver(StorageDriver):
         """Called with the written file still open; a store that buffers in
         the OS (a local disk) flushes and syncs here. Nothing by default."""
 
+    def _sync_directory(self, path: str) -> None:
+        """Make the entries of directory ``path`` (files created in it)
+        durable; a store that buffers in the OS syncs here. Called before a
+        commit point for the directory of temporary files. Nothing by
+        default."""
+
     def _rename(self, src: str, dst: str) -> None:
         self._count_request("write")
         self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
@@ -206,6 +212,9 @@ class FsspecDriver(StorageDriver):
         pending = self._pending_path(key)
         self._put_file(record_tmp, [record])  # removes what it wrote if it fails
         try:
+            # Once the record is in place a crash is rolled forward from the
+            # data's temporary file: its name must survive one by then.
+            self._sync_directory(record_tmp.rsplit("/", 1)[0])
             self._rename(record_tmp, pending)
         except BaseException:
             if self.fs.exists(record_tmp):

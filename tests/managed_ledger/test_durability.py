@@ -190,6 +190,10 @@ def test_the_filesystem_store_syncs_data_before_rename_and_directories_after(
     synced_before = [path for kind, path in events[:data_rename] if kind == "fsync"]
     assert any(".offload-tmp/" in path and not path.endswith(".pending") for path in synced_before)
     assert any(path.endswith(".pending") for path in synced_before)  # the commit record, before its rename
+    # A crash after the commit point is rolled forward from the data's
+    # temporary file: its directory entry is durable before the record is.
+    commit = next(n for n in renames if events[n][1].endswith("t/obj.pending"))
+    assert ("dirsync", str(root / ".offload-tmp")) in events[:commit]
     assert ("dirsync", str(root / "t")) in events[data_rename:]
     sidecar = next(n for n in renames if events[n][1].endswith("t/obj.json"))
     assert ("dirsync", str(root / ".offload-meta/t")) in events[sidecar:]
