@@ -53,7 +53,7 @@ from offload_core.managed_ledger import ManagedLedger
 from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
 from offload_core.managed_ledger.worker_memory import keep_freed_memory
 from offload_core.model import ObjectInfo
-from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, SegmentLimits
+from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, OffloadHandle, SegmentLimits
 from offload_core.storage import BytesLike, StorageDriver
 
 BLOCK = 4 << 20
@@ -105,14 +105,21 @@ def stream_seconds(
             entry_id += taken
             if outcome is OfferResult.FAIL_BUFFER_FULL:
                 time.sleep(0.0005)
+    seconds, _ = completed_seconds(driver, handle, started)
+    return seconds, handle.peak_buffered_bytes
+
+
+def completed_seconds(driver: StorageDriver, handle: OffloadHandle, started: float) -> tuple[float, int]:
+    """Close ``handle``, wait for its segment to be complete; the seconds
+    since ``started`` and the segment's last entry id. Its objects are
+    deleted after timing, so that those of earlier runs do not pile up in
+    the page cache and get written back in the middle of a later one."""
     handle.close()
     result = handle.result()
     seconds = time.perf_counter() - started
     assert result is not None
-    # Deleted after timing, so the objects of earlier runs do not pile up
-    # in the page cache and get written back in the middle of a later one.
     driver.delete([key for key in (result.data_key, result.index_key, handle.entry_offsets_key) if key])
-    return seconds, handle.peak_buffered_bytes
+    return seconds, result.end_entry_id
 
 
 def raw_parts(size: int) -> Iterator[bytes]:
@@ -240,11 +247,8 @@ def stream_from_hot_tier_seconds(driver: StorageDriver, limits: SegmentLimits, l
         first += taken
         if outcome is OfferResult.FAIL_BUFFER_FULL:
             time.sleep(0.0005)
-    handle.close()
-    result = handle.result()
-    seconds = time.perf_counter() - started
-    assert result is not None and result.end_entry_id == last
-    driver.delete([key for key in (result.data_key, result.index_key, handle.entry_offsets_key) if key])
+    seconds, end_entry_id = completed_seconds(driver, handle, started)
+    assert end_entry_id == last
     return seconds
 
 
