@@ -13,6 +13,7 @@ from itertools import accumulate
 
 from ..errors import FormatError
 from . import pulsar_v1 as v1
+from .kept_payloads import may_keep
 from .magics import V2_BLOCK_MAGIC, wrong_magic
 from .segment_index import SegmentRow
 
@@ -37,12 +38,6 @@ _BLOCK_HEADER = struct.Struct(">Iqqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
 _INT64_MAX = 2**63 - 1
 _INT32_MAX = 2**31 - 1
-# Payloads are referenced until their block finishes only where they are
-# this big on average: each costs about 80 bytes of Python objects beyond
-# its framing (its own header, a 12-byte header object, two list slots),
-# at most 8% here, which a growing bytearray's over-allocation (1/8)
-# exceeded anyway. Smaller ones are framed into a stretch of our own.
-_DEFERRED_MEAN_PAYLOAD = 1024
 
 
 # -- data blocks ----------------------------------------------------------
@@ -300,12 +295,10 @@ class BlockGrouper:
             parts[::2] = map(_ENTRY_HEADER.pack, lengths[at:end], range(entry_id, entry_id + end - at))
             stretch = payloads[at:end]
             parts[1::2] = stretch
-            if payload_sums[end] - payload_sums[at] >= _DEFERRED_MEAN_PAYLOAD * (end - at) and set(
-                map(type, stretch)
-            ) == {bytes}:
-                pieces += parts  # immutable: joined once, when the block finishes
+            if may_keep(stretch, payload_sums[end] - payload_sums[at]):
+                pieces += parts  # cannot change: joined once, when the block finishes
             else:
-                pieces.append(b"".join(parts))  # views may change or pin a larger buffer: copied now
+                pieces.append(b"".join(parts))  # may change, or would hold on to more: copied now
             self._open_length += framed(end) - framed(at)
             self._lengths.extend(lengths[at:end])
             payload_bytes += payload_sums[end] - payload_sums[at]
@@ -340,9 +333,10 @@ class BlockGrouper:
         assert pieces is not None
         length = max(self._size, self._open_length)
         header = encode_block_header(StreamingBlockHeader(length, self._first_entry_id, self._ledger_id))
-        # A join of bytes only (these are) lets the interpreter go while it
-        # copies: the upload thread, waiting to hand the previous block to
-        # the store, runs meanwhile instead of at the next forced switch.
+        # A join of bytes only lets the interpreter go while it copies (the
+        # upload thread runs meanwhile instead of at the next forced
+        # switch); with views among the pieces it keeps it, and the copy it
+        # saves over framing them when offered is worth more (bench/README).
         block = b"".join([header, *pieces, v1.padding(length - self._open_length)])
         encoded = EncodedSegmentBlock(
             ledger_id=self._ledger_id,
