@@ -36,6 +36,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import tempfile
@@ -76,11 +77,22 @@ def append_latencies(streaming: bool) -> list[float]:
     return timed_appends(_settings(streaming), wrote_segments)
 
 
+def pump_run_entries(average_size: int) -> int:
+    """Entries in one of the pump's runs (managed_ledger/stream_planning.py)
+    of entries ``average_size`` bytes long on average: about a megabyte,
+    2,048 at most."""
+    return max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // max(1, average_size)))
+
+
+def paired_ratio(raws: list[float], streams: list[float]) -> float:
+    """The median of each round's own raw / stream."""
+    return statistics.median(raw / stream for raw, stream in zip(raws, streams, strict=True))
+
+
 def payload_runs(total: int, size: int) -> list[list[bytes]]:
-    """``total`` bytes of ``size``-byte payloads in the pump's runs
-    (managed_ledger/stream_planning.py): about a megabyte, 2,048 at most."""
+    """``total`` bytes of ``size``-byte payloads in the pump's runs."""
     payload, count = b"y" * size, total // size
-    per_run = max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // size))
+    per_run = pump_run_entries(size)
     return [[payload] * min(per_run, count - first) for first in range(0, count, per_run)]
 
 
@@ -213,20 +225,25 @@ def raw_and_stream_seconds(driver: StorageDriver, limits: SegmentLimits, size: i
         streams.append(stream_seconds(driver, limits, size)[0])
         bare.append(stream_seconds(driver, limits, size, entry_offsets=False)[0])
     median = statistics.median
-    paired = median(raw / stream for raw, stream in zip(raws, streams, strict=True))
-    return ThroughputSeconds(median(raws), median(floors), median(streams), median(bare), paired)
+    return ThroughputSeconds(median(raws), median(floors), median(streams), median(bare), paired_ratio(raws, streams))
 
 
-def hot_tier_ledger(directory: Path, size: int) -> LedgerFile:
+@contextlib.contextmanager
+def hot_tier_ledger(directory: Path, size: int) -> Iterator[LedgerFile]:
     """A hot-tier ledger file of STREAM_BYTES of ``size``-byte entries,
     synced once, so that measuring finds its pages clean in the page cache
-    (as a ledger streamed while it is written mostly is)."""
+    (as a ledger streamed while it is written mostly is); closed and
+    removed on leaving."""
     ledger = LedgerFile.create(directory / f"ledger-{size}", 1, fsync=FsyncPolicy.NONE)
-    payload = b"h" * size
-    for _ in range(STREAM_BYTES // size):
-        ledger.append(payload)
-    ledger.sync()
-    return ledger
+    try:
+        payload = b"h" * size
+        for _ in range(STREAM_BYTES // size):
+            ledger.append(payload)
+        ledger.sync()
+        yield ledger
+    finally:
+        ledger.close()
+        os.unlink(ledger.path)
 
 
 def stream_from_hot_tier_seconds(driver: StorageDriver, limits: SegmentLimits, ledger: LedgerFile) -> float:
@@ -237,7 +254,7 @@ def stream_from_hot_tier_seconds(driver: StorageDriver, limits: SegmentLimits, l
     read again from the first entry it did not take."""
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK)
     handle = offloader.streaming_offload(uuid.uuid4(), limits=limits)
-    per_run = max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // max(1, ledger.length // ledger.entry_count)))
+    per_run = pump_run_entries(ledger.length // ledger.entry_count)
     last = ledger.last_entry_id
     started = time.perf_counter()
     first = 0
@@ -281,8 +298,7 @@ def copy_and_stream_from_hot_tier(
     for _ in range(repeat):
         raws.append(raw_copy_seconds(driver, ledger))
         streams.append(stream_from_hot_tier_seconds(driver, limits, ledger))
-    median = statistics.median
-    return median(raws), median(streams), median(raw / stream for raw, stream in zip(raws, streams, strict=True))
+    return statistics.median(raws), statistics.median(streams), paired_ratio(raws, streams)
 
 
 class SlowStore(StorageDriver):
@@ -337,12 +353,8 @@ def main() -> None:
                   f"{took.raw / took.stream_without_offsets:.2f}; raw / streaming round by round "
                   f"(median) {took.paired_ratio:.2f}")  # fmt: skip
         for size in (1000, 16_000):
-            ledger = hot_tier_ledger(Path(directory), size)
-            try:
+            with hot_tier_ledger(Path(directory), size) as ledger:
                 raw, stream, paired = copy_and_stream_from_hot_tier(driver, limits, ledger, THROUGHPUT_REPEAT)
-            finally:
-                ledger.close()
-                os.unlink(ledger.path)
             print(f"from the hot tier, {size} B entries (read, checked, offered): raw copy {1000 * raw:.0f} ms, "
                   f"streaming offload {1000 * stream:.0f} ms; throughput ratio {raw / stream:.2f} (goal >= 0.9); "
                   f"round by round (median) {paired:.2f}")  # fmt: skip

@@ -299,14 +299,10 @@ def streaming(root: str) -> dict[str, float]:
                            max_buffer_size=4 * streamed.BLOCK)  # fmt: skip
     driver = open_driver(f"file://{root}/streaming")  # as bench_streaming.py: the default, fsync on
     took = streamed.raw_and_stream_seconds(driver, limits, 1000, streamed.THROUGHPUT_REPEAT)
-    ledger = streamed.hot_tier_ledger(Path(root), 1000)
-    try:
+    with streamed.hot_tier_ledger(Path(root), 1000) as ledger:
         raw_copy, from_hot_tier, _ = streamed.copy_and_stream_from_hot_tier(
             driver, limits, ledger, streamed.THROUGHPUT_REPEAT
         )
-    finally:
-        ledger.close()
-        os.unlink(ledger.path)
     return {
         "streaming: append p99, streaming on / off": p99.ratio,
         "streaming: append p99, off / off again (the measurement's spread)": p99.spread,
