@@ -52,6 +52,7 @@ from offload_core import open_driver
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import ManagedLedger
 from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
+from offload_core.managed_ledger.stream_planning import run_entries
 from offload_core.managed_ledger.worker_memory import keep_freed_memory
 from offload_core.model import ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, OffloadHandle, SegmentLimits
@@ -61,9 +62,6 @@ BLOCK = 4 << 20
 STREAM_BYTES = 64 << 20
 REPEAT = 7
 THROUGHPUT_REPEAT = 9
-# The pump's runs (managed_ledger/stream_planning.py).
-PUMP_RUN_BYTES = 1 << 20
-PUMP_RUN_ENTRIES = 2048
 
 
 def _settings(streaming: bool) -> dict[str, object]:
@@ -77,13 +75,6 @@ def append_latencies(streaming: bool) -> list[float]:
     return timed_appends(_settings(streaming), wrote_segments)
 
 
-def pump_run_entries(average_size: int) -> int:
-    """Entries in one of the pump's runs (managed_ledger/stream_planning.py)
-    of entries ``average_size`` bytes long on average: about a megabyte,
-    2,048 at most."""
-    return max(1, min(PUMP_RUN_ENTRIES, PUMP_RUN_BYTES // max(1, average_size)))
-
-
 def paired_ratio(raws: list[float], streams: list[float]) -> float:
     """The median of each round's own raw / stream."""
     return statistics.median(raw / stream for raw, stream in zip(raws, streams, strict=True))
@@ -92,7 +83,7 @@ def paired_ratio(raws: list[float], streams: list[float]) -> float:
 def payload_runs(total: int, size: int) -> list[list[bytes]]:
     """``total`` bytes of ``size``-byte payloads in the pump's runs."""
     payload, count = b"y" * size, total // size
-    per_run = pump_run_entries(size)
+    per_run = run_entries(size)
     return [[payload] * min(per_run, count - first) for first in range(0, count, per_run)]
 
 
@@ -254,7 +245,7 @@ def stream_from_hot_tier_seconds(driver: StorageDriver, limits: SegmentLimits, l
     read again from the first entry it did not take."""
     offloader = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK)
     handle = offloader.streaming_offload(uuid.uuid4(), limits=limits)
-    per_run = pump_run_entries(ledger.length // ledger.entry_count)
+    per_run = run_entries(ledger.length // ledger.entry_count)
     last = ledger.last_entry_id
     started = time.perf_counter()
     first = 0

@@ -12,10 +12,16 @@ from .hot_records import DetachedRecords
 from .segment_housekeeping import SegmentHousekeeping
 from .segment_records import streamed_end
 
-__all__ = ["StreamPlanning"]
+__all__ = ["StreamPlanning", "run_entries"]
 
-_BATCH_ENTRIES = 2048
-_BATCH_BYTES = 1 << 20
+_RUN_ENTRIES = 2048
+_RUN_BYTES = 1 << 20
+
+
+def run_entries(average_size: int) -> int:
+    """Entries in one of the pump's runs when entries are ``average_size``
+    bytes long on average: about a megabyte, 2,048 at most, one at least."""
+    return max(1, min(_RUN_ENTRIES, _RUN_BYTES // max(1, average_size)))
 
 
 class StreamPlanning(SegmentHousekeeping):
@@ -75,5 +81,4 @@ class StreamPlanning(SegmentHousekeeping):
             count, size = self._current.entry_count, self._current.length
         else:
             count, size = int(self._ledgers_by_id[ledger_id].entries), int(self._ledgers_by_id[ledger_id].size)
-        average = max(1, size // max(1, count))
-        return max(1, min(_BATCH_ENTRIES, _BATCH_BYTES // average))
+        return run_entries(size // max(1, count))
