@@ -23,6 +23,7 @@ from ..plugins import PluginManager
 from .hot_records import RecordSpan
 from .offload_workers import yield_to_producers
 from .offloaders import OffloaderProvider
+from .room_notices import RoomNotices
 from .segment_worker_link import picklable
 from .segment_workers import SegmentOpening, SegmentStatus
 from .worker_memory import keep_freed_memory
@@ -53,10 +54,8 @@ class _Served:
     def __init__(self, now: float, notify: Callable[[], None]) -> None:
         self.now = now
         self.handle: OffloadHandle | None = None
-        self._notify = notify
-        self._lock = threading.Lock()
-        self._parts_sent = 0
-        self._waiting = False
+        self._room = RoomNotices(notify)
+        self.part_sent = self._room.part_sent
         self.stalled = False
         self._status_seq = itertools.count(1)
         self.status_sent = 0.0
@@ -64,28 +63,12 @@ class _Served:
     def clock(self) -> float:
         return self.now
 
-    def part_sent(self) -> None:
-        """On the upload thread: a part left the buffer. The broker hears of
-        it only if an offer was refused since (one message, not one a part)."""
-        with self._lock:
-            self._parts_sent += 1
-            waiting, self._waiting = self._waiting, False
-        if waiting:
-            self._notify()
-
     def offer(self, span: RecordSpan) -> tuple[int, OfferResult]:
+        """Offer ``span``; the broker hears of room once a part has left
+        after a refusal for a full buffer (one message, not one a part)."""
         handle = self.handle
         assert handle is not None
-        with self._lock:
-            sent_before = self._parts_sent
-        taken, result = handle.offer_run(span.ledger_id, span.first, span.read_payloads())
-        if result is OfferResult.FAIL_BUFFER_FULL:
-            with self._lock:
-                room_since = self._parts_sent != sent_before  # a part left while the offer ran
-                self._waiting = not room_since
-            if room_since:
-                self._notify()
-        return taken, result
+        return self._room.offer(lambda: handle.offer_run(span.ledger_id, span.first, span.read_payloads()))
 
     def offer_pipelined(self, span: RecordSpan) -> str | None:
         """An offer nobody waits for. Taken whole, it says nothing; else the

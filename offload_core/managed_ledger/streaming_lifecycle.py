@@ -36,6 +36,7 @@ from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, SegmentLimits
 from .ledger_records import OffloadStatus
 from .policies import OffloadPolicies
+from .room_notices import RoomNotices
 from .segment_records import (
     SegmentState,
     assign_segment,
@@ -64,6 +65,7 @@ class StreamingLifecycle(StreamPipelining):
 
     _inline_schedule: bool
     _segment_workers: SegmentWorkers | None
+    _segment_room: RoomNotices | None
     _segment_uid: uuid_module.UUID | None
     _segment_settings: dict[str, str]
     _segment_start: Position | None
@@ -87,6 +89,7 @@ class StreamingLifecycle(StreamPipelining):
         self._fully_streamed_possible = True
         self._segment = None
         self._segment_uid = None
+        self._segment_room = None
         self._segment_settings = {}
         self._segment_start = None
         self._segment_ledgers = set()
@@ -136,9 +139,10 @@ class StreamingLifecycle(StreamPipelining):
         self._schedule(f"streaming offload of {self.name}", self.pump_streaming)
 
     def _segment_has_room(self) -> None:
-        # Called on the upload thread: only ever hand the pump to the
-        # background threads, never run it here, and not once closing has
-        # begun (the broker's threads are gone by then).
+        # Once room came after a refusal, on the upload thread (or the
+        # pump's own, when it came while the refused offer ran): only ever
+        # hand the pump to the background threads, never run it here, and
+        # not once closing has begun (the broker's threads are gone by then).
         if not self._inline_schedule and not self._stream_closing:
             self._request_pump()
 
@@ -249,7 +253,9 @@ class StreamingLifecycle(StreamPipelining):
                     continue
                 taken, result = offer
             else:
-                taken, result = segment.offer_run(ledger_id, first, records.payloads())
+                assert self._segment_room is not None
+                taken, result = self._segment_room.offer(functools.partial(segment.offer_run, ledger_id, first,
+                                                                           records.payloads()))  # fmt: skip
             offered += taken
             self._emit_buffer(segment)  # per batch offered (about a megabyte), for the gauge
             if taken:
@@ -302,9 +308,10 @@ class StreamingLifecycle(StreamPipelining):
                 delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
             )  # fmt: skip
         else:
+            self._segment_room = RoomNotices(self._segment_has_room)
             self._segment = offloader.streaming_offload(
                 uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,
-                clock=self._clock, on_room=self._segment_has_room,
+                clock=self._clock, on_room=self._segment_room.part_sent,
             )  # fmt: skip
         self._emit_segment("opened")
 

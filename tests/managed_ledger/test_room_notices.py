@@ -1,0 +1,141 @@
+"""Room in a streamed segment's buffer reaches the pump once after each
+refusal for a full buffer, never once a part: a part leaving a buffer
+nobody waits on starts no pump (before, every block sent started one, at
+moments nothing else in the broker knew of). Streaming a producer faster
+than the store still needs no pump but the ones room notices start."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from offload_core import PluginManager, hookimpl
+from offload_core.managed_ledger import Broker, parse_config
+from offload_core.managed_ledger.room_notices import RoomNotices
+from offload_core.memory import MemoryDriver
+from offload_core.model import ObjectInfo, Position
+from offload_core.offload import OfferResult
+from offload_core.storage import BytesLike
+from tests.managed_ledger.conftest import FaultyStorePlugin
+from tests.managed_ledger.test_streaming import STREAMING, TOPIC, payload, produce
+from tests.offload.test_streaming_offload import wait_for
+
+REFUSED = (0, OfferResult.FAIL_BUFFER_FULL)
+
+
+def test_parts_leaving_a_buffer_nobody_waits_on_tell_nobody() -> None:
+    notices: list[int] = []
+    room = RoomNotices(lambda: notices.append(1))
+    assert room.offer(lambda: (5, OfferResult.SUCCESS)) == (5, OfferResult.SUCCESS)
+    room.part_sent()
+    room.part_sent()
+    assert notices == []
+
+
+@pytest.mark.parametrize("during", [False, True], ids=["after the refusal", "during the refused offer"])
+def test_room_is_told_once_after_each_refusal_and_never_missed(during: bool) -> None:
+    notices: list[int] = []
+    room = RoomNotices(lambda: notices.append(1))
+
+    def refused() -> tuple[int, OfferResult]:
+        if during:
+            room.part_sent()
+        return REFUSED
+
+    assert room.offer(refused) == REFUSED
+    if not during:
+        assert notices == []
+        room.part_sent()
+    assert notices == [1]
+    room.part_sent()
+    assert notices == [1]  # once per refusal
+    assert room.offer(lambda: REFUSED) == REFUSED
+    room.part_sent()
+    assert notices == [1, 1]
+
+
+def test_an_in_process_segment_sending_its_parts_starts_no_pump(make_broker: Any) -> None:
+    broker = make_broker(**STREAMING)
+    ledger = broker.topic(TOPIC)
+    told: list[int] = []
+    real = ledger._segment_has_room
+
+    def has_room() -> None:
+        told.append(1)
+        real()
+
+    ledger._segment_has_room = has_room  # before the segment opens and takes it
+    produce(broker, 90, size=1000)  # 4 KB blocks: some twenty parts
+    assert ledger.complete_current_segment().status == "success"
+    (segment,) = ledger.segments()
+    assert [(first, last) for _, first, last in segment.ledgers] == [(0, 89)]
+    assert told == []
+
+
+class GatedStorePlugin(FaultyStorePlugin):
+    """Driver ``gated``: the shared memory store, whose writes send no part
+    until ``gate`` is set (a store slower than the producer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    @hookimpl
+    def offload_core_register_drivers(self, register: Any) -> None:
+        plugin = self
+
+        class Gated(MemoryDriver):
+            def __init__(self, bucket: str = "default") -> None:
+                super().__init__()
+
+            def _write(
+                self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool
+            ) -> ObjectInfo:
+                def gated() -> Iterator[BytesLike]:
+                    for part in parts:
+                        assert plugin.gate.wait(30)
+                        yield part
+
+                return plugin.store._write(key, gated(), metadata, if_absent)
+
+            def _read(self, key: str, start: int, end: int | None) -> bytes:
+                return plugin.store._read(key, start, end)
+
+            def _stat(self, key: str) -> ObjectInfo:
+                return plugin.store._stat(key)
+
+            def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+                return plugin.store._list(prefix)
+
+            def _delete(self, keys: Any) -> None:
+                plugin.store._delete(keys)
+
+        register(Gated, name="gated")
+
+
+def test_a_producer_faster_than_the_store_is_streamed_by_room_notices_alone(tmp_path: Any) -> None:
+    plugin = GatedStorePlugin()
+    plugins = PluginManager()
+    plugins.register(plugin)
+    config = {"managedLedgerOffloadDriver": "gated", "managedLedgerOffloadStreamingEnabled": True,
+              "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
+              "managedLedgerOffloadStreamingBufferSizeInBytes": 2 * 4096,
+              "managedLedgerMaxEntriesPerLedger": 1000, "retentionCheckIntervalInSeconds": 0}  # fmt: skip
+    with Broker(tmp_path / "data", parse_config(config), plugin_manager=plugins) as broker:
+        ledger = broker.topic(TOPIC)
+        for n in range(60):
+            ledger.append(payload(n, 1000))
+        assert broker.drain(30)
+        handle = ledger._segment
+        assert handle is not None
+        refused_at = handle.last_offered()
+        assert refused_at is not None and refused_at < (ledger.ledgers()[0].ledger_id, 59)  # the buffer is full
+        plugin.gate.set()  # the store takes parts again: each room notice starts the pump that goes on
+        last = Position(ledger.ledgers()[0].ledger_id, 59)
+        wait_for(lambda: handle.last_offered() == (last.ledger_id, last.entry_id), timeout=30)
+        assert ledger.complete_current_segment().status == "success"
+        (segment,) = ledger.segments()
+        assert [(first, stop) for _, first, stop in segment.ledgers] == [(0, 59)]
