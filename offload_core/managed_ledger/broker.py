@@ -139,8 +139,11 @@ class Broker:
             self.segment_workers.start()
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait for the background work (threshold offloads) started so far;
-        false if ``timeout`` ran out first."""
+        """Wait for the background work started so far (threshold offloads,
+        trims, streaming pumps) and what it starts; false if ``timeout`` ran
+        out first. A pump that starts later is not waited for: one a
+        segment's room notice starts when a full buffer empties, or a
+        segment worker's report on offers sent without waiting."""
         return self.background.drain(timeout)
 
     def close(self) -> None:
