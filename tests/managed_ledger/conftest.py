@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pytest
 from offload_core import Event, PluginManager, hookimpl
 from offload_core.managed_ledger import Broker, parse_config
 from offload_core.memory import MemoryDriver
+from offload_core.model import ObjectInfo
+from offload_core.storage import BytesLike
 from offload_core.testing.faults import Fault, FaultyDriver
 
 
@@ -51,6 +54,48 @@ class FaultyStorePlugin:
 
     def steps(self) -> list[str]:
         return [str(e.fields["step"]) for e in self.events if e.kind == "offload.lifecycle"]
+
+
+class GatedStore:
+    """Registers driver ``gated``: a memory store whose data-object reads
+    wait at ``gate`` while it is closed, and whose writes send each part
+    only once ``parts`` is open (both open to begin with)."""
+
+    def __init__(self) -> None:
+        self.store = MemoryDriver()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()
+        self.parts = threading.Event()
+        self.parts.set()
+
+    @hookimpl
+    def offload_core_register_drivers(self, register: Any) -> None:
+        plugin = self
+
+        class Gated(MemoryDriver):
+            def __init__(self, bucket: str = "default") -> None:
+                super().__init__()
+                self._objects = plugin.store._objects
+                self._lock = plugin.store._lock
+
+            def _read(self, key: str, start: int, end: int | None) -> bytes:
+                if not key.endswith("-index") and not plugin.gate.is_set():
+                    plugin.waiting.set()
+                    plugin.gate.wait(30)
+                return super()._read(key, start, end)
+
+            def _write(
+                self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool
+            ) -> ObjectInfo:
+                def gated() -> Iterator[BytesLike]:
+                    for part in parts:
+                        plugin.parts.wait(30)
+                        yield part
+
+                return super()._write(key, gated(), metadata, if_absent)
+
+        register(Gated, name="gated")
 
 
 class EventLog:

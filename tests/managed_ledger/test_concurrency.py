@@ -12,38 +12,9 @@ from offload_core.managed_ledger import ReadPriority
 from offload_core.managed_ledger.hot_records import DetachedRecords
 from offload_core.memory import MemoryDriver
 from offload_core.model import Position
-from tests.managed_ledger.conftest import Clock
+from tests.managed_ledger.conftest import Clock, GatedStore
 
 TOPIC = "acme/prod/orders"
-
-
-class GatedStore:
-    """Registers driver ``gated``: a memory store whose data-object reads
-    wait at a gate while it is closed."""
-
-    def __init__(self) -> None:
-        self.store = MemoryDriver()
-        self.gate = threading.Event()
-        self.gate.set()
-        self.waiting = threading.Event()
-
-    @hookimpl
-    def offload_core_register_drivers(self, register: Any) -> None:
-        plugin = self
-
-        class Gated(MemoryDriver):
-            def __init__(self, bucket: str = "default") -> None:
-                super().__init__()
-                self._objects = plugin.store._objects
-                self._lock = plugin.store._lock
-
-            def _read(self, key: str, start: int, end: int | None) -> bytes:
-                if not key.endswith("-index") and not plugin.gate.is_set():
-                    plugin.waiting.set()
-                    plugin.gate.wait(30)
-                return super()._read(key, start, end)
-
-        register(Gated, name="gated")
 
 
 def test_a_slow_offloaded_read_stops_neither_appends_nor_hot_reads(make_broker: Any) -> None:

@@ -6,20 +6,13 @@ than the store still needs no pump but the ones room notices start."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from offload_core import PluginManager, hookimpl
-from offload_core.managed_ledger import Broker, parse_config
 from offload_core.managed_ledger.room_notices import RoomNotices
-from offload_core.memory import MemoryDriver
-from offload_core.model import ObjectInfo, Position
 from offload_core.offload import OfferResult
-from offload_core.storage import BytesLike
-from tests.managed_ledger.conftest import FaultyStorePlugin
+from tests.managed_ledger.conftest import GatedStore
 from tests.managed_ledger.test_streaming import STREAMING, TOPIC, payload, produce
 from tests.offload.test_streaming_offload import wait_for
 
@@ -75,67 +68,23 @@ def test_an_in_process_segment_sending_its_parts_starts_no_pump(make_broker: Any
     assert told == []
 
 
-class GatedStorePlugin(FaultyStorePlugin):
-    """Driver ``gated``: the shared memory store, whose writes send no part
-    until ``gate`` is set (a store slower than the producer)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-
-    @hookimpl
-    def offload_core_register_drivers(self, register: Any) -> None:
-        plugin = self
-
-        class Gated(MemoryDriver):
-            def __init__(self, bucket: str = "default") -> None:
-                super().__init__()
-
-            def _write(
-                self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool
-            ) -> ObjectInfo:
-                def gated() -> Iterator[BytesLike]:
-                    for part in parts:
-                        assert plugin.gate.wait(30)
-                        yield part
-
-                return plugin.store._write(key, gated(), metadata, if_absent)
-
-            def _read(self, key: str, start: int, end: int | None) -> bytes:
-                return plugin.store._read(key, start, end)
-
-            def _stat(self, key: str) -> ObjectInfo:
-                return plugin.store._stat(key)
-
-            def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-                return plugin.store._list(prefix)
-
-            def _delete(self, keys: Any) -> None:
-                plugin.store._delete(keys)
-
-        register(Gated, name="gated")
-
-
-def test_a_producer_faster_than_the_store_is_streamed_by_room_notices_alone(tmp_path: Any) -> None:
-    plugin = GatedStorePlugin()
-    plugins = PluginManager()
-    plugins.register(plugin)
-    config = {"managedLedgerOffloadDriver": "gated", "managedLedgerOffloadStreamingEnabled": True,
-              "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
-              "managedLedgerOffloadStreamingBufferSizeInBytes": 2 * 4096,
-              "managedLedgerMaxEntriesPerLedger": 1000, "retentionCheckIntervalInSeconds": 0}  # fmt: skip
-    with Broker(tmp_path / "data", parse_config(config), plugin_manager=plugins) as broker:
-        ledger = broker.topic(TOPIC)
-        for n in range(60):
-            ledger.append(payload(n, 1000))
-        assert broker.drain(30)
-        handle = ledger._segment
-        assert handle is not None
-        refused_at = handle.last_offered()
-        assert refused_at is not None and refused_at < (ledger.ledgers()[0].ledger_id, 59)  # the buffer is full
-        plugin.gate.set()  # the store takes parts again: each room notice starts the pump that goes on
-        last = Position(ledger.ledgers()[0].ledger_id, 59)
-        wait_for(lambda: handle.last_offered() == (last.ledger_id, last.entry_id), timeout=30)
-        assert ledger.complete_current_segment().status == "success"
-        (segment,) = ledger.segments()
-        assert [(first, stop) for _, first, stop in segment.ledgers] == [(0, 59)]
+def test_a_producer_faster_than_the_store_is_streamed_by_room_notices_alone(make_broker: Any) -> None:
+    gated = GatedStore()
+    broker = make_broker(managedLedgerOffloadDriver="gated", managedLedgerOffloadStreamingEnabled=True,
+                         managedLedgerOffloadStreamingBufferSizeInBytes=2 * 4096)  # two 4 KB blocks  # fmt: skip
+    broker.plugins.register(gated)
+    gated.parts.clear()  # the store takes no part for now
+    ledger = broker.topic(TOPIC)
+    for n in range(60):
+        ledger.append(payload(n, 1000))
+    assert broker.drain(30)
+    handle = ledger._segment
+    assert handle is not None
+    ledger_id = ledger.ledgers()[0].ledger_id
+    refused_at = handle.last_offered()
+    assert refused_at is not None and refused_at < (ledger_id, 59)  # the buffer is full
+    gated.parts.set()  # parts go again: each room notice starts the pump that goes on
+    wait_for(lambda: handle.last_offered() == (ledger_id, 59), timeout=30)
+    assert ledger.complete_current_segment().status == "success"
+    (segment,) = ledger.segments()
+    assert [(first, last) for _, first, last in segment.ledgers] == [(0, 59)]
