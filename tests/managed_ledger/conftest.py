@@ -58,8 +58,9 @@ class FaultyStorePlugin:
 
 class GatedStore:
     """Registers driver ``gated``: a memory store whose data-object reads
-    wait at ``gate`` while it is closed, and whose writes send each part
-    only once ``parts`` is open (both open to begin with)."""
+    wait at ``gate`` while it is closed, and whose data-object writes send
+    each part only once ``parts`` is open (both open to begin with);
+    ``waiting`` is set when either holds a call back."""
 
     def __init__(self) -> None:
         self.store = MemoryDriver()
@@ -90,7 +91,9 @@ class GatedStore:
             ) -> ObjectInfo:
                 def gated() -> Iterator[BytesLike]:
                     for part in parts:
-                        plugin.parts.wait(30)
+                        if not key.endswith("-index") and not plugin.parts.is_set():
+                            plugin.waiting.set()
+                            plugin.parts.wait(30)
                         yield part
 
                 return super()._write(key, gated(), metadata, if_absent)

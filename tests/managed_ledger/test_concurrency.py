@@ -7,10 +7,8 @@ import random
 import threading
 from typing import Any
 
-from offload_core import hookimpl
 from offload_core.managed_ledger import ReadPriority
 from offload_core.managed_ledger.hot_records import DetachedRecords
-from offload_core.memory import MemoryDriver
 from offload_core.model import Position
 from tests.managed_ledger.conftest import Clock, GatedStore
 
@@ -133,34 +131,12 @@ def test_readers_appends_trims_and_hot_deletions_at_once(make_broker: Any, clock
     assert topic.read(topic.last_position, 1)[0].data == written[topic.last_position]  # type: ignore[index]
 
 
-class BlockingWrites(GatedStore):
-    """Registers driver ``blocking``: data-object writes wait at the gate."""
-
-    @hookimpl
-    def offload_core_register_drivers(self, register: Any) -> None:
-        plugin = self
-
-        class Blocking(MemoryDriver):
-            def __init__(self, bucket: str = "default") -> None:
-                super().__init__()
-                self._objects = plugin.store._objects
-                self._lock = plugin.store._lock
-
-            def _write(self, key, parts, metadata, if_absent):  # type: ignore[no-untyped-def]
-                if not key.endswith("-index") and not plugin.gate.is_set():
-                    plugin.waiting.set()
-                    plugin.gate.wait(30)
-                return super()._write(key, parts, metadata, if_absent)
-
-        register(Blocking, name="blocking")
-
-
 def test_an_append_that_seals_returns_while_the_threshold_offload_is_blocked(make_broker: Any) -> None:
-    blocking = BlockingWrites()
-    broker = make_broker(managedLedgerOffloadDriver="blocking", managedLedgerOffloadThresholdInBytes=0)
+    blocking = GatedStore()  # its data-object writes wait at the parts gate
+    broker = make_broker(managedLedgerOffloadDriver="gated", managedLedgerOffloadThresholdInBytes=0)
     broker.plugins.register(blocking)
     topic = broker.topic(TOPIC)
-    blocking.gate.clear()
+    blocking.parts.clear()
     try:
         for n in range(100):  # the 100th append seals ledger 1: its offload starts in the background
             topic.append(b"entry %d" % n)
@@ -169,7 +145,7 @@ def test_an_append_that_seals_returns_while_the_threshold_offload_is_blocked(mak
             topic.append(b"entry %d" % n)
         assert topic.ledgers()[0].tier in ("hot", "offloading")
     finally:
-        blocking.gate.set()
+        blocking.parts.set()
     assert broker.drain(30)
     assert [s.tier for s in topic.ledgers()] == ["hot+offloaded", "hot+offloaded", "hot"]
     assert [e.data for e in topic.read(Position(1, 0), 300)] == [b"entry %d" % n for n in range(250)]
