@@ -30,6 +30,12 @@ class RoomNotices:
         self._parts_sent = 0
         self._waiting = False
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a refused offer waits for the next part to leave."""
+        with self._lock:
+            return self._waiting
+
     def part_sent(self) -> None:
         """On the upload thread: a part left the buffer (the handle's
         ``on_room``)."""

@@ -162,13 +162,17 @@ class SegmentUpload:
     def _next_block(self) -> bytes | None:
         """The next block to send (``None``: the segment is complete),
         releasing the previous one from the buffer count."""
-        if self._in_flight and self._on_room is not None:
+        with self._changed:
+            sent, self._in_flight = self._in_flight, 0
+        # Told only once the part is out of the buffer count: an offer the
+        # notice starts must see the room, or it is refused again with no
+        # part left to send and so no notice to come (the stream stalls).
+        if sent and self._on_room is not None:
             try:
-                self._on_room()  # the part just sent left the buffer: the offering side may go on
+                self._on_room()
             except Exception as exc:  # the caller's notification must not fail the upload
                 log.warning("segment %s: the buffer-room callback failed: %s", self.uuid, exc)
         with self._changed:
-            self._in_flight = 0
             self._changed.wait_for(lambda: bool(self._queue) or self._complete)
             if self._aborted:
                 raise _Aborted(f"segment {self.uuid} was aborted")

@@ -2,7 +2,10 @@
 refusal for a full buffer, never once a part: a part leaving a buffer
 nobody waits on starts no pump (before, every block sent started one, at
 moments nothing else in the broker knew of). Streaming a producer faster
-than the store still needs no pump but the ones room notices start."""
+than the store still needs no pump but the ones room notices start, and
+the room is there when the notice comes (before, the notice came while
+the sent part still counted, so the pump it started could be refused
+again with no part left to send: the stream stalled)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from typing import Any
 import pytest
 
 from offload_core.managed_ledger.room_notices import RoomNotices
-from offload_core.offload import OfferResult
+from offload_core.memory import MemoryDriver
+from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, OffloadHandle, SegmentLimits
 from tests.managed_ledger.conftest import GatedStore
 from tests.managed_ledger.test_streaming import STREAMING, TOPIC, payload, produce
 from tests.offload.test_streaming_offload import wait_for
@@ -50,6 +54,20 @@ def test_room_is_told_once_after_each_refusal_and_never_missed(during: bool) -> 
     assert notices == [1, 1]
 
 
+def test_room_is_told_once_the_part_sent_has_left_the_buffer() -> None:
+    buffered_when_told: list[int] = []
+    handles: list[OffloadHandle] = []
+    offloader = BlobStoreLedgerOffloader(MemoryDriver(), max_block_size=4096)
+    limits = SegmentLimits(streaming_block_size=4096)
+    handle = offloader.streaming_offload("room", limits=limits, on_room=lambda: buffered_when_told.append(
+        handles[0].buffered_bytes))  # fmt: skip
+    handles.append(handle)
+    assert handle.offer_run(1, 0, [b"x" * 1000]) == (1, OfferResult.SUCCESS)
+    handle.close()  # the segment's one block goes to the upload
+    assert handle.result(10) is not None
+    assert buffered_when_told == [0]  # the block's bytes before
+
+
 def test_an_in_process_segment_sending_its_parts_starts_no_pump(make_broker: Any) -> None:
     broker = make_broker(**STREAMING)
     ledger = broker.topic(TOPIC)
@@ -82,7 +100,9 @@ def test_a_producer_faster_than_the_store_is_streamed_by_room_notices_alone(make
     assert handle is not None
     ledger_id = ledger.ledgers()[0].ledger_id
     refused_at = handle.last_offered()
-    assert refused_at is not None and refused_at < (ledger_id, 59)  # the buffer is full
+    assert refused_at is not None and refused_at < (ledger_id, 59)
+    room = ledger._segment_room
+    assert room is not None and room.waiting  # the buffer is full: an offer was refused
     gated.parts.set()  # parts go again: each room notice starts the pump that goes on
     wait_for(lambda: handle.last_offered() == (ledger_id, 59), timeout=30)
     assert ledger.complete_current_segment().status == "success"
