@@ -214,6 +214,8 @@ class BlockGrouper:
         taken = 0
         if not (self._pieces is not None and ledger_id == self._ledger_id and first_entry_id == self._next_entry_id):
             cost = BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + len(payloads[0])
+            if self._pieces is not None:  # the open block finishes first, padded to the block size
+                cost += max(self._size - self._open_length, 0)
             if room is not None and cost > room and not free:
                 return 0, finished
             done = self._add_first(ledger_id, first_entry_id, payloads[0])

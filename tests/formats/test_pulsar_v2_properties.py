@@ -12,6 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from offload_core.errors import FormatError
+from offload_core.formats import pulsar_v1 as v1
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.formats.pulsar_v1 import padding
 from offload_core.testing.strategies import segment_entries, v2_indexes
@@ -167,6 +168,8 @@ def test_runs_take_entries_while_their_framing_fits_the_room(
         for payload in payloads:
             opens = single.open_block_bytes == 0 or ledger_id != single._ledger_id
             cost = 12 + len(payload) + (128 if opens else 0)
+            if opens and single.open_block_bytes:  # another ledger's open block finishes, padded to its size
+                cost += max(size - single.open_block_bytes, 0)
             if cost > room and not free:
                 break
             room -= cost
@@ -291,3 +294,16 @@ def test_an_entry_over_the_formats_limit_is_refused_after_the_entries_before_it_
     assert grouper.add_run(1, 2, [b"c"])[0] == 1  # nothing of the refused run was taken
     finished = grouper.finish()
     assert finished is not None and [p for _, p in v2.decode_block(finished.data).entries] == [b"a", b"b", b"c"]
+
+
+def test_a_block_finished_early_is_paid_for_with_its_padding() -> None:
+    """A run of the next ledger finishes the open block, which is padded to
+    the block size: the room must hold that padding too, or the buffer
+    holds more than its bound once the block is queued."""
+    grouper = v2.BlockGrouper(4096)
+    assert grouper.add_run(1, 0, [b"x" * 100]) == (1, [])
+    opened = grouper.open_block_bytes
+    needed = v2.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH + 100
+    assert grouper.add_run(2, 0, [b"y" * 100], room=needed) == (0, [])  # the padding does not fit
+    taken, finished = grouper.add_run(2, 0, [b"y" * 100], room=needed + 4096 - opened)
+    assert taken == 1 and [len(block.data) for block in finished] == [4096]
