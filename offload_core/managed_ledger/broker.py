@@ -110,6 +110,7 @@ class Broker:
                 emit=self.plugins.emit,
                 clock=self._clock,
                 schedule=self.background.submit,
+                schedule_after=self.background.submit_after,
                 offload_workers=self.offload_workers,
                 segment_workers=self.segment_workers,
             )
@@ -140,10 +141,11 @@ class Broker:
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait for the background work started so far (threshold offloads,
-        trims, streaming pumps) and what it starts; false if ``timeout`` ran
-        out first. A pump that starts later is not waited for: one a
-        segment's room notice starts when a full buffer empties, or a
-        segment worker's report on offers sent without waiting."""
+        trims, streaming pumps, and the pumps deferred for appends made
+        within a second of the last, started now) and what it starts; false
+        if ``timeout`` ran out first. A pump that starts later is not waited
+        for: one a segment's room notice starts when a full buffer empties,
+        or a segment worker's report on offers sent without waiting."""
         return self.background.drain(timeout)
 
     def close(self) -> None:

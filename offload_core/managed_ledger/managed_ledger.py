@@ -94,6 +94,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         emit: Callable[[Event], None],
         clock: Callable[[], float] = time.time,
         schedule: Callable[[str, Callable[[], object]], None] | None = None,
+        schedule_after: Callable[[float, str, Callable[[], object]], None] | None = None,
         offload_workers: OffloadWorkers | None = None,
         segment_workers: SegmentWorkers | None = None,
     ) -> None:
@@ -122,6 +123,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._trim_requested = False
         self._schedule = schedule if schedule is not None else _run_now
         self._inline_schedule = schedule is None
+        self._schedule_after = schedule_after
         self._offload_workers = offload_workers
         self._segment_workers = segment_workers
         self._offload_running = False

@@ -46,24 +46,16 @@ from .segment_records import (
     streamed_end,
 )
 from .segment_workers import RemoteSegment, SegmentOpening, SegmentWorkers
-from .stream_pipelining import StreamPipelining
+from .stream_triggers import StreamTriggers
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
 log = logging.getLogger(__name__)
 
-# How often an append looks the streaming policy up again.
-_POLICY_RECHECK_SECONDS = 1.0
-# Appended bytes that make a pump (or the producer's pipelined offers)
-# worth the trouble before a second has passed: each costs the producer
-# an append that takes a hundred microseconds or more.
-_PUMP_AFTER_BYTES = 4 << 20
 
-
-class StreamingLifecycle(StreamPipelining):
+class StreamingLifecycle(StreamTriggers):
     """Streaming offload (PIP-76) of one managed ledger."""
 
-    _inline_schedule: bool
     _segment_workers: SegmentWorkers | None
     _segment_room: RoomNotices | None
     _segment_uid: uuid_module.UUID | None
@@ -72,15 +64,7 @@ class StreamingLifecycle(StreamPipelining):
     _segment_ledgers: set[int]
     _segment_error: str | None
     _stream_lock: threading.Lock
-    _stream_flag_lock: threading.Lock
     _stream_again: bool
-    _stream_pending: bool
-    _streaming_on: bool
-    _streaming_checked: float
-    _stream_closing: bool
-    _stream_waiting: int
-    _stream_requested: float
-    _fully_streamed_possible: bool
     _store_status: Callable[[OffloadStatus], None]
     delete_hot_copies_past_lag: Callable[[], list[int]]
 
@@ -96,55 +80,10 @@ class StreamingLifecycle(StreamPipelining):
         self._segment_error = None
         self._stream_next = Position(0, 0)
         self._stream_lock = threading.Lock()
-        self._stream_flag_lock = threading.Lock()
         self._stream_again = False
-        self._stream_pending = False
-        self._streaming_on = False
-        self._streaming_checked = float("-inf")
-        self._stream_closing = False
-        self._stream_waiting = 0
-        self._stream_requested = float("-inf")
+        self._init_triggers()
 
-    # -- triggering --------------------------------------------------------------
-
-    def _stream_if_enabled(self, appended: int = 0, *, sealed: bool = False) -> None:
-        """After an append of ``appended`` bytes or a seal (under the ledger
-        lock): request a pump if streaming is on and enough is waiting (a
-        megabyte, a second's worth, or a sealed ledger), so appends do not
-        each schedule work. Cheap: the policy is looked up once a second."""
-        if sealed:
-            self._fully_streamed_possible = True
-        now = self._clock()
-        if not now - self._streaming_checked < _POLICY_RECHECK_SECONDS:
-            self._streaming_checked = now
-            self._streaming_on = bool(self.policies().streaming_enabled)
-        if not (self._streaming_on or self._segment is not None):
-            return
-        self._stream_waiting += appended
-        if sealed or self._stream_waiting >= _PUMP_AFTER_BYTES or not now - self._stream_requested < 1.0:
-            self._stream_waiting = 0
-            self._stream_requested = now
-            if sealed:
-                if self._sealed_streamed():
-                    return
-            elif self._stream_pipelined():
-                return
-            self._request_pump()
-
-    def _request_pump(self) -> None:
-        with self._stream_flag_lock:
-            if self._stream_pending:
-                return
-            self._stream_pending = True
-        self._schedule(f"streaming offload of {self.name}", self.pump_streaming)
-
-    def _segment_has_room(self) -> None:
-        # Once room came after a refusal, on the upload thread (or the
-        # pump's own, when it came while the refused offer ran): only ever
-        # hand the pump to the background threads, never run it here, and
-        # not once closing has begun (the broker's threads are gone by then).
-        if not self._inline_schedule and not self._stream_closing:
-            self._request_pump()
+    # -- the pump ----------------------------------------------------------------
 
     def pump_streaming(self) -> int:
         """Offer every entry not yet in a segment (as far as the segment's
@@ -201,8 +140,6 @@ class StreamingLifecycle(StreamPipelining):
                 if not ledger.offloadContext.complete:
                     return Position(ledger.ledgerId, streamed_end(ledger.offloadContext) + 1)
         return None
-
-    # -- the pump ----------------------------------------------------------------
 
     def _pump_once(self, *, settle: bool = False) -> int:
         """Offer what was written up to now (see :meth:`pump_streaming`).

@@ -58,3 +58,17 @@ def test_a_job_submitted_after_close_is_dropped_quietly(caplog: pytest.LogCaptur
     assert ran == []
     assert work.drain(0)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_deferred_job_runs_when_due_or_at_once_on_drain() -> None:
+    work = BackgroundWork(lambda event: None)
+    ran: list[str] = []
+    due = threading.Event()
+    work.submit_after(0.01, "soon", lambda: (ran.append("soon"), due.set()))
+    assert due.wait(10)  # on its own, with nobody draining
+    work.submit_after(3600, "in an hour", lambda: ran.append("in an hour"))
+    assert work.drain(10)  # started now, not in an hour
+    assert ran == ["soon", "in an hour"]
+    work.close()
+    work.submit_after(0, "after close", lambda: ran.append("after close"))
+    assert ran == ["soon", "in an hour"]

@@ -13,8 +13,10 @@ from offload_core.managed_ledger import Broker, ReadPriority
 from offload_core.model import Position
 from offload_core.testing.faults import Fault
 from tests.managed_ledger.conftest import Clock, FaultyStorePlugin
+from tests.offload.test_streaming_offload import wait_for
 
 TOPIC = "acme/prod/stream"
+
 STREAMING = {"managedLedgerOffloadDriver": "faulty", "managedLedgerOffloadStreamingEnabled": True}
 
 
@@ -94,6 +96,22 @@ def test_a_pump_streams_what_was_written_when_it_started(make_broker: Any, clock
     assert ledger.offload_prefix().status == "success"
     (segment,) = ledger.segments()
     assert segment.ledgers == ((first_ledger, 0, 49),)
+
+
+def test_appends_within_a_second_of_the_last_pump_are_streamed_without_another_append(make_broker: Any) -> None:
+    """The first append requests a pump; the ones after it in the same
+    second (the test's clock stands still) do not, and there is no periodic
+    maintenance: before, they waited for the next append a second later,
+    or for maintenance (every 120 s by default)."""
+    broker = make_broker(**STREAMING)
+    ledger = broker.topic(TOPIC)
+    first = ledger.append(payload(0))
+    wait_for(lambda: ledger._stream_next == Position(first.ledger_id, 1))  # the pump it requested has run
+    positions = [first] + [ledger.append(payload(n)) for n in range(1, 30)]
+    wait_for(lambda: ledger._stream_next == Position(first.ledger_id, 30))  # no drain: on their own
+    assert ledger.offload_prefix().status == "success"
+    (segment,) = ledger.segments()
+    assert segment.ledgers == ((positions[0].ledger_id, 0, 29),)
 
 
 def test_streamed_ledgers_are_read_from_their_segments_under_every_priority(
