@@ -4,6 +4,9 @@
 Writes with a chain of transforms cut the object into chunks of
 ``chunk_size`` logical bytes, transform each (the chain in order), and end
 the stored object with a chunk table (:mod:`offload_core.formats.chunked`).
+Every object written gets a random id, recorded in its chunk table, that
+binds its chunks to it: the table's CRC of each chunk covers it, so a chunk
+copied from another object is a :class:`FormatError`, whatever the chain.
 The chain (names, versions, distributions, parameters such as key ids and
 wrapped keys) is recorded in the object's user metadata under
 ``offload-transforms``, so a reader picks the decoders from the object
@@ -18,14 +21,25 @@ stat and a read of the object's tail, once per object per driver.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, FormatError, NotFoundError, TransformNotInstalledError
-from .formats.chunked import FOOTER_TAIL, ChunkTable, decode_footer, encode_footer, footer_length
+from .formats.chunked import (
+    FOOTER_TAIL,
+    OBJECT_ID_SIZE,
+    ChunkTable,
+    check_chunk,
+    chunk_crc,
+    decode_footer,
+    encode_footer,
+    footer_length,
+)
 from .hooks import ChunkCodec, Transform
 from .model import ObjectInfo
 from .storage import BytesLike, StorageDriver, slice_range
@@ -57,13 +71,42 @@ class _Layout:
     codecs: tuple[ChunkCodec, ...]  # in chain order
 
 
+@dataclass
+class _TableSoFar:
+    """The chunk table of an object being written, chunk by chunk."""
+
+    chunk_size: int
+    object_id: bytes
+    codecs: tuple[ChunkCodec, ...]  # in chain order
+    logical_size: int = 0
+    lengths: list[int] = field(default_factory=list)
+    crcs: list[int] = field(default_factory=list)
+
+    def add(self, chunk: bytes) -> bytes:
+        """``chunk``, the next one, transformed to be stored."""
+        index = len(self.lengths)
+        stored = chunk
+        for codec in self.codecs:
+            stored = codec.encode(stored, index)
+        self.lengths.append(len(stored))
+        self.crcs.append(chunk_crc(self.object_id, index, stored))
+        self.logical_size += len(chunk)
+        return stored
+
+    def footer(self) -> bytes:
+        table = ChunkTable(self.chunk_size, self.logical_size, tuple(self.lengths), self.object_id, tuple(self.crcs))
+        return encode_footer(table)
+
+
 class TransformingDriver(WrappingDriver):
     """Wraps ``inner``. ``chain`` transforms every object written (none: a
     pass-through writer); ``lookup(name, distribution)`` finds the transform
     an object was written with (:meth:`PluginManager.transform`), raising
     :class:`TransformNotInstalledError` naming the distribution to install.
-    Reads raise :class:`FormatError` when a stored chunk fails its
-    transform's check: altered bytes are never returned."""
+    Reads raise :class:`FormatError` naming the object when a stored chunk
+    fails its chunk table's CRC or its transforms' checks (a damaged chunk,
+    one moved to another index, one copied from another object): altered
+    bytes are never returned."""
 
     def __init__(
         self,
@@ -92,6 +135,7 @@ class TransformingDriver(WrappingDriver):
         self._forget(key)
         if not self.chain:
             return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
+        object_id = os.urandom(OBJECT_ID_SIZE)
         codecs, described = [], []
         for transform in self.chain:
             codec, params = transform.for_writing()
@@ -99,32 +143,21 @@ class TransformingDriver(WrappingDriver):
             described.append({"name": transform.name, "version": transform.version,
                               "distribution": transform.distribution, "params": dict(params)})  # fmt: skip
         stored_metadata = {**metadata, CHAIN_KEY: encode_chain(described)}
-        lengths: list[int] = []
-        logical = [0]
+        table = _TableSoFar(self.chunk_size, object_id, tuple(codecs))
 
         def stored_parts() -> Iterator[bytes]:
             pending = bytearray()
             for part in parts:
                 pending += part
                 while len(pending) >= self.chunk_size:
-                    yield self._encode(codecs, bytes(pending[: self.chunk_size]), lengths, logical)
+                    yield table.add(bytes(pending[: self.chunk_size]))
                     del pending[: self.chunk_size]
             if pending:
-                yield self._encode(codecs, bytes(pending), lengths, logical)
-            yield encode_footer(ChunkTable(self.chunk_size, logical[0], tuple(lengths)))
+                yield table.add(bytes(pending))
+            yield table.footer()
 
         info = self.inner.write(key, stored_parts(), metadata=stored_metadata, if_absent=if_absent)
-        return ObjectInfo(key, logical[0], metadata, info.etag)
-
-    @staticmethod
-    def _encode(codecs: list[ChunkCodec], chunk: bytes, lengths: list[int], logical: list[int]) -> bytes:
-        index = len(lengths)
-        stored = chunk
-        for codec in codecs:
-            stored = codec.encode(stored, index)
-        lengths.append(len(stored))
-        logical[0] += len(chunk)
-        return stored
+        return ObjectInfo(key, table.logical_size, metadata, info.etag)
 
     # -- reading -------------------------------------------------------------
 
@@ -135,7 +168,11 @@ class TransformingDriver(WrappingDriver):
                 return self._layouts[key]
         info = info if info is not None else self.inner.stat(key)
         chain = info.metadata.get(CHAIN_KEY)
-        layout = None if chain is None else _Layout(self._table(key, info.size), self._codecs(key, chain))
+        if chain is None:
+            layout = None
+        else:
+            table = self._table(key, info.size)
+            layout = _Layout(table, self._codecs(key, chain))
         with self._lock:
             self._layouts[key] = layout
             while len(self._layouts) > _LAYOUTS:
@@ -165,7 +202,8 @@ class TransformingDriver(WrappingDriver):
                     f"{key} was written with {name} version {version}; the installed plugin reads up to "
                     f"{transform.version}: upgrade {distribution}"
                 )
-            codecs.append(transform.for_reading({str(k): str(v) for k, v in dict(params).items()}))
+            with _naming(key):
+                codecs.append(transform.for_reading({str(k): str(v) for k, v in dict(params).items()}))
         return tuple(codecs)
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
@@ -197,8 +235,10 @@ class TransformingDriver(WrappingDriver):
         decoded = {}
         for index in range(first, stop):
             data = stored[starts[index] - starts[first] : starts[index + 1] - starts[first]]
-            for codec in reversed(layout.codecs):
-                data = codec.decode(data, index)
+            check_chunk(table, index, data, key=key)
+            with _naming(key):
+                for codec in reversed(layout.codecs):
+                    data = codec.decode(data, index)
             expected = min(table.chunk_size, table.logical_size - index * table.chunk_size)
             if len(data) != expected:
                 raise FormatError(f"{key}: chunk {index} decodes to {len(data)} bytes, not {expected}")
@@ -248,6 +288,16 @@ class TransformingDriver(WrappingDriver):
             self._layouts.pop(key, None)
             for cached in [c for c in self._decoded if c[0] == key]:
                 del self._decoded[cached]
+
+
+@contextmanager
+def _naming(key: str) -> Iterator[None]:
+    """A transform's :class:`FormatError` (which knows a chunk, not the
+    object) with the object's key in front."""
+    try:
+        yield
+    except FormatError as exc:
+        raise FormatError(f"{key}: {exc}") from None
 
 
 def with_transforms(

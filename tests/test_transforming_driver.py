@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import struct
 import uuid
 from pathlib import Path
 
+import google_crc32c
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -152,10 +154,12 @@ def test_an_object_whose_transform_is_not_installed_names_the_distribution() -> 
         TransformingDriver(inner, lambda name, distribution=None: Reverse()).read("k")
 
 
-@given(st.integers(1, 10_000), st.lists(st.integers(0, 2**32 - 1), max_size=50))
-def test_chunk_table_round_trip(chunk_size: int, lengths: list[int]) -> None:
+@given(st.integers(1, 10_000), st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)), max_size=50),
+       st.binary(min_size=16, max_size=16))  # fmt: skip
+def test_chunk_table_round_trip(chunk_size: int, entries: list[tuple[int, int]], object_id: bytes) -> None:
+    lengths = [length for length, _ in entries]
     logical = max(0, (len(lengths) - 1) * chunk_size + (1 if lengths else 0))
-    table = ChunkTable(chunk_size, logical, tuple(lengths))
+    table = ChunkTable(chunk_size, logical, tuple(lengths), object_id, tuple(crc for _, crc in entries))
     footer = encode_footer(table)
     assert decode_footer(footer, sum(lengths) + len(footer)) == table
 
@@ -164,6 +168,17 @@ def test_chunk_table_round_trip(chunk_size: int, lengths: list[int]) -> None:
 def test_arbitrary_tails_raise_only_format_errors(tail: bytes, size: int) -> None:
     with contextlib.suppress(FormatError):
         decode_footer(tail, size)
+
+
+@given(st.sampled_from([0xC7C7ED02, 0xC7C7ED01, 0xC7C7ED03]), st.binary(max_size=120), st.integers(0, 500))
+def test_footers_that_pass_their_crc_but_hold_anything_raise_only_format_errors(
+    magic: int, rest: bytes, chunks_before: int
+) -> None:
+    body = magic.to_bytes(4, "big") + rest
+    footer = body + struct.pack(">II", google_crc32c.value(body), len(body) + 8)
+    with contextlib.suppress(FormatError):
+        table = decode_footer(footer, chunks_before + len(footer))
+        assert table.starts[-1] == chunks_before
 
 
 def test_a_broker_policy_offloads_through_the_chain_and_reads_it_back(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from offload_plugin_zstd import ZstdTransform
 
 from offload_core import PluginManager, StorageDriver
 from offload_core.errors import FormatError
+from offload_core.formats.chunked import chunk_crc, decode_footer, encode_footer
 from offload_core.memory import MemoryDriver
 from offload_core.testing import DriverContract, OffloaderContract
 from offload_core.testing.offloader_contract import MakeOffloader
@@ -82,14 +84,17 @@ def test_round_trip_nothing_in_the_clear_and_tampering_refused(chain: list[str],
         driver_with(inner, [], keyring()).read("k")
 
 
-def test_swapped_chunks_are_refused() -> None:
+def test_swapped_chunks_are_refused_even_with_a_chunk_table_forged_to_match() -> None:
     inner = MemoryDriver()
     driver_with(inner, ["aes-gcm"], keyring(), chunk_size=100).write("k", [bytes(range(200))], metadata={})
     stored = inner.read("k")
+    table = decode_footer(stored, len(stored))
     chunk = 12 + 100 + 16  # nonce, ciphertext, tag
-    swapped = stored[chunk : 2 * chunk] + stored[:chunk] + stored[2 * chunk :]
-    inner.write("k", [swapped], metadata=inner.stat("k").metadata)
-    with pytest.raises(FormatError, match="altered or moved"):
+    first, second = stored[:chunk], stored[chunk : 2 * chunk]
+    assert table.object_id is not None
+    forged = replace(table, chunk_crcs=(chunk_crc(table.object_id, 0, second), chunk_crc(table.object_id, 1, first)))
+    inner.write("k", [second, first, encode_footer(forged)], metadata=inner.stat("k").metadata)
+    with pytest.raises(FormatError, match="k: chunk 0 fails AES-GCM authentication: it was altered or moved"):
         driver_with(inner, [], keyring()).read("k", 0, 10)
 
 
