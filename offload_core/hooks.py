@@ -90,15 +90,31 @@ class Transform(Protocol):
     it, with the ``params`` :meth:`for_writing` returns (levels, key ids,
     wrapped keys: never a secret in the clear) and the ``distribution`` to
     install to read it back, so a reader picks the decoder from the object
-    alone."""
+    alone.
+
+    ``object_id`` is the object's own random id (16 bytes, recorded in its
+    chunk table): a transform that checks chunks (a checksum, an AEAD)
+    covers it along with the index, so a chunk copied from another object
+    fails to decode. ``for_reading`` gets the ``version`` the object was
+    written with, so a transform that changed its chunk format still reads
+    the old one, and ``object_id=None`` for an object written before
+    objects had ids (raise :class:`~offload_core.errors.FormatError` if that
+    version needs one). Example::
+
+        def for_writing(self, *, object_id):
+            return ChecksumCodec(binding=object_id), {}
+
+        def for_reading(self, params, *, version, object_id):
+            return ChecksumCodec(binding=b"" if version < 2 else object_id)
+    """
 
     name: str
     version: int
     distribution: str
 
-    def for_writing(self) -> tuple[ChunkCodec, Mapping[str, str]]: ...
+    def for_writing(self, *, object_id: bytes) -> tuple[ChunkCodec, Mapping[str, str]]: ...
 
-    def for_reading(self, params: Mapping[str, str]) -> ChunkCodec: ...
+    def for_reading(self, params: Mapping[str, str], *, version: int, object_id: bytes | None) -> ChunkCodec: ...
 
 
 class TransformRegistrar(Protocol):

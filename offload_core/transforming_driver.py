@@ -5,8 +5,9 @@ Writes with a chain of transforms cut the object into chunks of
 ``chunk_size`` logical bytes, transform each (the chain in order), and end
 the stored object with a chunk table (:mod:`offload_core.formats.chunked`).
 Every object written gets a random id, recorded in its chunk table, that
-binds its chunks to it: the table's CRC of each chunk covers it, so a chunk
-copied from another object is a :class:`FormatError`, whatever the chain.
+binds its chunks to it: the table's CRC of each chunk covers it, and the
+transforms' own checks (crc32c, aes-gcm) cover it too, so a chunk copied
+from another object is a :class:`FormatError`, whatever the chain.
 The chain (names, versions, distributions, parameters such as key ids and
 wrapped keys) is recorded in the object's user metadata under
 ``offload-transforms``, so a reader picks the decoders from the object
@@ -138,7 +139,7 @@ class TransformingDriver(WrappingDriver):
         object_id = os.urandom(OBJECT_ID_SIZE)
         codecs, described = [], []
         for transform in self.chain:
-            codec, params = transform.for_writing()
+            codec, params = transform.for_writing(object_id=object_id)
             codecs.append(codec)
             described.append({"name": transform.name, "version": transform.version,
                               "distribution": transform.distribution, "params": dict(params)})  # fmt: skip
@@ -172,7 +173,7 @@ class TransformingDriver(WrappingDriver):
             layout = None
         else:
             table = self._table(key, info.size)
-            layout = _Layout(table, self._codecs(key, chain))
+            layout = _Layout(table, self._codecs(key, chain, table.object_id))
         with self._lock:
             self._layouts[key] = layout
             while len(self._layouts) > _LAYOUTS:
@@ -188,7 +189,7 @@ class TransformingDriver(WrappingDriver):
             tail = self.inner.read(key, stored_size - needed, stored_size)
         return decode_footer(tail, stored_size, key=key)
 
-    def _codecs(self, key: str, chain: str) -> tuple[ChunkCodec, ...]:
+    def _codecs(self, key: str, chain: str, object_id: bytes | None) -> tuple[ChunkCodec, ...]:
         try:
             described = json.loads(chain)
             steps = [(str(d["name"]), int(d["version"]), str(d["distribution"]), d["params"]) for d in described]
@@ -203,7 +204,8 @@ class TransformingDriver(WrappingDriver):
                     f"{transform.version}: upgrade {distribution}"
                 )
             with _naming(key):
-                codecs.append(transform.for_reading({str(k): str(v) for k, v in dict(params).items()}))
+                codecs.append(transform.for_reading({str(k): str(v) for k, v in dict(params).items()},
+                                                    version=version, object_id=object_id))  # fmt: skip
         return tuple(codecs)
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:

@@ -21,11 +21,11 @@ from offload_plugin_crc32c import Crc32cTransform
 from offload_plugin_zstd import ZstdTransform
 
 from offload_core.errors import FormatError
-from offload_core.formats.chunked import ChunkTable, decode_footer, encode_footer
+from offload_core.formats.chunked import ChunkTable, chunk_crc, decode_footer, encode_footer
 from offload_core.hooks import Transform
 from offload_core.key_rotation import rotate_keys
 from offload_core.memory import MemoryDriver
-from offload_core.transforming_driver import TransformingDriver
+from offload_core.transforming_driver import CHAIN_KEY, TransformingDriver
 
 KEY_1, KEY_2 = bytes(range(32)), bytes(range(1, 33))
 CHECKED = ["crc32c", "zstd,crc32c", "crc32c,zstd", "aes-gcm", "zstd,aes-gcm", "aes-gcm,crc32c", "crc32c,zstd,aes-gcm"]
@@ -112,6 +112,24 @@ def test_moved_chunks_never_read_back_as_bytes(
     refused(driver(inner, ""), "a")
 
 
+@pytest.mark.parametrize("chain", CHECKED)
+def test_a_forged_table_entry_still_fails_the_transforms_own_check(chain: str) -> None:
+    # The chunk table's CRC catches chunks copied by mistake; even with an
+    # entry recomputed for the target, crc32c and aes-gcm cover the object id.
+    inner = MemoryDriver()
+    writer = driver(inner, chain, chunk_size=500)
+    writer.write("a", [bytes(range(256)) * 8], metadata={})
+    writer.write("b", [bytes(range(255, -1, -1)) * 8], metadata={})
+    table = move_chunk(inner, "b", 2, "a", 2)
+    stored = stored_chunks(inner, "a")[1][2]
+    assert table.object_id is not None
+    crcs = list(table.chunk_crcs)
+    crcs[2] = chunk_crc(table.object_id, 2, stored)
+    replace_chunk(inner, "a", 2, stored, dataclasses.replace(table, chunk_crcs=tuple(crcs)))
+    error = refused(driver(inner, ""), "a")
+    assert "chunk 2" in str(error) and "chunk table" not in str(error)
+
+
 def test_every_object_gets_its_own_id_in_its_chunk_table() -> None:
     inner = MemoryDriver()
     writer = driver(inner, "zstd")
@@ -137,6 +155,16 @@ def test_objects_written_before_chunks_were_bound_still_read(chain: str) -> None
     assert reader.read(chain) == LEGACY_DATA
     assert reader.read(chain, 95, 205) == LEGACY_DATA[95:205]
     assert reader.stat(chain).size == len(LEGACY_DATA)
+
+
+@pytest.mark.parametrize("chain", ["crc32c", "aes-gcm"])
+def test_a_bound_chain_over_a_chunk_table_without_an_object_id_is_damage(chain: str) -> None:
+    inner = legacy_store([chain])
+    steps = json.loads(inner.stat(chain).metadata[CHAIN_KEY])
+    steps[0]["version"] = 2
+    inner.replace_metadata(chain, {CHAIN_KEY: json.dumps(steps)})
+    with pytest.raises(FormatError, match=f"{chain}: its {chain} chunks are bound to an object id, which its chunk"):
+        driver(inner, "").read(chain)
 
 
 def test_rotation_keeps_new_objects_bound_and_old_ones_readable() -> None:

@@ -257,10 +257,10 @@ def test_events_offloaders_and_transforms_reach_plugins() -> None:
     class Reverse:
         name, version, distribution = "reverse", 1, "offload-plugin-reverse"
 
-        def for_writing(self):  # type: ignore[no-untyped-def]
+        def for_writing(self, *, object_id):  # type: ignore[no-untyped-def]
             return self, {}
 
-        def for_reading(self, params):  # type: ignore[no-untyped-def]
+        def for_reading(self, params, *, version, object_id):  # type: ignore[no-untyped-def]
             return self
 
         def encode(self, chunk: bytes, index: int) -> bytes:
@@ -289,7 +289,7 @@ def test_events_offloaders_and_transforms_reach_plugins() -> None:
     manager.register(Plugin())
     manager.emit(Event("offload.finished", {"bytes": 3}))
     assert seen == [Event("offload.finished", {"bytes": 3})]
-    assert manager.transform("reverse").for_reading({}).decode(b"cba", 0) == b"abc"
+    assert manager.transform("reverse").for_reading({}, version=1, object_id=None).decode(b"cba", 0) == b"abc"
     assert manager.offloader("blob").factory is factory
     with pytest.raises(
         TransformNotInstalledError, match="no chunk transform named 'zstd'.*install offload-plugin-zstd"

@@ -137,10 +137,10 @@ def test_an_object_whose_transform_is_not_installed_names_the_distribution() -> 
             def decode(self, stored: bytes, index: int) -> bytes:
                 return stored[::-1]
 
-        def for_writing(self):  # type: ignore[no-untyped-def]
+        def for_writing(self, *, object_id):  # type: ignore[no-untyped-def]
             return self._Codec(), {}
 
-        def for_reading(self, params):  # type: ignore[no-untyped-def]
+        def for_reading(self, params, *, version, object_id):  # type: ignore[no-untyped-def]
             return self._Codec()
 
     inner = MemoryDriver()

@@ -18,7 +18,8 @@ module only records it). Because each chunk's CRC covers it, a chunk
 copied from another object, to the same position or another, with or
 without its entry in the table, fails its check whatever the object's
 transforms: even a chain with no check of its own (zstd) cannot return
-another object's bytes. The footer lives in the object's bytes
+another object's bytes. The transforms get the id too, so their own checks
+(crc32c, aes-gcm) cover it as well. The footer lives in the object's bytes
 rather than its metadata because metadata is replaced in place (key
 rotation, a copy that sets new metadata) and the chunks must stay bound.
 

@@ -98,6 +98,15 @@ def test_swapped_chunks_are_refused_even_with_a_chunk_table_forged_to_match() ->
         driver_with(inner, [], keyring()).read("k", 0, 10)
 
 
+def test_a_chunk_sealed_for_one_object_does_not_open_for_another_under_the_same_data_key() -> None:
+    transform = AesGcmTransform(lambda: keyring())
+    codec, params = transform.for_writing(object_id=b"A" * 16)
+    sealed = codec.encode(b"chunk of object A", 0)
+    assert transform.for_reading(params, version=2, object_id=b"A" * 16).decode(sealed, 0) == b"chunk of object A"
+    with pytest.raises(FormatError, match="chunk 0 fails AES-GCM authentication"):
+        transform.for_reading(params, version=2, object_id=b"B" * 16).decode(sealed, 0)
+
+
 def test_missing_and_wrong_keys_are_named() -> None:
     inner = MemoryDriver()
     driver_with(inner, ["aes-gcm"], keyring("k2", k1=KEY_1, k2=KEY_2)).write("k", [b"data"], metadata={})
@@ -115,7 +124,7 @@ def test_keyring_files_and_configuration(tmp_path: Path, monkeypatch: pytest.Mon
     assert keyring_from_spec().active_key_id() == "a"
     monkeypatch.delenv("OFFLOAD_AES_GCM_KEYRING")
     with pytest.raises(KeyringError, match="set OFFLOAD_AES_GCM_KEYRING"):
-        AesGcmTransform().for_writing()
+        AesGcmTransform().for_writing(object_id=bytes(16))
     with pytest.raises(KeyringError, match="python -m offload_plugin_aes_gcm.keyring new"):
         FileKeyring.load(tmp_path / "missing.json")
     path.write_text(json.dumps({"active": "a", "keys": {"a": base64.b64encode(b"short").decode()}}))

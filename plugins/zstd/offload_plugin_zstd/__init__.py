@@ -52,10 +52,12 @@ class ZstdTransform:
         except ValueError:
             raise ConfigError(f"zstd level {options.get('level')!r} is not a number") from None
 
-    def for_writing(self) -> tuple[_Codec, Mapping[str, str]]:
+    # zstd has no check to bind the object id into: the chunk table's CRC
+    # of each chunk binds it to its object.
+    def for_writing(self, *, object_id: bytes) -> tuple[_Codec, Mapping[str, str]]:
         return _Codec(self.level), {"level": str(self.level)}
 
-    def for_reading(self, params: Mapping[str, str]) -> _Codec:
+    def for_reading(self, params: Mapping[str, str], *, version: int, object_id: bytes | None) -> _Codec:
         return _Codec(3)  # the level only matters when compressing
 
 
