@@ -72,6 +72,24 @@ def test_invalid_settings_are_refused_with_the_reason(tmp_path: Path, args: list
     assert message in result.stderr
 
 
+@pytest.mark.parametrize("level", ["topics", "namespaces"])
+def test_a_block_too_small_to_offload_is_refused_and_nothing_stored(tmp_path: Path, level: str) -> None:
+    name = "acme/prod/orders" if level == "topics" else "acme/prod"
+    result = offload(tmp_path, level, "set-offload-policies", name, "--max-block-size", "1", "-b", "cold")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+    assert "MaxBlockSizeInBytes" in result.stderr and "at least 140" in result.stderr
+    stored = policies(tmp_path, level, name)
+    assert stored["max_block_size"]["from"] == "broker" and stored["bucket"]["from"] == "broker"
+
+
+def test_a_config_naming_an_unknown_transform_is_refused_by_every_verb(tmp_path: Path) -> None:
+    (tmp_path / "broker.toml").write_text('managedLedgerOffloadTransforms = "zstd,nope"\n')
+    result = offload(tmp_path, "topics", "get-offload-policies", "acme/prod/orders")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "managedLedgerOffloadTransforms" in result.stderr and "'nope'" in result.stderr
+
+
 def test_a_threshold_above_retention_is_refused(tmp_path: Path) -> None:
     (tmp_path / "broker.toml").write_text("defaultRetentionSizeInMB = 100\n")
     result = offload(tmp_path, "topics", "set-offload-threshold", "acme/prod/orders", "--size", "1G")

@@ -61,7 +61,7 @@ class Broker:
             self.plugins.serve_metrics(self.config.metrics_port) if self.config.metrics_port is not None else None
         )
         self.store = store if store is not None else SqliteMetadataStore(self.data_dir / "metadata.db")
-        self.policies = PolicyStore(self.store, self.config.policies)
+        self.policies = PolicyStore(self.store, self.config.policies, transform=self.plugins.transform)
         self.read_ahead = ReadAheadPool(
             total_bytes=self.config.read_ahead_bytes,
             reader_bytes=self.config.read_ahead_bytes_per_reader,

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..hooks import Transform
+from ..plugins import default_plugin_manager
 from .ledger_file import FsyncPolicy
 from .policies import OffloadPolicies, ReadPriority, validate_policies
 
@@ -147,12 +149,17 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
 }
 
 
-def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> BrokerConfig:
+def parse_config(
+    values: Mapping[str, Any], *, source: str = "(inline)", transform: Callable[..., Transform] | None = None
+) -> BrokerConfig:
     """Build a :class:`BrokerConfig` from a flat mapping of Pulsar keys.
 
     Raises :class:`ConfigError` naming the key for unknown keys (with the
-    closest known one), wrong types, and policies that contradict each
-    other (see :func:`validate_policies`)."""
+    closest known one), wrong types, policies that contradict each other or
+    are out of range, and chunk transforms that ``transform``
+    (:meth:`PluginManager.transform`; by default the one of
+    :func:`default_plugin_manager`) does not resolve (see
+    :func:`validate_policies`)."""
     policies: dict[str, Any] = {}
     broker: dict[str, Any] = {}
     for key, value in values.items():
@@ -163,7 +170,9 @@ def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> Brok
         where, name, parse = _KEYS[key]
         (policies if where == "policies" else broker)[name] = parse(key, value)
     merged = OffloadPolicies(**policies).over(DEFAULT_POLICIES)
-    validate_policies(merged)
+    if transform is None and merged.transforms:
+        transform = default_plugin_manager().transform
+    validate_policies(merged, transform=transform)
     config = BrokerConfig(policies=merged, source=source, **broker)
     if config.read_ahead_bytes_per_reader < config.read_ahead_range_bytes:
         raise ConfigError(
@@ -173,10 +182,11 @@ def parse_config(values: Mapping[str, Any], *, source: str = "(inline)") -> Brok
     return config
 
 
-def load_config(path: str | Path | None) -> BrokerConfig:
+def load_config(path: str | Path | None, *, transform: Callable[..., Transform] | None = None) -> BrokerConfig:
     """Read a TOML config file; ``None`` gives the defaults.
 
-    Raises :class:`ConfigError` for a missing or malformed file."""
+    Raises :class:`ConfigError` for a missing or malformed file, and for
+    the values :func:`parse_config` refuses (``transform`` as there)."""
     if path is None:
         return BrokerConfig()
     file = Path(path)
@@ -195,4 +205,4 @@ def load_config(path: str | Path | None) -> BrokerConfig:
     nested = [key for key, value in values.items() if isinstance(value, dict)]
     if nested:
         raise ConfigError(f"config file {file} has tables {nested}; keys are flat, as in Pulsar's broker.conf")
-    return parse_config(values, source=str(file))
+    return parse_config(values, source=str(file), transform=transform)

@@ -10,13 +10,22 @@ import dataclasses
 import enum
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OffloadError
+from ..formats import pulsar_v1 as v1
+from ..hooks import Transform
+from ..memory import MemoryDriver
+from ..transforming_driver import with_transforms
 from .metadata_store import MetadataStore
 
-__all__ = ["OffloadPolicies", "PolicyStore", "ReadPriority", "TopicName", "validate_policies"]
+__all__ = ["MIN_BLOCK_SIZE", "OffloadPolicies", "PolicyStore", "ReadPriority", "TopicName", "validate_policies"]
+
+#: The smallest max block size an offload can write with: one block header
+#: and one entry header (what the offloaders and the block grouper refuse below).
+MIN_BLOCK_SIZE = v1.BLOCK_HEADER_LENGTH + v1.ENTRY_HEADER_LENGTH
 
 
 class ReadPriority(enum.Enum):
@@ -111,15 +120,29 @@ class OffloadPolicies:
         return cls(**values)
 
 
-def validate_policies(policies: OffloadPolicies) -> None:
+def validate_policies(policies: OffloadPolicies, *, transform: Callable[..., Transform] | None = None) -> None:
     """Raise :class:`ConfigError` if data would be deleted by retention
-    before the offload thresholds would offload it, or a value is out of range."""
+    before the offload thresholds would offload it, or a value is out of
+    range (a max block size below :data:`MIN_BLOCK_SIZE` included).
+
+    The one check of policies, for the config file and the policy verbs
+    alike. With ``transform`` (:meth:`PluginManager.transform`), the chain
+    of chunk transforms is resolved as an offload would resolve it, so an
+    unknown transform name or option is refused here and not at the first
+    offload; without it the chain is not checked."""
     for name in ("max_block_size", "read_buffer_size", "segment_max_size_mb", "segment_rollover_minutes",
                  "streaming_buffer_bytes", "transform_chunk_size"):  # fmt: skip
         value = getattr(policies, name)
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be positive, got {value}")
+    if policies.max_block_size is not None and policies.max_block_size < MIN_BLOCK_SIZE:
+        raise ConfigError(
+            f"managedLedgerOffloadMaxBlockSizeInBytes (max block size) is {policies.max_block_size} bytes, too small "
+            f"for a block header and one entry: at least {MIN_BLOCK_SIZE}; raise it (Pulsar's default is 64 MiB)"
+        )
     _validate_streaming(policies)
+    if transform is not None and policies.transforms:
+        _validate_transforms(policies.transforms, policies.transform_chunk_size, transform)
     if policies.deletion_lag_ms is not None and policies.deletion_lag_ms < 0:
         raise ConfigError(f"managedLedgerOffloadDeletionLagMs must not be negative, got {policies.deletion_lag_ms}")
     size, retention_mb = policies.offload_threshold_bytes, policies.retention_size_mb
@@ -142,6 +165,16 @@ def validate_policies(policies: OffloadPolicies) -> None:
             f"({retention_min} min): data would be deleted before it is offloaded; lower the threshold or raise "
             "defaultRetentionTimeInMinutes (-1 keeps data forever)"
         )
+
+
+def _validate_transforms(chain: str, chunk_size: int | None, transform: Callable[..., Transform]) -> None:
+    """The chain resolved by the code an offload opens its store with (on
+    a throwaway in-memory store), so that the names and options accepted
+    here are exactly those an offload accepts."""
+    try:
+        with_transforms(MemoryDriver(), chain, chunk_size, transform)
+    except OffloadError as exc:
+        raise ConfigError(f"managedLedgerOffloadTransforms = {chain!r}: {exc}") from None
 
 
 def _validate_streaming(policies: OffloadPolicies) -> None:
@@ -234,11 +267,20 @@ _AREA = "policies"  # the first component of every policy record's path
 
 
 class PolicyStore:
-    """Namespace and topic policies in the metadata store."""
+    """Namespace and topic policies in the metadata store. ``transform``
+    (:meth:`PluginManager.transform`) resolves the chunk transforms an
+    update names; without it they are not checked."""
 
-    def __init__(self, store: MetadataStore, broker_defaults: OffloadPolicies) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        broker_defaults: OffloadPolicies,
+        *,
+        transform: Callable[..., Transform] | None = None,
+    ) -> None:
         self._store = store
         self.broker_defaults = broker_defaults
+        self._transform = transform  # resolves chunk transforms for validate_policies
         # Effective policies by topic, valid while the store's change marker
         # is unchanged (a store without one is read every time).
         self._effective: dict[TopicName, tuple[object, OffloadPolicies]] = {}
@@ -266,7 +308,7 @@ class PolicyStore:
             merged = updated.over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
         else:
             merged = updated.over(self.broker_defaults)
-        validate_policies(merged)
+        validate_policies(merged, transform=self._transform)
         if record is None:
             self._store.create(path, updated.to_json())
         else:

@@ -8,6 +8,7 @@ import pytest
 
 from offload_core.errors import ConfigError, ConflictError
 from offload_core.managed_ledger import (
+    Broker,
     FsyncPolicy,
     OffloadPolicies,
     PolicyStore,
@@ -81,11 +82,30 @@ def test_unknown_key_gets_a_suggestion() -> None:
         ({"managedLedgerOffloadThresholdInBytes": 2 << 20, "defaultRetentionSizeInMB": 1}, "below the retention size"),
         ({"managedLedgerOffloadThresholdInSeconds": 600, "defaultRetentionTimeInMinutes": 10}, "below the retention"),
         ({"managedLedgerOffloadDeletionLagMs": -5}, "must not be negative"),
+        ({"managedLedgerOffloadMaxBlockSizeInBytes": 139}, "MaxBlockSizeInBytes.*too small.*at least 140"),
+        ({"s3ManagedLedgerOffloadMaxBlockSizeInBytes": 1}, "MaxBlockSizeInBytes.*too small.*at least 140"),
     ],
 )
 def test_bad_values_name_the_key(values: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(values)
+
+
+def test_an_unknown_transform_is_refused_at_load_naming_the_key_the_name_and_the_installed_ones() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"managedLedgerOffloadTransforms": "zstd,nope"})
+    message = str(refused.value)
+    assert "managedLedgerOffloadTransforms" in message and "'nope'" in message
+    assert all(name in message for name in ("zstd", "crc32c", "aes-gcm")), message
+    assert parse_config({"managedLedgerOffloadTransforms": "zstd,crc32c"}).policies.transforms == "zstd,crc32c"
+
+
+def test_a_policy_update_naming_an_unknown_transform_is_refused_and_nothing_stored(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config({"retentionCheckIntervalInSeconds": 0})) as broker:
+        with pytest.raises(ConfigError, match="managedLedgerOffloadTransforms.*'nope'.*installed: .*zstd"):
+            broker.policies.update("topic", "acme/prod/orders", transforms="zstd,nope")
+        assert broker.policies.get("topic", "acme/prod/orders") == OffloadPolicies()
+        broker.policies.update("topic", "acme/prod/orders", transforms="zstd")
 
 
 def test_file_errors(tmp_path: Path) -> None:
