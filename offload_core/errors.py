@@ -141,7 +141,7 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _SECRET_IN_TEXT = re.compile(
-    r"((?:AccountKey|SharedAccessSignature|sig|password|secret|token)=)([^;&\s]+)",
+    r"((?:AccountKey|SharedAccessSignature|sig|password|secret|token)=)([^;&\s'\"]+)",
     re.IGNORECASE,
 )
 
@@ -150,21 +150,22 @@ def mask_secrets(options: Mapping[str, object]) -> dict[str, object]:
     """Return a copy of ``options`` fit to print: values of secret-looking
     names become ``"***"``, secrets embedded in strings (connection
     strings, SAS query strings) are masked in place, and URLs lose their
-    userinfo and query strings."""
-    from .urls import redact_url_text  # urls raises our errors: imported here, not at the top
-
+    userinfo and query strings (:func:`mask_secret_text`)."""
     masked: dict[str, object] = {}
     for name, value in options.items():
         if _SECRET_NAME.search(name) and value is not None:
             masked[name] = "***"
         elif isinstance(value, str):
-            masked[name] = redact_url_text(_SECRET_IN_TEXT.sub(r"\1***", value))
+            masked[name] = mask_secret_text(value)
         else:
             masked[name] = value
     return masked
 
 
 def mask_secret_text(text: str) -> str:
-    """``text`` with secrets embedded as ``name=value`` (connection
-    strings, SAS query strings) masked."""
-    return _SECRET_IN_TEXT.sub(r"\1***", text)
+    """``text`` fit to print: secrets embedded as ``name=value`` (connection
+    strings, SAS query strings) masked, and every URL in it without its
+    userinfo, query string or fragment (:func:`~offload_core.urls.redact_url`)."""
+    from .urls import redact_url_text  # urls raises our errors: imported here, not at the top
+
+    return redact_url_text(_SECRET_IN_TEXT.sub(r"\1***", text))

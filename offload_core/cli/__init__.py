@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..errors import OffloadError
+from ..errors import OffloadError, mask_secret_text
 from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
 from .driver_commands import drivers
 from .kafka_commands import kafka
@@ -22,18 +23,35 @@ __all__ = ["main"]
 
 
 class _Group(click.Group):
-    """Turns our errors into one clear line and exit status 1, not a traceback."""
+    """Turns our errors and the machine's into one clear line and exit
+    status 1, not a traceback, secrets masked (a URL's userinfo or query, a
+    ``sig=``/``AccountKey=`` value): a message may quote a store's URL."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except OffloadError as exc:
-            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+            raise click.ClickException(mask_secret_text(f"{type(exc).__name__}: {exc}")) from exc
         except OSError as exc:
             # The machine said no (a path, a permission, a full disk): that is
             # the user's to fix and deserves one line, not a traceback.
             where = f": {exc.filename}" if exc.filename else ""
-            raise click.ClickException(f"{type(exc).__name__}: {exc.strerror or exc}{where}") from exc
+            raise click.ClickException(mask_secret_text(f"{type(exc).__name__}: {exc.strerror or exc}{where}")) from exc
+
+
+class _MaskedWarnings(logging.Handler):
+    """The library's warnings on stderr, as Python's last-resort handler
+    prints them (the message alone, from WARNING up), secrets masked: a
+    warning may quote a store's URL or settings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            click.echo(mask_secret_text(self.format(record)), err=True)
+        except Exception:  # logging's contract: report through handleError, never raise
+            self.handleError(record)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,6 +61,9 @@ def main() -> None:
 
     Offload sealed log data to object storage and read it back by position.
     """
+    root = logging.getLogger()
+    if not root.handlers:  # an application (or pytest) that configured logging keeps its own
+        root.addHandler(_MaskedWarnings())
 
 
 main.add_command(plugins)

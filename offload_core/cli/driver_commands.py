@@ -13,7 +13,7 @@ import click
 from ..errors import AlreadyExistsError, NotFoundError, mask_secret_text
 from ..plugins import open_driver
 from ..storage import StorageDriver
-from ..urls import redact_url, redact_url_text
+from ..urls import redact_url
 from .options import driver_options, parse_driver_options
 
 # ASCII only: some servers (gcp-storage-emulator among them) cannot echo
@@ -59,7 +59,7 @@ def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
             detail = action()
         except Exception as exc:  # noqa: BLE001 - a one-line report, never a third party's traceback
             text = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
-            error = (redact_url_text(mask_secret_text(text)).splitlines() or [type(exc).__name__])[0]
+            error = (mask_secret_text(text).splitlines() or [type(exc).__name__])[0]
             report({"step": name, "ok": False, "error": error}, f"  FAIL {name}: {error}")
             if name != "write":
                 _remove_quietly(driver, key)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..errors import FormatError, OffloadError
+from ..errors import FormatError, OffloadError, mask_secret_text
 from ..formats import pulsar_v1 as v1
 from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..managed_ledger.references import offload_references
@@ -115,7 +115,7 @@ def orphans(url: str, data_dir: str, prefix: str, delete: bool, as_json: bool, o
         if as_json:
             click.echo(json.dumps({"ledger_id": ledger.ledger_id, "uuid": ledger.uuid, "keys": decision.keys,
                                    "bytes": decision.size, "created_ms": created, "action": decision.action,
-                                   "reason": decision.reason}))  # fmt: skip
+                                   "reason": mask_secret_text(decision.reason)}))  # fmt: skip
         else:
             click.echo(f"{ledger.ledger_id:>12}  {ledger.uuid}  {decision.size:>12} bytes  {decision.action}")
     verb = "deleted" if delete else "found (dry run; --delete deletes them)"
@@ -130,7 +130,7 @@ def _report_stale_uploads(driver: StorageDriver, url: str) -> None:
         size = sum(info.size for info in stale)
         click.echo(
             f"note: {len(stale)} stale temporary upload(s) of killed writers ({size} bytes) in the store; "
-            f"`offload ledgers sweep {url}` removes them",
+            f"`offload ledgers sweep {mask_secret_text(url)}` removes them",
             err=True,
         )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from ..errors import mask_secrets
 from ..managed_ledger import Broker, ReadPriority
 from ..managed_ledger.policies import TopicName, parse_namespace
 from .broker_options import broker_options, opened
@@ -60,7 +61,9 @@ def _check_driver(broker: Broker, driver: str | None) -> None:
 
 def _show(broker: Broker, level: str, name: str, fields: list[str], as_json: bool) -> None:
     sources = broker.policies.sources(level, name)
-    rows = {field: {"value": _printable(sources[field][0]), "from": sources[field][1]} for field in fields}
+    # An endpoint or driver URL may carry credentials (user:password@, a signed query).
+    values = mask_secrets({field: _printable(sources[field][0]) for field in fields})
+    rows = {field: {"value": values[field], "from": sources[field][1]} for field in fields}
     if as_json:
         click.echo(json.dumps({level: name, "policies": rows}))
         return

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError
+from ..errors import ConfigError, mask_secret_text
 from ..managed_ledger import SqliteMetadataStore, load_config
 from .broker_options import broker_options
 from .options import driver_options, metrics_port_option, parse_driver_options
@@ -62,13 +62,13 @@ def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, ma
                 f"offloaded  {outcome.topic} ledger {outcome.ledger_id} ({outcome.uuid}): {outcome.data_bytes} bytes"
             )
         else:
-            click.echo(f"FAILED     {outcome.topic} ledger {outcome.ledger_id}: {outcome.error}")
+            click.echo(f"FAILED     {outcome.topic} ledger {outcome.ledger_id}: {mask_secret_text(outcome.error)}")
     for segment in result.segments:
         held = ", ".join(f"{lid}:{first}..{last}" for lid, first, last in segment.runs)
         if segment.error is None:
             click.echo(f"streamed   {segment.topic} segment {segment.uuid} ({held}): {segment.data_bytes} bytes")
         else:
-            click.echo(f"FAILED     {segment.topic} segment {segment.uuid} ({held}): {segment.error}")
+            click.echo(f"FAILED     {segment.topic} segment {segment.uuid} ({held}): {mask_secret_text(segment.error)}")
     summary = f"backfill: {len(result.offloaded)} offloaded, {len(result.failed)} failed"
     if result.segments:
         written = len(result.segments) - len(result.failed_segments)
@@ -178,7 +178,7 @@ def retention(
             store.close()
     for decision in result.decisions:
         click.echo(f"{decision.action:<8} ledger {decision.ledger.ledger_id} ({decision.ledger.uuid}), "
-                   f"{decision.size} bytes: {decision.reason}")  # fmt: skip
+                   f"{decision.size} bytes: {mask_secret_text(decision.reason)}")  # fmt: skip
     going = [d for d in result.decisions if d.action in ("delete", "deleted")]
     failed = [d for d in result.decisions if d.action == "failed"]
     verb = "would delete" if result.dry_run else "deleted"

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError, FormatError, mask_secrets
+from ..errors import ConfigError, FormatError, mask_secret_text, mask_secrets
 from ..formats.pulsar_message import PulsarMessage, decode_entry
 from ..hooks import Event, hookimpl
 from ..model import Entry, Position
@@ -156,9 +156,20 @@ def offload_topic(topic: str, position: str | None, as_json: bool, data_dir: str
             raise SystemExit(1)
 
 
-def _print_status(status: Any, *, as_json: bool) -> None:
+def _masked(error: str | None) -> str | None:
+    """An error fit to print: it may quote a store's URL with its credentials."""
+    return None if error is None else mask_secret_text(error)
+
+
+def _status_values(status: Any) -> dict[str, Any]:
     values = asdict(status)
     values["first_unoffloaded"] = str(status.first_unoffloaded) if status.first_unoffloaded else None
+    values["error"] = _masked(status.error)
+    return values
+
+
+def _print_status(status: Any, *, as_json: bool) -> None:
+    values = _status_values(status)
     if as_json:
         click.echo(json.dumps(values))
         return
@@ -180,17 +191,19 @@ def offload_status(topic: str, as_json: bool, data_dir: str, config_path: str | 
         ledger = broker.topic(topic)
         status = ledger.offload_status()
         unfinished = ledger.unfinished_offloads()
+        shown = [
+            asdict(u) | {"settings": mask_secrets(u.settings), "cleanup_error": _masked(u.cleanup_error)}
+            for u in unfinished
+        ]
         if as_json:
-            values = asdict(status)
-            values["first_unoffloaded"] = str(status.first_unoffloaded) if status.first_unoffloaded else None
-            values["unfinished"] = [asdict(u) | {"settings": mask_secrets(u.settings)} for u in unfinished]
-            click.echo(json.dumps(values))
+            click.echo(json.dumps(_status_values(status) | {"unfinished": shown}))
             return
         _print_status(status, as_json=False)
-        for u in unfinished:
+        for row in shown:
             click.echo(
-                f"unfinished offload: ledger {u.ledger_id}, uuid {u.uuid}, driver {u.settings.get('driver', '?')}"
-                + (f"; its cleanup failed: {u.cleanup_error}" if u.cleanup_error else "")
+                f"unfinished offload: ledger {row['ledger_id']}, uuid {row['uuid']}, "
+                f"driver {row['settings'].get('driver', '?')}"
+                + (f"; its cleanup failed: {row['cleanup_error']}" if row["cleanup_error"] else "")
             )
         if unfinished:
             click.echo(
@@ -240,6 +253,7 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
                 click.echo(json.dumps({"topic": str(ledger.topic), **asdict(s)}))
             for segment in segments:
                 fields = {k: v for k, v in asdict(segment).items() if k != "settings"}
+                fields["error"] = _masked(segment.error)
                 click.echo(json.dumps({"topic": str(ledger.topic), "segment": fields}))
             if unclaimed:
                 click.echo(f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims", err=True)
