@@ -129,7 +129,10 @@ class TransformNotInstalledError(DriverNotInstalledError):
 
 
 class PluginLoadError(OffloadError):
-    """An installed plugin failed to import or to register."""
+    """An installed plugin failed to register (two claiming one name, a
+    registration that is not a driver), or the allow-list names a plugin
+    that is not installed. (One that fails to import is left out and listed
+    by :meth:`PluginManager.failed`.)"""
 
 
 class TransientStorageError(OffloadError):

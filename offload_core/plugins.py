@@ -12,6 +12,11 @@ does with its built-ins. Two environment variables steer loading:
 ``OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD``
     Any value but ``""``/``"0"``: load no installed plugin except those
     named in ``OFFLOAD_CORE_PLUGINS``.
+
+An installed plugin that fails to import (any exception) is left out and
+reported by name, not swallowed: :meth:`PluginManager.failed` lists it, and
+a driver, transform or offloader that nothing loaded names it as the
+possible provider. The other plugins work as usual.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import functools
 import importlib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import pluggy
@@ -48,6 +54,7 @@ __all__ = [
     "ENV_ALLOW",
     "ENV_DISABLE_AUTOLOAD",
     "OffloaderSpec",
+    "PluginFailure",
     "PluginInfo",
     "PluginManager",
     "default_plugin_manager",
@@ -58,6 +65,23 @@ ENTRY_POINT_GROUPS = ("offload_core.drivers", "offload_core.plugins")
 ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory", "offload_core.offload.ledger")
 
+_Missing = TypeVar("_Missing", bound=ConfigError)  # what a lookup of something nothing registers raises
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """An installed plugin that failed to import, and why (``error``: the
+    exception's type and message, one line)."""
+
+    plugin: PluginInfo
+    error: str
+
+    def describe(self) -> str:
+        return (
+            f"plugin {self.plugin.describe()} failed to import ({self.error}); reinstall or uninstall "
+            f"{self.plugin.distribution}, or leave it out with {ENV_ALLOW}"
+        )
+
 
 class PluginManager:
     """Loads plugins and answers "which driver/offloader/transform is X".
@@ -66,15 +90,16 @@ class PluginManager:
     ``environ`` defaults to ``os.environ``; ``load_entry_points=False``
     loads only the built-ins and what is passed to :meth:`register`.
 
-    Raises :class:`PluginLoadError` when an installed plugin fails to import
-    (naming its entry point and distribution) or when the allow-list names a
-    plugin that is not installed.
+    An installed plugin that fails to import is left out and listed by
+    :meth:`failed`. Raises :class:`PluginLoadError` when the allow-list
+    names a plugin that is not installed.
     """
 
     def __init__(self, *, load_entry_points: bool = True, environ: Mapping[str, str] | None = None) -> None:
         self._pm = pluggy.PluginManager(hooks.PROJECT)
         self._pm.add_hookspecs(hooks)
         self._infos: dict[str, PluginInfo] = {}
+        self._failures: list[PluginFailure] = []
         self._registries: Registries | None = None
         env = os.environ if environ is None else environ
         for module_name in BUILTIN_PLUGINS:
@@ -98,6 +123,10 @@ class PluginManager:
     def plugins(self) -> list[PluginInfo]:
         """Every loaded plugin, built-ins first."""
         return list(self._infos.values())
+
+    def failed(self) -> list[PluginFailure]:
+        """Every installed plugin that failed to import, in loading order."""
+        return list(self._failures)
 
     # -- loading ---------------------------------------------------------
 
@@ -124,11 +153,10 @@ class PluginManager:
             )
             try:
                 plugin = ep.load()
-            except Exception as exc:
-                raise PluginLoadError(
-                    f"plugin {info.describe()} failed to import: {type(exc).__name__}: {exc}; "
-                    f"reinstall or uninstall {info.distribution}, or leave it out with {ENV_ALLOW}"
-                ) from exc
+            except Exception as exc:  # a third party's module may raise anything at import
+                first_line = (str(exc).splitlines() or [""])[0]
+                self._failures.append(PluginFailure(info, f"{type(exc).__name__}: {first_line}".rstrip(": ")))
+                continue
             self.register(plugin, info=info)
 
     # -- registries ------------------------------------------------------
@@ -185,7 +213,7 @@ class PluginManager:
         registries = self._build()
         spec = registries.drivers_by_name.get(name.lower())
         if spec is None:
-            raise not_installed(f"no storage driver named {name!r} is installed", name, registries)
+            raise self._maybe_failed(not_installed(f"no storage driver named {name!r} is installed", name, registries))
         return spec
 
     def driver_for_scheme(self, scheme: str) -> DriverSpec:
@@ -193,7 +221,7 @@ class PluginManager:
         registries = self._build()
         spec = registries.drivers_by_scheme.get(scheme.lower())
         if spec is None:
-            raise not_installed(f"no storage driver handles {scheme}:// URLs", scheme, registries)
+            raise self._maybe_failed(not_installed(f"no storage driver handles {scheme}:// URLs", scheme, registries))
         return spec
 
     def offloader(self, name: str) -> OffloaderSpec:
@@ -202,7 +230,9 @@ class PluginManager:
         spec = registries.offloaders.get(name.lower())
         if spec is None:
             installed = ", ".join(sorted({s.name for s in registries.offloaders.values()})) or "none"
-            raise ConfigError(f"no ledger offloader named {name!r} is registered; installed: {installed}")
+            raise self._maybe_failed(
+                ConfigError(f"no ledger offloader named {name!r} is registered; installed: {installed}")
+            )
         return spec
 
     def offloader_for_driver(self, driver_name: str) -> OffloaderSpec:
@@ -239,10 +269,20 @@ class PluginManager:
         except KeyError:
             installed = ", ".join(sorted(registries.transforms)) or "none"
             where = f"install {distribution} (its plugin); " if distribution else "install its plugin; "
-            raise TransformNotInstalledError(
-                f"no chunk transform named {name!r} is registered: objects written with it cannot be read or written "
-                f"here; {where}installed: {installed}"
+            raise self._maybe_failed(
+                TransformNotInstalledError(
+                    f"no chunk transform named {name!r} is registered: objects written with it cannot be read or "
+                    f"written here; {where}installed: {installed}"
+                )
             ) from None
+
+    def _maybe_failed(self, error: _Missing) -> _Missing:
+        """``error`` (something nothing loaded registers), naming the plugins
+        that failed to import: one of them may be what provides it."""
+        if not self._failures:
+            return error
+        failed = "; ".join(failure.describe() for failure in self._failures)
+        return type(error)(f"{error}; it may come from a plugin that failed to import: {failed}")
 
     def open_driver(self, url_or_name: str, **options: Any) -> StorageDriver:
         """Open a storage driver by URL (``file:///data/bucket``,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -25,13 +28,15 @@ from offload_core.memory import MemoryDriver
 from offload_core.plugins import BUILTIN_PLUGINS, ENV_ALLOW, ENV_DISABLE_AUTOLOAD
 
 
-def install_fake_distribution(site: Path, dist: str, entry_point: str, module: str, source: str) -> None:
+def install_fake_distribution(
+    site: Path, dist: str, entry_point: str, module: str, source: str, group: str = "offload_core.drivers"
+) -> None:
     """Make an installed-looking distribution under ``site`` (on sys.path)."""
     (site / f"{module}.py").write_text(textwrap.dedent(source))
     info = site / f"{dist.replace('-', '_')}-9.9.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 9.9\n")
-    (info / "entry_points.txt").write_text(f"[offload_core.drivers]\n{entry_point} = {module}\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry_point} = {module}\n")
 
 
 def with_drivers(*registrations: tuple[Any, dict[str, Any]]) -> PluginManager:
@@ -157,19 +162,54 @@ def test_allow_list_naming_a_missing_plugin_is_an_error() -> None:
         PluginManager(environ={ENV_ALLOW: "filesystem,nosuch"})
 
 
-def test_plugin_that_fails_to_import_is_reported_by_name_and_distribution(site: Path) -> None:
+def test_plugin_that_fails_to_import_is_reported_by_name_and_the_others_work(site: Path, tmp_path: Path) -> None:
     install_fake_distribution(
         site, "fake-broken-driver", "broken", "fake_broken", "import a_module_that_does_not_exist\n"
     )
-    with pytest.raises(PluginLoadError) as caught:
-        PluginManager(environ={})
-    message = str(caught.value)
-    assert "'broken'" in message
-    assert "fake-broken-driver 9.9" in message
-    assert "a_module_that_does_not_exist" in message
-    assert ENV_ALLOW in message
+    manager = PluginManager(environ={})
+    [failure] = manager.failed()
+    assert (failure.plugin.name, failure.plugin.distribution) == ("broken", "fake-broken-driver")
+    assert failure.error == "ModuleNotFoundError: No module named 'a_module_that_does_not_exist'"
+    message = failure.describe()
+    assert "'broken'" in message and "fake-broken-driver 9.9" in message and ENV_ALLOW in message
+    assert "broken" not in {info.name for info in manager.plugins()}
+    assert isinstance(manager.open_driver(f"file://{tmp_path}/bucket"), FilesystemDriver)
+    # What nothing loaded may be what the broken plugin provides: the error names it.
+    with pytest.raises(DriverNotInstalledError, match="'broken' in offload_core.drivers.*a_module_that_does_not"):
+        manager.open_driver("broken://somewhere")
+    with pytest.raises(TransformNotInstalledError, match="fake-broken-driver"):
+        manager.transform("brokenzip")
     # ... and the allow-list is the way around it.
-    assert "broken" not in {info.name for info in PluginManager(environ={ENV_ALLOW: "filesystem"}).plugins()}
+    assert PluginManager(environ={ENV_ALLOW: "filesystem"}).failed() == []
+
+
+@pytest.mark.parametrize("group", ["offload_core.drivers", "offload_core.plugins"])
+def test_every_command_works_beside_a_plugin_that_raises_at_import(tmp_path: Path, group: str) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    install_fake_distribution(site, "fake-raising", "raising", "fake_raising", "raise RuntimeError('boom')\n", group)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+    def offload(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "offload_core.cli", *args], capture_output=True, text=True,
+                              env=env)  # fmt: skip
+
+    def warned_once(result: subprocess.CompletedProcess[str]) -> bool:
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+        return len(warnings) == 1 and "'raising'" in warnings[0] and "RuntimeError: boom" in warnings[0]
+
+    listed = offload("plugins")
+    assert listed.returncode == 0 and warned_once(listed), listed.stderr
+    assert "raising                  fake-raising 9.9" in listed.stdout
+    assert "FAILED to import: RuntimeError: boom" in listed.stdout and "filesystem" in listed.stdout
+    rows = [json.loads(line) for line in offload("plugins", "--json").stdout.splitlines()]
+    assert {row["name"]: row["error"] for row in rows}["raising"] == "RuntimeError: boom"
+    assert {row["name"]: row["error"] for row in rows}["filesystem"] is None
+    works = offload("topics", "list", "--data-dir", str(tmp_path / "data"))
+    assert works.returncode == 0 and warned_once(works) and works.stderr.count("\n") == 1, works.stderr
+    missing = offload("ledgers", "ls", "raising://bucket")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert "Error: DriverNotInstalledError" in missing.stderr and "'raising'" in missing.stderr.splitlines()[-1]
 
 
 def test_duplicate_driver_names_name_both_distributions(site: Path) -> None:

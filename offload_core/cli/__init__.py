@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from ..errors import OffloadError, mask_secret_text
+from ..plugins import default_plugin_manager
 from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
 from .driver_commands import drivers
 from .kafka_commands import kafka
@@ -64,6 +65,9 @@ def main() -> None:
     root = logging.getLogger()
     if not root.handlers:  # an application (or pytest) that configured logging keeps its own
         root.addHandler(_MaskedWarnings())
+    # Every command works without a plugin that fails to import; each says so once.
+    for failure in default_plugin_manager().failed():
+        click.echo(mask_secret_text(f"warning: {failure.describe()}"), err=True)
 
 
 main.add_command(plugins)

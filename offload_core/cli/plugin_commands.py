@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..errors import mask_secret_text
 from ..plugins import PluginManager
 
 
@@ -15,7 +16,8 @@ from ..plugins import PluginManager
 def plugins(as_json: bool) -> None:
     """List installed plugins, their distributions, and the drivers and
     ledger offloaders they add (with the drivers each offloader serves), and
-    their chunk transforms."""
+    their chunk transforms; and each plugin that failed to import, with its
+    error."""
     manager = PluginManager()
     drivers_by_plugin: dict[str, list[dict[str, Any]]] = {}
     for spec in manager.drivers():
@@ -40,8 +42,22 @@ def plugins(as_json: bool) -> None:
                 "drivers": drivers_by_plugin.get(info.name, []),
                 "offloaders": offloaders_by_plugin.get(info.name, []),
                 "transforms": transforms_by_plugin.get(info.name, []),
+                "error": None,
             }
             for info in manager.plugins()
+        ]
+        rows += [
+            {
+                "name": failure.plugin.name,
+                "distribution": failure.plugin.distribution,
+                "version": failure.plugin.version,
+                "group": failure.plugin.group,
+                "drivers": [],
+                "offloaders": [],
+                "transforms": [],
+                "error": mask_secret_text(failure.error),
+            }
+            for failure in manager.failed()
         ]
         for plugin_row in rows:
             click.echo(json.dumps(plugin_row))
@@ -58,3 +74,7 @@ def plugins(as_json: bool) -> None:
             click.echo(f"    offloader {row['name']:<11} aliases: {aliases:<28} serves: {serves}")
         for row in transforms_by_plugin.get(info.name, []):
             click.echo(f"    transform {row['name']:<11} version {row['version']}")
+    for failure in manager.failed():
+        info = failure.plugin
+        click.echo(f"{info.name:<24} {info.distribution} {info.version}  [{info.group}]")
+        click.echo(f"    FAILED to import: {mask_secret_text(failure.error)}")
