@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -336,3 +337,37 @@ def test_a_filesystem_refusing_the_writeback_advice_still_gets_the_object(
     driver.write("segment/data", iter(parts))
     assert refused == [0, 1 << 20, 2 << 20]
     assert driver.read("segment/data") == b"".join(parts)
+
+
+def test_the_data_and_its_commit_record_are_fsynced_before_the_commit_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash after the commit rename rolls the object forward from its data
+    file: had the data not reached the disk by then, the object would come
+    back short or empty. Observed on the system calls, in order."""
+    driver = FilesystemDriver(str(tmp_path / "bucket"))
+    calls: list[tuple[str, int, str]] = []  # ("fsync", inode, kind) or ("replace", inode, destination)
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        status = os.fstat(fd)
+        calls.append(("fsync", status.st_ino, "directory" if stat.S_ISDIR(status.st_mode) else "file"))
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        calls.append(("replace", os.stat(src).st_ino, str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    driver.write("topic/obj", [b"data " * 1000, b"more"], metadata={"k": "v"})
+    monkeypatch.undo()
+
+    replaces = [(at, inode, dst) for at, (call, inode, dst) in enumerate(calls) if call == "replace"]
+    [(commit, record, _)] = [r for r in replaces if r[2].endswith(".pending")]
+    [(visible, data, _)] = [r for r in replaces if r[2] == driver._path("topic/obj")]
+    synced_files = [inode for call, inode, kind in calls[:commit] if call == "fsync" and kind == "file"]
+    assert commit < visible
+    assert data in synced_files, "the data file is not fsynced before the commit record is renamed into place"
+    assert record in synced_files, "the commit record is not fsynced before it is renamed into place"
+    assert FilesystemDriver(str(tmp_path / "bucket")).read("topic/obj") == b"data " * 1000 + b"more"
