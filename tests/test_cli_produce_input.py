@@ -6,6 +6,7 @@ import base64
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,44 @@ def test_random_entries_still_consume_as_raw_payloads(tmp_path: Path) -> None:
         broker.topic("a/b/c").append(b"\x07not a pulsar message")
     (record,) = consumed(tmp_path)
     assert "key" not in record and record["size"] == 21
+
+
+def test_utf8_is_checked_across_chunks_and_a_bad_byte_is_placed_exactly() -> None:
+    chunk = 1 << 20
+    straddling = b"a" * (chunk - 1) + "€".encode() + b"z"  # a 3-byte character cut by the chunk boundary
+    assert bytes(parse_line(straddling + b"\r\n", fmt="lines", number=1).value or b"") == straddling
+    with pytest.raises(ConfigError, match=f"input line 4: not UTF-8 text \\(byte {chunk + 5}\\)"):
+        parse_line(b"a" * (chunk + 5) + b"\xff" + b"b" * 10, fmt="lines", number=4)
+    with pytest.raises(ConfigError, match=f"byte {chunk - 1}"):
+        parse_line(b"a" * (chunk - 1) + b"\xe2\x82" + b"b", fmt="lines", number=1)  # cut short, then not continued
+
+
+# Runs the command and prints the peak resident size of its process (KiB):
+# the children of this wrapper are that process alone.
+PEAK_RSS = textwrap.dedent(
+    """
+    import resource, subprocess, sys
+    subprocess.run([sys.executable, "-m", "offload_core.cli", *sys.argv[1:]], check=True, stdout=subprocess.DEVNULL)
+    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """
+)
+
+
+def test_a_100_mb_line_costs_at_most_two_and_a_half_times_its_size(tmp_path: Path) -> None:
+    line_size = 100 << 20
+    (tmp_path / "big.txt").write_bytes(b"x" * line_size + b"\n")
+    (tmp_path / "small.txt").write_bytes(b"x\n")
+
+    def peak_kib(name: str) -> int:
+        result = subprocess.run(
+            [sys.executable, "-c", PEAK_RSS, "topics", "produce", f"a/b/{name}",
+             "--input", str(tmp_path / f"{name}.txt"), "--data-dir", str(tmp_path / "data")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return int(result.stdout)
+
+    baseline, big = peak_kib("small"), peak_kib("big")
+    assert (big - baseline) * 1024 <= 2.5 * line_size, f"peak {big} KiB, interpreter baseline {baseline} KiB"
+    with Broker(tmp_path / "data") as broker:
+        [state] = broker.topic("a/b/big").ledgers()
+    assert state.entries == 1 and line_size < state.size < line_size + 100  # the line, framed as a message

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import json
 from dataclasses import dataclass
 
@@ -30,13 +31,17 @@ __all__ = ["FORMATS", "InputMessage", "message_entry", "parse_line"]
 
 FORMATS = ("lines", "jsonl")
 _JSONL_FIELDS = {"key", "value", "value_b64", "properties", "event_time"}
+# UTF-8 is checked this many bytes at a time, so that a line of any size is
+# never decoded whole (its text would be as large again, or up to 4 times).
+_CHECK_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
 class InputMessage:
-    """One message to produce: ``value`` is ``None`` for a null value."""
+    """One message to produce: ``value`` is ``None`` for a null value; a
+    ``lines`` value is a view of its input line (no copy)."""
 
-    value: bytes | None
+    value: bytes | memoryview | None
     key: str | None = None
     properties: tuple[tuple[str, str], ...] = ()
     event_time: int | None = None
@@ -44,21 +49,23 @@ class InputMessage:
 
 def parse_line(line: bytes, *, fmt: str, number: int) -> InputMessage:
     """The message on input line ``number`` (1-based, for the message).
-    Raises :class:`ConfigError` naming the line and what is wrong."""
-    try:
-        text = line.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"input line {number}: not UTF-8 text (byte {exc.start})") from None
-    if fmt == "lines":
-        return InputMessage(value=text.encode("utf-8"))
-    if fmt != "jsonl":
+    A ``lines`` value is a view of ``line`` without its line ending: no
+    copy of the line is made. Raises :class:`ConfigError` naming the line
+    and what is wrong."""
+    if fmt not in FORMATS:
         raise ConfigError(f"input format {fmt!r} is not one of {', '.join(FORMATS)}")
+    _check_utf8(line, number)
+    if fmt == "lines":
+        end = len(line)
+        while end and line[end - 1] in b"\r\n":
+            end -= 1
+        return InputMessage(value=memoryview(line)[:end])
 
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"input line {number}: {problem}")
 
     try:
-        record = json.loads(text)
+        record = json.loads(line.decode("utf-8"))  # the line ending is JSON whitespace
     except ValueError as exc:
         raise bad(f"not JSON ({exc.args[0] if exc.args else exc})") from None
     if not isinstance(record, dict):
@@ -94,6 +101,17 @@ def parse_line(line: bytes, *, fmt: str, number: int) -> InputMessage:
                                    or not 0 < event_time < 2**63):  # fmt: skip
         raise bad("'event_time' must be a positive integer of milliseconds since the epoch")
     return InputMessage(value=value, key=key, properties=tuple(sorted(properties.items())), event_time=event_time)
+
+
+def _check_utf8(line: bytes, number: int) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(line)
+    for start in range(0, max(len(view), 1), _CHECK_CHUNK):
+        held = len(decoder.getstate()[0])  # bytes of a character cut by the previous chunk
+        try:
+            decoder.decode(view[start : start + _CHECK_CHUNK], final=start + _CHECK_CHUNK >= len(view))
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"input line {number}: not UTF-8 text (byte {start - held + exc.start})") from None
 
 
 def message_entry(message: InputMessage, *, producer_name: str, sequence_id: int, publish_time_ms: int) -> bytes:

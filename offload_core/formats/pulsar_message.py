@@ -113,13 +113,14 @@ def decode_entry(entry: bytes) -> list[PulsarMessage]:
 
 def encode_entry(
     metadata: MessageMetadata,
-    payload: bytes,
+    payload: bytes | memoryview,
     *,
     checksum: int | None = None,
     broker_entry_metadata: BrokerEntryMetadata | None = None,
 ) -> bytes:
     """Frame one message as a broker stores it. ``checksum`` (the CRC32C a
-    client sent) adds the checksum section; it is not computed here."""
+    client sent) adds the checksum section; it is not computed here. The
+    payload is copied once, into the entry."""
     serialized: bytes = metadata.SerializeToString()
     body = _U32.pack(len(serialized)) + serialized + payload
     if checksum is not None:

@@ -194,13 +194,17 @@ class LedgerFile:
         if not isinstance(self._offsets, array):
             raise StateError(f"ledger {self.ledger_id} is sealed; it takes no more entries")
         entry_id = len(self._offsets)
-        record = _RECORD.pack(len(payload), entry_id, checksum(entry_id, payload)) + payload
-        written = os.pwrite(self._fd, record, self._end)
-        if written != len(record):
+        header = _RECORD.pack(len(payload), entry_id, checksum(entry_id, payload))
+        # Header and payload in one system call, without joining them: a
+        # large entry is not copied on its way to the file.
+        written = os.pwritev(self._fd, [header, payload], self._end)
+        if written != len(header) + len(payload):
             os.ftruncate(self._fd, self._end)
-            raise OffloadError(f"short write to {self.path}: {written} of {len(record)} bytes; is the disk full?")
+            raise OffloadError(
+                f"short write to {self.path}: {written} of {len(header) + len(payload)} bytes; is the disk full?"
+            )
         self._offsets.append(self._end)
-        self._end += len(record)
+        self._end += len(header) + len(payload)
         self._length += len(payload)
         self._unsynced += 1
         if self._fsync is FsyncPolicy.ALWAYS or (
