@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -143,3 +144,21 @@ def test_a_100_mb_line_costs_at_most_two_and_a_half_times_its_size(tmp_path: Pat
     with Broker(tmp_path / "data") as broker:
         [state] = broker.topic("a/b/big").ledgers()
     assert state.entries == 1 and line_size < state.size < line_size + 100  # the line, framed as a message
+
+
+def test_stdout_closed_early_ends_quietly_with_the_sigpipe_status(tmp_path: Path) -> None:
+    with Broker(tmp_path / "data") as broker:
+        ledger = broker.topic("a/b/c")
+        for number in range(3000):  # some 700 KB of JSON lines, well over what a pipe holds
+            ledger.append(b"%d " % number * 20)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "offload_core.cli", "topics", "consume", "a/b/c", "--from", "1:0", "--count", "3000",
+         "--json", "--data-dir", str(tmp_path / "data")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert reader.stdout is not None and reader.stderr is not None
+    assert json.loads(reader.stdout.readline())["entry_id"] == 0
+    reader.stdout.close()  # as `head -1` does after its line
+    assert reader.wait() == 128 + signal.SIGPIPE  # as a process SIGPIPE killed
+    assert reader.stderr.read() == b""
+    reader.stderr.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from .. import __version__
 from ..errors import OffloadError, mask_secret_text
 from ..plugins import default_plugin_manager
 from . import policy_commands  # noqa: F401 - adds the offload-policy verbs to topics and namespaces
+from .closed_stdout import exit_quietly_if_stdout_closed
 from .driver_commands import drivers
 from .kafka_commands import kafka
 from .key_commands import keys
@@ -26,7 +28,19 @@ __all__ = ["main"]
 class _Group(click.Group):
     """Turns our errors and the machine's into one clear line and exit
     status 1, not a traceback, secrets masked (a URL's userinfo or query, a
-    ``sig=``/``AccountKey=`` value): a message may quote a store's URL."""
+    ``sig=``/``AccountKey=`` value): a message may quote a store's URL.
+    Standard output closed early ends the command quietly (see
+    :mod:`.closed_stdout`)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at interpreter exit
+        except BrokenPipeError:
+            exit_quietly_if_stdout_closed()
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -34,6 +48,8 @@ class _Group(click.Group):
         except OffloadError as exc:
             raise click.ClickException(mask_secret_text(f"{type(exc).__name__}: {exc}")) from exc
         except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                exit_quietly_if_stdout_closed()
             # The machine said no (a path, a permission, a full disk): that is
             # the user's to fix and deserves one line, not a traceback.
             where = f": {exc.filename}" if exc.filename else ""
