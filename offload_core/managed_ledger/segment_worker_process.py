@@ -1,6 +1,8 @@
 """The worker side of :mod:`~offload_core.managed_ledger.segment_workers`:
 serves the broker's calls on its segments until told to stop or the pipe
-closes. Runs in a spawned process; loads plugins from their entry points."""
+closes. Runs in a spawned process; loads plugins from their entry points.
+Once the broker is gone (killed, say), what the worker would tell it is
+dropped, quietly: the worker aborts its segments and exits."""
 
 from __future__ import annotations
 
@@ -106,10 +108,18 @@ class _Server:
         self._questions: dict[int, Future[bytes]] = {}
         self._question_ids = itertools.count()
         self._lock = threading.Lock()
+        self._broker_left = False
 
     def send(self, message: tuple[Any, ...]) -> None:
+        """Send ``message`` to the broker; dropped once the broker left (said
+        stop, or is gone: the receiving loop then sees the pipe's end)."""
         with self._send_lock:
-            self._conn.send(message)
+            if self._broker_left:
+                return
+            try:
+                self._conn.send(message)
+            except OSError:
+                self._broker_left = True
 
     def run(self) -> None:
         with ThreadPoolExecutor(max_workers=_CALL_THREADS, thread_name_prefix="offload-core-segment-call") as calls:
@@ -128,13 +138,11 @@ class _Server:
                     else:
                         future.set_exception(error)
                 elif message[0] == "offer":
-                    try:
-                        self._offer_pipelined(*message[1:])
-                    except OSError:  # telling the broker failed: it is gone
-                        break
+                    self._offer_pipelined(*message[1:])
                 elif message[0] == "call":
                     calls.submit(self._answer, *message[1:])
             with self._lock:  # no answer will come: uploads waiting for one fail now
+                self._broker_left = True
                 questions, self._questions = self._questions, {}
             for question in questions.values():
                 question.set_exception(StateError("the broker went away before it described the ledger"))
@@ -243,6 +251,8 @@ class _Server:
         """Runs on the upload thread: the broker describes the ledger."""
         future: Future[bytes] = Future()
         with self._lock:
+            if self._broker_left:
+                raise StateError("the broker went away before it described the ledger")
             question = next(self._question_ids)
             self._questions[question] = future
         self.send(("ledger_info", question, segment_id, ledger_id, last_entry_id))
