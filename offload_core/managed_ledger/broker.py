@@ -18,6 +18,7 @@ from .offload_workers import OffloadWorkers
 from .offloaders import OffloaderProvider
 from .policies import PolicyStore, TopicName
 from .segment_workers import SegmentWorkers
+from .worker_processes import WorkerLauncher, WorkersUnavailable
 
 __all__ = ["Broker"]
 
@@ -76,10 +77,15 @@ class Broker:
         self.background = BackgroundWork(self.plugins.emit)
         # Worker processes need every plugin from entry points: a broker given
         # its own plugin manager (plugins registered in code) offloads in-process.
+        # Where no worker process can start, the launcher says so once and
+        # the work runs on the broker's threads.
         workers = self.config.offload_worker_processes if plugin_manager is None else 0
-        self.offload_workers = OffloadWorkers(workers, self.plugins.emit) if workers > 0 else None
+        launcher = WorkerLauncher()
+        self.offload_workers = OffloadWorkers(workers, self.plugins.emit, launcher) if workers > 0 else None
         self.segment_workers = (
-            SegmentWorkers(self.plugins.emit, data_dir=str(self.data_dir), entry_offsets=self.config.entry_offsets)
+            SegmentWorkers(
+                self.plugins.emit, launcher, data_dir=str(self.data_dir), entry_offsets=self.config.entry_offsets
+            )
             if workers > 0
             else None
         )
@@ -133,11 +139,15 @@ class Broker:
     def start_workers(self) -> None:
         """Start the offload and segment worker processes now rather than at
         first use, so no producer shares the machine with their start-up
-        later (nothing to do with workers off)."""
-        if self.offload_workers is not None:
-            self.offload_workers.start()
-        if self.segment_workers is not None:
-            self.segment_workers.start()
+        later (nothing to do with workers off, or where no worker process
+        can start: the broker then works on its threads, and logs that once)."""
+        try:
+            if self.offload_workers is not None:
+                self.offload_workers.start()
+            if self.segment_workers is not None:
+                self.segment_workers.start()
+        except WorkersUnavailable:
+            pass  # logged by the launcher
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait for the background work started so far (threshold offloads,

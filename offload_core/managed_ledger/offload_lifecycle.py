@@ -25,6 +25,7 @@ from .ledger_records import OffloadStatus, uid_halves, uuid_of
 from .metadata_store import Versioned
 from .offload_ticket import OffloadTicket, SealedLedgerReadHandle
 from .unfinished_offloads import UnfinishedOffloads
+from .worker_processes import WorkersUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +123,14 @@ class OffloadLifecycle(UnfinishedOffloads):
         try:
             workers = self._offload_workers
             if workers is not None and workers.can_write(ticket):
-                workers.offload(ticket)  # this thread only waits: producers keep the interpreter
-                self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
-                self.complete_offload(ticket)
-                return
+                try:
+                    workers.offload(ticket)  # this thread only waits: producers keep the interpreter
+                except WorkersUnavailable:
+                    pass  # logged once by the launcher; nothing was written: written here instead
+                else:
+                    self._lifecycle("offloaded", ledger_id, uuid=ticket.uuid)
+                    self.complete_offload(ticket)
+                    return
             offloader = self._offloaders.for_settings(
                 dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size
             )

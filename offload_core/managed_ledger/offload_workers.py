@@ -2,8 +2,10 @@
 
 Encoding a ledger's blocks is Python work that holds the interpreter lock:
 on a broker thread it makes every producer of the process wait its turn
-(see bench/README.md). A worker process writes the objects of a prepared
-offload ticket instead (:func:`~offload_core.managed_ledger.offload_ticket.write_offload`,
+(see bench/README.md). A worker process
+(:mod:`~offload_core.managed_ledger.offload_worker_process`, started as
+:mod:`.worker_processes` says) writes the objects of a prepared offload
+ticket instead (:func:`~offload_core.managed_ledger.offload_ticket.write_offload`,
 as a Spark task does) while the broker thread only waits for it. The
 worker loads plugins from their entry points; the events it emits are
 carried back and emitted in the broker, so metrics and progress see them.
@@ -12,20 +14,15 @@ carried back and emitted in the broker, so metrics and progress see them.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.connection
 import os
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import OffloadError
-from ..hooks import Event, hookimpl
+from ..hooks import Event
 from ..offload.ledger import OffloadResult
-from ..plugins import PluginManager
-from .offload_ticket import OffloadTicket, write_offload
-from .worker_memory import keep_freed_memory
+from .offload_ticket import OffloadTicket
+from .worker_processes import WorkerLauncher, WorkerProcess
 
 __all__ = ["WORKER_NICENESS", "OffloadWorkers", "reachable_from_workers", "yield_to_producers"]
 
@@ -50,94 +47,103 @@ def yield_to_producers() -> None:
         os.nice(WORKER_NICENESS)
 
 
-def _exit_with_the_broker() -> None:
-    """In a worker process: exit at once when the broker that started it
-    is gone (killed, say), rather than wait forever for work nobody will
-    send or collect. What it was writing is the next open's to clean up,
-    as after any crash of the broker."""
-    broker = multiprocessing.parent_process()
-    if broker is None:
-        return
-
-    def watch() -> None:
-        multiprocessing.connection.wait([broker.sentinel])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="offload-core-broker-watch", daemon=True).start()
-
-
-def _start_worker() -> None:
-    yield_to_producers()
-    keep_freed_memory()
-    _exit_with_the_broker()
-
-
-class _Collector:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    @hookimpl
-    def offload_core_on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-
-def _write_in_worker(ticket: OffloadTicket) -> tuple[OffloadResult, list[Event]]:
-    """Runs in a worker: the ticket's objects, and the events it emitted."""
-    collector = _Collector()
-    plugins = PluginManager()
-    plugins.register(collector)
-    return write_offload(ticket, plugins), collector.events
-
-
 class OffloadWorkers:
-    """A small pool of worker processes, started on first use, owned by
-    one broker. :meth:`offload` raises what the write raised (the ticket's
-    objects are then gone), or :class:`OffloadError` if the worker died."""
+    """Up to ``processes`` worker processes, started on first use (by
+    ``launcher``), owned by one broker; each writes one ticket at a time.
+    :meth:`offload` raises what the write raised (the ticket's objects are
+    then gone), :class:`OffloadError` if the worker died (a fresh one
+    serves the next offload), or :class:`WorkersUnavailable`, with nothing
+    written, if no worker process can start."""
 
-    def __init__(self, processes: int, emit: Callable[[Event], None]) -> None:
+    def __init__(self, processes: int, emit: Callable[[Event], None], launcher: WorkerLauncher) -> None:
         self._processes = processes
         self._emit = emit
-        self._pool: ProcessPoolExecutor | None = None
+        self._launcher = launcher
+        self._turns = threading.BoundedSemaphore(processes)
         self._lock = threading.Lock()
+        self._idle: list[WorkerProcess] = []
+        self._busy: set[WorkerProcess] = set()
+        self._closed = False
 
-    @staticmethod
-    def can_write(ticket: OffloadTicket) -> bool:
-        """Whether a worker can reach the ticket's store."""
-        return reachable_from_workers(dict(ticket.settings))
+    def can_write(self, ticket: OffloadTicket) -> bool:
+        """Whether a worker can write the ticket: it can reach the ticket's
+        store, and worker processes can start (as far as is known)."""
+        return self._launcher.available and reachable_from_workers(dict(ticket.settings))
+
+    @property
+    def process_ids(self) -> list[int]:
+        """The running workers' process ids (for tests and diagnostics)."""
+        with self._lock:
+            return [worker.pid for worker in [*self._idle, *self._busy]]
 
     def start(self) -> None:
         """Start the worker processes now rather than for the first
-        offload, and wait until they serve."""
-        pool = self._started()
-        for started in [pool.submit(os.getpid) for _ in range(self._processes)]:
-            started.result()
-
-    def _started(self) -> ProcessPoolExecutor:
+        offloads, and wait until they serve. Raises
+        :class:`WorkersUnavailable` if they cannot start."""
         with self._lock:
-            if self._pool is None:
-                # Spawned, not forked: the broker has threads and open files.
-                context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(max_workers=self._processes, mp_context=context,
-                                                 initializer=_start_worker)  # fmt: skip
-            return self._pool
+            missing = self._processes - len(self._idle) - len(self._busy)
+        for _ in range(missing):
+            worker = self._launcher.start("offloads")
+            with self._lock:
+                self._idle.append(worker)
 
     def offload(self, ticket: OffloadTicket) -> OffloadResult:
-        pool = self._started()
-        try:
-            result, events = pool.submit(_write_in_worker, ticket).result()
-        except BrokenProcessPool as exc:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None  # the next offload starts fresh workers
-            raise OffloadError(
-                f"the offload worker process for ledger {ticket.ledger_id} died ({exc}); the offload is retried"
-            ) from None
+        with self._turns:
+            worker = self._take()
+            try:
+                worker.conn.send(("offload", ticket))
+                answer = worker.conn.recv()
+            except (EOFError, OSError):
+                self._drop(worker)
+                status = worker.ended()
+                worker.close()
+                raise OffloadError(
+                    f"the offload worker process for ledger {ticket.ledger_id} died ({status}); the offload is retried"
+                ) from None
+            except BaseException:  # interrupted, say: its answer may still come, and must not be another's
+                self._drop(worker)
+                worker.kill()
+                raise
+            self._give_back(worker)
+        if answer[0] == "failed":
+            raise answer[1]
+        _, result, events = answer
         for event in events:
             self._emit(event)
+        assert isinstance(result, OffloadResult)
         return result
 
-    def close(self) -> None:
+    def _take(self) -> WorkerProcess:
+        """An idle worker, or a new one (a turn guarantees one is free)."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            worker = self._idle.pop() if self._idle else None
+            if worker is not None:
+                self._busy.add(worker)
+                return worker
+        worker = self._launcher.start("offloads")
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _drop(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            self._busy.discard(worker)
+
+    def _give_back(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            self._busy.discard(worker)
+            closed = self._closed
+            if not closed:
+                self._idle.append(worker)
+        if closed:
+            worker.stop()
+            worker.close()
+
+    def close(self) -> None:
+        """Stop the idle workers; one still writing stops when it is done."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+            worker.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 import pickle
 import select
 import threading
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OffloadError, StateError
 from ..hooks import Event
+from .worker_processes import WorkerLauncher, picklable
 
 if TYPE_CHECKING:
     from .segment_workers import RemoteSegment
 
-__all__ = ["WorkerDied", "WorkerLink", "picklable"]
+__all__ = ["WorkerDied", "WorkerLink"]
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +34,13 @@ class WorkerDied(OffloadError):
 class WorkerLink:
     """One worker process and the pipe to it. Calls are answered in any
     order; a thread of the link's own receives the answers, the worker's
-    buffer-room notices, its events and its questions about ledgers."""
+    buffer-room notices, its events and its questions about ledgers.
+    Starting it raises :class:`~.worker_processes.WorkersUnavailable` if
+    the worker cannot start."""
 
-    def __init__(self, emit: Callable[[Event], None]) -> None:
-        from .segment_worker_process import serve_segments
-
-        context = multiprocessing.get_context("spawn")  # not forked: the broker has threads and open files
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=serve_segments, args=(child,), name="offload-core-segments",
-                                        daemon=True)  # fmt: skip
-        self._process.start()
-        child.close()
+    def __init__(self, emit: Callable[[Event], None], launcher: WorkerLauncher) -> None:
+        self._process = launcher.start("segments")
+        self._conn = self._process.conn
         self.pid = self._process.pid
         self._emit = emit
         self._send_lock = threading.Lock()
@@ -164,19 +160,8 @@ class WorkerLink:
             self.send(("ledger_info", question, None, picklable(exc)))
 
     def close(self) -> None:
+        """Stop the worker (quiet if it died) and wait for the receiving thread."""
         self.send(("stop",))
-        self._process.join(30)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
+        self._process.ended()
         self._receiver.join(30)  # it sees the pipe's end once the worker is gone
-        self._conn.close()
-
-
-def picklable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else an :class:`OffloadError` saying what it was."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return OffloadError(f"{type(exc).__name__}: {exc}")
-    return exc
+        self._process.close()

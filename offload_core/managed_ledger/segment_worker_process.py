@@ -1,8 +1,9 @@
 """The worker side of :mod:`~offload_core.managed_ledger.segment_workers`:
 serves the broker's calls on its segments until told to stop or the pipe
-closes. Runs in a spawned process; loads plugins from their entry points.
-Once the broker is gone (killed, say), what the worker would tell it is
-dropped, quietly: the worker aborts its segments and exits."""
+closes. Runs in a worker process (:mod:`.worker_main`); loads plugins from
+their entry points. Once the broker is gone (killed, say), what the
+worker would tell it is dropped, quietly: the worker aborts its segments
+and exits."""
 
 from __future__ import annotations
 
@@ -23,12 +24,10 @@ from ..offload.ledger import StreamingOffloader
 from ..offload.streaming_offload import OfferResult, OffloadHandle
 from ..plugins import PluginManager
 from .hot_records import RecordSpan
-from .offload_workers import yield_to_producers
 from .offloaders import OffloaderProvider
 from .room_notices import RoomNotices
-from .segment_worker_link import picklable
 from .segment_workers import SegmentOpening, SegmentStatus
-from .worker_memory import keep_freed_memory
+from .worker_processes import picklable
 
 __all__ = ["serve_segments"]
 
@@ -265,7 +264,5 @@ _STATUS_EVERY = 0.5
 
 
 def serve_segments(conn: Connection) -> None:
-    """The worker process's main function."""
-    yield_to_producers()
-    keep_freed_memory()
+    """The worker process's main loop, until the broker says stop or is gone."""
     _Server(conn).run()

@@ -31,6 +31,7 @@ from ..offload.segment_types import LedgerInfoSource, OfferResult, SegmentLimits
 from .hot_records import DetachedRecords, RecordSpan
 from .offload_workers import reachable_from_workers
 from .segment_worker_link import WorkerDied, WorkerLink
+from .worker_processes import WorkerLauncher
 
 __all__ = ["RemoteSegment", "SegmentOpening", "SegmentWorkers"]
 
@@ -63,20 +64,23 @@ class SegmentStatus:
 
 class SegmentWorkers:
     """One worker process streaming the segments of a broker's managed
-    ledgers, started on first use and again after it died. Owned by the
-    broker: :meth:`close` stops it."""
+    ledgers, started (by ``launcher``) on first use and again after it
+    died. Owned by the broker: :meth:`close` stops it."""
 
-    def __init__(self, emit: Callable[[Event], None], *, data_dir: str, entry_offsets: bool) -> None:
+    def __init__(
+        self, emit: Callable[[Event], None], launcher: WorkerLauncher, *, data_dir: str, entry_offsets: bool
+    ) -> None:
         self._emit = emit
+        self._launcher = launcher
         self.data_dir = data_dir
         self.entry_offsets = entry_offsets
         self._link: WorkerLink | None = None
         self._lock = threading.Lock()
 
-    @staticmethod
-    def can_stream(settings: Mapping[str, str]) -> bool:
-        """Whether a worker can reach the store ``settings`` name."""
-        return reachable_from_workers(settings)
+    def can_stream(self, settings: Mapping[str, str]) -> bool:
+        """Whether a worker can stream to the store ``settings`` name: it
+        can reach it, and worker processes can start (as far as is known)."""
+        return self._launcher.available and reachable_from_workers(settings)
 
     def open(
         self,
@@ -93,7 +97,9 @@ class SegmentWorkers:
         objects; it is called if the worker dies under the segment.
         ``on_status`` hears the segment's status between calls, ``on_stall``
         a pipelined offer not taken whole and why (both on the link's thread).
-        Raises :class:`OffloadError` if the worker dies before it opened it."""
+        Raises :class:`~.worker_processes.WorkersUnavailable` if no worker
+        can start, :class:`OffloadError` if the worker dies before it opened
+        it."""
         link = self._live_link()
         now = clock()
         segment = RemoteSegment(link, opening, ledger_info=ledger_info, on_room=on_room, on_status=on_status,
@@ -104,16 +110,20 @@ class SegmentWorkers:
     def start(self) -> int:
         """Start the worker now rather than for the first segment, and wait
         until it serves (a broker that wants no start-up in its first
-        segment's latency); returns its process id. :class:`OffloadError`
-        if it dies first."""
+        segment's latency); returns its process id.
+        :class:`~.worker_processes.WorkersUnavailable` if it cannot start,
+        :class:`OffloadError` if it dies first."""
         pid: int = self._live_link().call(None, "ping")
         return pid
 
     def _live_link(self) -> WorkerLink:
         """The running worker's link; a new worker when none runs (or it died)."""
         with self._lock:
-            if self._link is None or self._link.dead:
-                self._link = WorkerLink(self._emit)
+            if self._link is not None and self._link.dead:
+                self._link.close()  # reaps the dead worker
+                self._link = None
+            if self._link is None:
+                self._link = WorkerLink(self._emit, self._launcher)
             return self._link
 
     @property

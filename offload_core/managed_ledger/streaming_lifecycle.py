@@ -23,6 +23,7 @@ are deleted and streaming resumes after the last complete one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -47,6 +48,7 @@ from .segment_records import (
 )
 from .segment_workers import RemoteSegment, SegmentOpening, SegmentWorkers
 from .stream_triggers import StreamTriggers
+from .worker_processes import WorkersUnavailable
 
 __all__ = ["SegmentState", "StreamingLifecycle"]
 
@@ -239,12 +241,13 @@ class StreamingLifecycle(StreamTriggers):
                 str(uid), tuple(sorted(self._segment_settings.items())), workers.data_dir, workers.entry_offsets,
                 policies.max_block_size, policies.read_buffer_size, limits,
             )  # fmt: skip
-            self._segment = workers.open(
-                opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room,
-                on_status=self._segment_reported, on_stall=self._segment_stalled, clock=self._clock,
-                delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
-            )  # fmt: skip
-        else:
+            with contextlib.suppress(WorkersUnavailable):  # logged once by the launcher: streamed here instead
+                self._segment = workers.open(
+                    opening, ledger_info=self._segment_ledger_info, on_room=self._segment_has_room,
+                    on_status=self._segment_reported, on_stall=self._segment_stalled, clock=self._clock,
+                    delete=functools.partial(offloader.delete_segment, uid, dict(self._segment_settings)),
+                )  # fmt: skip
+        if self._segment is None:  # not opened in a worker (and none was open before)
             self._segment_room = RoomNotices(self._segment_has_room)
             self._segment = offloader.streaming_offload(
                 uid, self._segment_settings, limits=limits, ledger_info=self._segment_ledger_info,

@@ -39,11 +39,11 @@ def test_a_worker_process_writes_the_objects_and_its_events_come_back(tmp_path: 
         writes = [e for e in listener.events if e.kind == "storage.request" and e.fields["op"] == "write"]
         finished = [e for e in listener.events if e.kind == "offload.finished"]
         assert len(finished) == 2 and len(writes) == 4  # emitted in the worker, seen here
-        pool = broker.offload_workers._pool
-        assert pool is not None
-        for process in pool._processes.values():  # background work, below the producers' priority
-            assert os.getpriority(os.PRIO_PROCESS, process.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
-                                                                       + WORKER_NICENESS)  # fmt: skip
+        pids = broker.offload_workers.process_ids
+        assert pids and os.getpid() not in pids
+        for pid in pids:  # background work, below the producers' priority
+            assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
+                                                               + WORKER_NICENESS)  # fmt: skip
         entries = ledger.read(Position(ledger.ledgers()[0].ledger_id, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
         assert [e.data for e in entries] == [f"entry {n}".encode() * 20 for n in range(200)]
     bucket = open_driver(f"file://{tmp_path / 'data' / 'bucket'}")
@@ -59,10 +59,8 @@ def test_a_worker_that_dies_fails_that_offload_and_the_next_one_works(tmp_path: 
         for _ in range(150):
             ledger.append(b"x" * 100)
         assert ledger.offload_prefix().status == "success"  # starts the worker
-        pool = workers._pool
-        assert pool is not None
-        for process in list(pool._processes.values()):  # kill -9 the worker
-            os.kill(process.pid, signal.SIGKILL)
+        for pid in workers.process_ids:  # kill -9 the worker
+            os.kill(pid, signal.SIGKILL)
         for _ in range(100):
             ledger.append(b"y" * 100)
         failed = ledger.offload_prefix()
@@ -79,7 +77,7 @@ KILLED_BROKER = textwrap.dedent(
 
     broker = Broker(sys.argv[1], parse_config({}))  # plugins from entry points: workers on
     broker.start_workers()
-    pids = list(broker.offload_workers._pool._processes) + [broker.segment_workers.process_id]
+    pids = broker.offload_workers.process_ids + [broker.segment_workers.process_id]
     print(" ".join(map(str, pids)), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
     """

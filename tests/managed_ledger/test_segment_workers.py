@@ -187,8 +187,7 @@ def test_workers_can_be_started_before_their_first_use(tmp_path: Path) -> None:
         broker.start_workers()
         started = broker.segment_workers.process_id
         assert started not in (None, os.getpid())
-        pool = broker.offload_workers._pool
-        assert pool is not None and len(pool._processes) == 1
+        assert len(broker.offload_workers.process_ids) == 1
         ledger = broker.topic(TOPIC)
         for n in range(120):
             ledger.append(payload(n))
