@@ -47,6 +47,7 @@ class NoRangeCheck(MemoryDriver):
 
 
 kit = DriverContract()
+thorough_kit = type("ThoroughKit", (DriverContract,), {"state_machine_examples": 100})()
 
 
 def test_unsorted_listing_fails_the_kit() -> None:
@@ -94,6 +95,9 @@ def without_shrinking() -> Iterator[None]:
 def test_state_machine_finds_each_broken_driver(broken: type[MemoryDriver], without_shrinking: None) -> None:
     # A broken driver fails either a model assertion or a contract error
     # the model did not expect (TornWrites never stores an empty object),
-    # or several of them at once.
+    # or several of them at once. More examples than a backend's run: at the
+    # default 25 a run misses NoRangeCheck about one time in twenty, and
+    # hypothesis draws values from the project's own literals, so any edit
+    # elsewhere can move the derandomized run onto such a miss.
     with pytest.raises((AssertionError, OffloadError, ExceptionGroup)):
-        kit.test_behaves_like_a_dict(broken())
+        thorough_kit.test_behaves_like_a_dict(broken())
