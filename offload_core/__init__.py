@@ -27,7 +27,7 @@ from .errors import (
 )
 from .fsspec_driver import FsspecDriver
 from .hooks import Event, hookimpl
-from .model import Entry, ObjectInfo
+from .model import Entry, ObjectInfo, Temporary
 from .offload import (
     BlobStoreLedgerOffloader,
     InMemoryReadHandle,
@@ -74,6 +74,7 @@ __all__ = [
     "RemoteLogMetadataManager",
     "RemoteStorageManager",
     "StorageDriver",
+    "Temporary",
     "TopicPartition",
     "TransientStorageError",
     "__version__",

@@ -3,8 +3,9 @@
 Object stores with native user metadata (S3, GCS) map each object to one
 file; directory stores (a local disk, HDFS) keep metadata in sidecars and
 commit object and sidecar together through a pending record, so a crash at
-any step leaves either the old object or the new one. This module also
-sweeps the temporary files killed writers leave behind.
+any step leaves either the old object or the new one. The temporary files
+killed writers leave behind are listed and removed by
+:mod:`offload_core.directory_temporaries`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .directory_temporaries import (
+    META_DIR,
+    TMP_DIR,
+    list_directory_temporaries,
+    new_owner,
+    remove_directory_temporaries,
+    temporary_name,
+)
 from .errors import (
     AccessDeniedError,
     AlreadyExistsError,
@@ -25,18 +32,15 @@ from .errors import (
     OffloadError,
     TransientStorageError,
 )
-from .formats.sidecar_records import decode_record, encode_record, etag_of, is_reserved, mtime_of, record_problem
-from .keys import RESERVED_SEGMENT_PREFIX
-from .model import ObjectInfo
+from .formats.sidecar_records import decode_record, encode_record, etag_of, is_reserved, record_problem
+from .model import ObjectInfo, Temporary
 from .retry import RetryPolicy
-from .storage import STALE_UPLOAD_AGE, BytesLike, StorageDriver
+from .storage import BytesLike, StorageDriver
 
 __all__ = ["FsspecDriver"]
 
 _log = logging.getLogger(__name__)
 
-_TMP_DIR = RESERVED_SEGMENT_PREFIX + "tmp"
-_META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
 _UNCHECKED_RANGE = 64 * 2**20
 
 
@@ -49,7 +53,7 @@ class FsspecDriver(StorageDriver):
     lives in a sidecar (``{root}/.offload-meta/{key}.json``) and a write
     commits object and sidecar together through a pending record:
 
-    1. the data is streamed to ``.offload-tmp/<uuid>``;
+    1. the data is streamed to a temporary file in ``.offload-tmp/``;
     2. under the commit lock, ``.offload-meta/{key}.pending`` is created
        atomically, naming the temporary file and the metadata (the commit
        point);
@@ -61,7 +65,9 @@ class FsspecDriver(StorageDriver):
     metadata or the new one with the new. This mode needs atomic rename
     (local disks, HDFS); subclasses add durability (fsync) and
     cross-process locking in :meth:`_create_file`, :meth:`_make_durable`,
-    :meth:`_sync_directory`, :meth:`_rename` and :meth:`_commit_lock`.
+    :meth:`_sync_directory`, :meth:`_rename` and :meth:`_commit_lock`, and
+    tell live writers from dead ones in :meth:`_claim_owner`,
+    :meth:`_owner_alive` and :meth:`_held_by_a_writer`.
     """
 
     native_metadata: ClassVar[bool] = False
@@ -72,6 +78,7 @@ class FsspecDriver(StorageDriver):
         self.root = root.rstrip("/")
         self.retry = retry if retry is not None else RetryPolicy()
         self._lock = threading.RLock()
+        self._owner = new_owner()
 
     # -- errors and retries ------------------------------------------------
 
@@ -96,13 +103,13 @@ class FsspecDriver(StorageDriver):
         return f"{self.root}/{key}"
 
     def _meta_path(self, key: str) -> str:
-        return f"{self.root}/{_META_DIR}/{key}.json"
+        return f"{self.root}/{META_DIR}/{key}.json"
 
     def _pending_path(self, key: str) -> str:
-        return f"{self.root}/{_META_DIR}/{key}.pending"
+        return f"{self.root}/{META_DIR}/{key}.pending"
 
     def _tmp_path(self, suffix: str = "") -> str:
-        return f"{self.root}/{_TMP_DIR}/{uuid.uuid4().hex}{suffix}"
+        return f"{self.root}/{TMP_DIR}/{temporary_name(self._owner, suffix)}"
 
     # -- primitives a subclass may harden -------------------------------
 
@@ -110,6 +117,7 @@ class FsspecDriver(StorageDriver):
         """Write ``parts`` to ``path`` (a private temporary name); return the
         size. On failure, remove what was written and re-raise."""
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        self._claim_owner()
         self._count_request("write")
         size = 0
         try:
@@ -153,6 +161,22 @@ class FsspecDriver(StorageDriver):
     def _commit_lock(self) -> Iterator[None]:
         with self._lock:
             yield
+
+    def _claim_owner(self) -> None:
+        """Called before each temporary file is created: a store that can
+        tell a live process from a dead one marks this driver's temporary
+        files as held while it lives (see
+        :mod:`~offload_core.directory_temporaries`). Nothing by default."""
+
+    def _owner_alive(self, owner: str) -> bool | None:
+        """Whether the driver instance ``owner`` that made a temporary file
+        is alive; ``None`` when the store cannot tell (the default)."""
+        return None
+
+    def _held_by_a_writer(self, path: str) -> bool:
+        """Whether a live writer still has the temporary file ``path``
+        open; a store that cannot tell relies on its owner and age alone."""
+        return False
 
     def _remove_quietly(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -271,7 +295,7 @@ class FsspecDriver(StorageDriver):
             raise OffloadError(
                 f"metadata record {path!r} of {key!r} cannot be read ({exc}); check the file's permissions"
             ) from exc
-        problem = record_problem(raw, pending=path.endswith(".pending"), tmp_dir=f"{self.root}/{_TMP_DIR}/")
+        problem = record_problem(raw, pending=path.endswith(".pending"), tmp_dir=f"{self.root}/{TMP_DIR}/")
         if problem is None:
             return decode_record(raw)
         if path.endswith(".pending"):
@@ -283,50 +307,15 @@ class FsspecDriver(StorageDriver):
             "or delete it"
         )
 
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
+    def list_temporaries(self) -> Iterator[Temporary]:
         if self.native_metadata:
-            return ()
-        tmp_dir = f"{self.root}/{_TMP_DIR}"
-        try:
-            listing = self.fs.ls(tmp_dir, detail=True)
-        except FileNotFoundError:
-            return ()
-        cutoff = time.time() - older_than
-        candidates = [info for info in listing if (mtime_of(info) or cutoff) < cutoff]
-        if not candidates:
-            return ()
-        stale = []
-        with self._commit_lock():
-            # Roll every committed write forward first: afterwards no
-            # pending record names a temporary file, so what is left over
-            # is garbage; writers cannot commit meanwhile (the lock).
-            for key in self._pending_keys():
-                self._roll_forward(key)
-            for info in candidates:
-                path = str(info["name"])
-                if not self.fs.exists(path) or self._held_by_a_writer(path):
-                    continue
-                stale.append(ObjectInfo(key=f"{_TMP_DIR}/{path.rsplit('/', 1)[-1]}", size=int(info.get("size") or 0)))
-                if not dry_run:
-                    self._remove_quietly(path)
-        return tuple(stale)
+            return iter(())  # one file per object: no temporary files of ours
+        return list_directory_temporaries(self)
 
-    def _pending_keys(self) -> Iterator[str]:
-        meta_dir = f"{self.root}/{_META_DIR}/"
-        try:
-            found = self.fs.find(meta_dir)
-        except FileNotFoundError:
-            return
-        for path in found:
-            if path.endswith(".pending") and path.startswith(meta_dir):
-                yield path[len(meta_dir) : -len(".pending")]
-
-    def _held_by_a_writer(self, path: str) -> bool:
-        """Whether a live writer still has the temporary file ``path``
-        open; a store that cannot tell relies on the age alone."""
-        return False
+    def remove_temporaries(self, temporaries: Iterable[Temporary], *, dry_run: bool = False) -> tuple[Temporary, ...]:
+        if self.native_metadata:
+            return super().remove_temporaries(temporaries, dry_run=dry_run)
+        return remove_directory_temporaries(self, temporaries, dry_run=dry_run)
 
     def _data_exists(self, key: str) -> bool:
         self._count_request("stat")

@@ -11,19 +11,21 @@ built or an event is emitted, never once per log entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
+    from .model import Temporary
     from .storage import StorageDriver
 
 __all__ = [
     "DriverRegistrar",
     "ChunkCodec",
     "Event",
+    "LeftoverSource",
     "MetricsServer",
     "OffloaderRegistrar",
     "Transform",
@@ -132,6 +134,18 @@ class MetricsServer(Protocol):
     def close(self) -> None: ...
 
 
+class LeftoverSource(Protocol):
+    """Files a writer keeps outside a store's object namespace and may
+    leave behind when it is killed. Every storage driver is one (see
+    :meth:`~offload_core.storage.StorageDriver.list_temporaries` for the
+    contract); a plugin whose writer keeps files of its own adds one
+    through ``offload_core_leftover_sources``."""
+
+    def list_temporaries(self) -> Iterable[Temporary]: ...
+
+    def remove_temporaries(self, temporaries: Iterable[Temporary], *, dry_run: bool = False) -> Sequence[Temporary]: ...
+
+
 @dataclass(frozen=True)
 class Event:
     """Something observable happened: ``kind`` says what (for example
@@ -184,6 +198,25 @@ def offload_core_register_transforms(register: TransformRegistrar) -> None:
         @hookimpl
         def offload_core_register_transforms(register):
             register(ZstdTransform(level=3))
+    """
+
+
+@hookspec
+def offload_core_leftover_sources(driver: StorageDriver) -> Sequence[LeftoverSource] | None:
+    """Sources of the temporary files your plugin's own writers leave in
+    ``driver``'s store beside the driver's own (those of a Hadoop MapFile
+    writer, say), so that ``offload ledgers sweep`` and the broker's
+    maintenance sweep them by the same rule (:mod:`offload_core.leftovers`). List each file with ``held``
+    (a live writer has it) and ``owner_dead`` (its run has provably ended)
+    as your writer knows them; remove only what is still a leftover. Return
+    nothing for a store your writers do not use.
+
+    Example::
+
+        @hookimpl
+        def offload_core_leftover_sources(driver):
+            if driver.name == "hdfs":
+                return [MapFileTemporaries(driver)]
     """
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from .errors import ConfigError
 
-__all__ = ["Entry", "ObjectInfo", "Position"]
+__all__ = ["Entry", "ObjectInfo", "Position", "Temporary"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,27 @@ class ObjectInfo:
             dict(other.metadata),
             other.etag,
         )
+
+
+@dataclass(frozen=True)
+class Temporary:
+    """A file a store's write path keeps outside the object namespace (an
+    upload in progress, a metadata record about to be renamed into place)
+    and leaves behind when its writer is killed.
+
+    ``path`` is where the store keeps it, relative to its root (say
+    ``.offload-tmp/9f...``); ``modified`` is when it last changed, in
+    seconds since the epoch by the store's clock. ``held`` says a live
+    writer still owns it (it is never removed, however old);
+    ``owner_dead`` that the run which made it has provably ended (it may
+    be removed at once). When neither is known, only its age tells.
+    """
+
+    path: str
+    size: int
+    modified: float
+    held: bool = False
+    owner_dead: bool = False
 
 
 class Entry(NamedTuple):

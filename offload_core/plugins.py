@@ -35,7 +35,7 @@ import pluggy
 from . import hooks
 from .driver_specs import DriverSpec, PluginInfo, construct
 from .errors import ConfigError, PluginLoadError, TransformNotInstalledError
-from .hooks import Event, MetricsServer, Transform
+from .hooks import Event, LeftoverSource, MetricsServer, Transform
 from .registries import (
     ENV_ALLOW,
     OffloaderSpec,
@@ -313,6 +313,13 @@ class PluginManager:
         from .transforming_driver import with_transforms
 
         return with_transforms(driver, transforms, chunk_size, self.transform)
+
+    def leftover_sources(self, driver: StorageDriver) -> list[LeftoverSource]:
+        """Where killed writers may leave files in ``driver``'s store: the
+        driver itself, then what plugins add through
+        ``offload_core_leftover_sources``."""
+        added = self._pm.hook.offload_core_leftover_sources(driver=driver)
+        return [driver, *(source for sources in added for source in sources)]
 
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every ``offload_core_on_event`` implementation."""

@@ -20,17 +20,17 @@ from typing import ClassVar, TypeVar
 
 from .errors import (
     ConfigError,
+    InvalidKeyError,
     InvalidMetadataError,
     InvalidRangeError,
     NotFoundError,
 )
 from .keys import validate_key, validate_prefix
-from .model import ObjectInfo
+from .model import ObjectInfo, Temporary
 from .retry import RetryPolicy, call_with_retries
 from .urls import redact_url
 
 __all__ = [
-    "STALE_UPLOAD_AGE",
     "BytesLike",
     "ObjectInfo",
     "StorageDriver",
@@ -41,8 +41,6 @@ __all__ = [
 
 BytesLike = bytes | bytearray | memoryview
 T = TypeVar("T")
-STALE_UPLOAD_AGE = 3600.0
-"""Seconds after which a temporary upload nobody holds counts as abandoned."""
 
 _METADATA_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
@@ -109,6 +107,10 @@ class StorageDriver(abc.ABC):
       1024 bytes, each ``/``-separated segment at most 240 bytes of UTF-8
       (:data:`offload_core.keys.MAX_SEGMENT_BYTES`), so a key valid on one
       backend is valid on all of them.
+    * A store whose killed writers can leave files behind lists them with
+      :meth:`list_temporaries` and removes them with
+      :meth:`remove_temporaries`: never a live writer's, never a committed
+      object or its metadata.
     """
 
     #: The name the driver is registered under (set by subclasses).
@@ -288,14 +290,30 @@ class StorageDriver(abc.ABC):
             return False
         return True
 
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        """Temporary files of writes that never finished (a killed writer),
-        untouched for ``older_than`` seconds and owned by no live writer:
-        removed (unless ``dry_run``) and returned, keyed by their
-        bookkeeping path. Committed data is never touched. A store whose
-        failed writes leave nothing behind returns ``()`` (the default)."""
+    def list_temporaries(self) -> Iterator[Temporary]:
+        """The files this store's write paths keep outside the object
+        namespace that are there now: uploads in progress or left by
+        killed writers, metadata records about to be renamed into place,
+        and the markers that tell live writers from dead ones. Never a
+        committed object or its metadata. A store whose writes leave
+        nothing behind when killed lists none (the default)."""
+        return iter(())
+
+    def remove_temporaries(self, temporaries: Iterable[Temporary], *, dry_run: bool = False) -> tuple[Temporary, ...]:
+        """Remove what :meth:`list_temporaries` listed and the caller chose
+        (see :func:`offload_core.leftovers.sweep_leftovers`); returns what
+        was removed (with ``dry_run``: what would be, changing nothing). A
+        temporary that a live writer holds by now, that is gone already, or
+        that holds the data of a write that reached its commit point before
+        its writer was killed is not removed: that write is finished
+        instead, as any reader would finish it. Idempotent, and safe to
+        kill at any point: a later call carries on. Raises :class:`InvalidKeyError` for a path this store
+        never lists: by default (a store without temporaries), any."""
+        for temporary in temporaries:
+            raise InvalidKeyError(
+                f"{temporary.path!r} is not a temporary file of this store: "
+                f"{self.name or type(self).__name__!r} keeps none"
+            )
         return ()
 
     def close(self) -> None:  # noqa: B027 - optional: most drivers hold nothing to release

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 
-from .model import ObjectInfo
-from .storage import STALE_UPLOAD_AGE, StorageDriver
+from .model import ObjectInfo, Temporary
+from .storage import StorageDriver
 
 __all__ = ["WrappingDriver"]
 
 
 class WrappingDriver(StorageDriver):
     """What a wrapper passes through to the driver it wraps unchanged: its
-    name and part size, its request counts, its sweep and its close."""
+    name and part size, its request counts, its temporary files and its
+    close."""
 
     counts_requests = True  # what the wrapped store sends is what counts
 
@@ -25,10 +27,11 @@ class WrappingDriver(StorageDriver):
     def request_counts(self) -> Counter[str]:
         return self.inner.request_counts
 
-    def sweep_stale_uploads(
-        self, older_than: float = STALE_UPLOAD_AGE, *, dry_run: bool = False
-    ) -> tuple[ObjectInfo, ...]:
-        return self.inner.sweep_stale_uploads(older_than, dry_run=dry_run)
+    def list_temporaries(self) -> Iterator[Temporary]:
+        return self.inner.list_temporaries()
+
+    def remove_temporaries(self, temporaries: Iterable[Temporary], *, dry_run: bool = False) -> tuple[Temporary, ...]:
+        return self.inner.remove_temporaries(temporaries, dry_run=dry_run)
 
     def close(self) -> None:
         self.inner.close()

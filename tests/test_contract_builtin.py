@@ -23,6 +23,7 @@ class TestMemoryDriver(DriverContract):
 
 class TestFilesystemDriver(DriverContract):
     large_part_size = 2**20
+    tells_live_writers = True
 
     @pytest.fixture
     def driver(self, tmp_path: Path) -> StorageDriver:

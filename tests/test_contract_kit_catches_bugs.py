@@ -3,14 +3,14 @@ driver below violates one clause, and the kit's test for it must fail."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 from hypothesis import Phase, settings
 
 from offload_core.errors import OffloadError
 from offload_core.memory import MemoryDriver
-from offload_core.model import ObjectInfo
+from offload_core.model import ObjectInfo, Temporary
 from offload_core.storage import BytesLike
 from offload_core.testing import DriverContract
 
@@ -46,6 +46,33 @@ class NoRangeCheck(MemoryDriver):
         return self._get(key)[0][start:end]
 
 
+class SweepsCommittedData(MemoryDriver):
+    """Lists its objects as temporaries and removes whatever it is given."""
+
+    def list_temporaries(self) -> Iterator[Temporary]:
+        return iter([Temporary(key, len(data), 0.0) for key, (data, _) in self._objects.items()])
+
+    def remove_temporaries(self, temporaries: Iterable[Temporary], *, dry_run: bool = False) -> tuple[Temporary, ...]:
+        chosen = tuple(temporaries)
+        if not dry_run:
+            self.delete([t.path for t in chosen])
+        return chosen
+
+
+class SweepsLiveWriters(MemoryDriver):
+    """Keeps a write's parts as a temporary that it lists as a dead run's."""
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        self.in_flight = [Temporary(".tmp/" + key, 0, 0.0, owner_dead=True)]
+        try:
+            return super()._write(key, parts, metadata, if_absent)
+        finally:
+            self.in_flight = []
+
+    def list_temporaries(self) -> Iterator[Temporary]:
+        return iter(getattr(self, "in_flight", []))
+
+
 kit = DriverContract()
 thorough_kit = type("ThoroughKit", (DriverContract,), {"state_machine_examples": 100})()
 
@@ -75,6 +102,18 @@ def test_ignored_conditional_create_fails_the_kit() -> None:
 def test_missing_range_check_fails_the_kit() -> None:
     with pytest.raises(pytest.fail.Exception):
         kit.test_invalid_ranges_raise(NoRangeCheck(), 10, 11)
+
+
+def test_a_sweep_of_committed_data_fails_the_kit() -> None:
+    with pytest.raises(AssertionError):
+        kit.test_temporaries_are_never_committed_objects(SweepsCommittedData())
+    with pytest.raises(pytest.fail.Exception):  # removes a committed object instead of refusing its path
+        kit.test_only_listed_paths_are_removed(SweepsCommittedData())
+
+
+def test_a_live_writer_listed_as_dead_fails_the_kit() -> None:
+    with pytest.raises(AssertionError, match="dead run"):
+        kit.test_a_live_writers_temporaries_are_never_removed(SweepsLiveWriters())
 
 
 @pytest.fixture

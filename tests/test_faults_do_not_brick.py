@@ -21,6 +21,7 @@ from offload_driver_filesystem import FilesystemDriver
 from offload_core import BlobStoreLedgerOffloader, FormatError, InMemoryReadHandle
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.instrument import InstrumentedDriver
+from offload_core.leftovers import sweep_leftovers
 from offload_core.memory import MemoryDriver
 
 U1 = "11111111-1111-4111-8111-111111111111"
@@ -179,14 +180,16 @@ def test_stale_temporaries_are_swept_but_never_live_or_committed_ones(tmp_path: 
     age(tmp / ("d" * 32), 7200)
     try:
         listing = offload("ledgers", "ls", f"file://{root}")
-        assert "1 stale temporary upload(s) of killed writers (1000 bytes)" in listing.stderr
-        assert [info.key for info in driver.sweep_stale_uploads(dry_run=True)] == [f".offload-tmp/{'a' * 32}"]
+        assert "1 leftover file(s) of killed writers (1000 bytes)" in listing.stderr
+        due = sweep_leftovers(driver, now=time.time(), dry_run=True)
+        assert [temporary.path for temporary in due] == [f".offload-tmp/{'a' * 32}"]
         assert orphan.exists()
         swept = offload("ledgers", "sweep", f"file://{root}")
         assert swept.returncode == 0 and f"removed .offload-tmp/{'a' * 32} (1000 bytes)" in swept.stdout
     finally:
         live.close()
-    assert sorted(path.name for path in tmp.iterdir()) == ["b" * 32, "d" * 32]
+    # The marker of the live driver stays too.
+    assert sorted(path.name for path in tmp.iterdir() if path.suffix != ".owner") == ["b" * 32, "d" * 32]
     assert driver.read("late") == b"rolled forward" and driver.stat("late").metadata == {"k": "v"}
     assert driver.read("kept") == b"committed"
 

@@ -63,6 +63,7 @@ def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
             report({"step": name, "ok": False, "error": error}, f"  FAIL {name}: {error}")
             if name != "write":
                 _remove_quietly(driver, key)
+            driver.close()
             report({"ok": False, "probe": probe}, "check failed")
             raise SystemExit(1) from None
         elapsed = round(1000 * (time.perf_counter() - started), 1)
@@ -115,6 +116,7 @@ def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
         ("delete", delete),
     ]:
         step(name, action)
+    driver.close()
     report({"ok": True, "probe": probe, "warnings": warnings},
            "all checks passed" + (f" ({len(warnings)} warning)" if warnings else ""))  # fmt: skip
 

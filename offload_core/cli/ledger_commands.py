@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,8 @@ import click
 
 from ..errors import FormatError, OffloadError, mask_secret_text
 from ..formats import pulsar_v1 as v1
+from ..leftovers import DEFAULT_GRACE_SECONDS, sweep_leftovers
+from ..managed_ledger import load_config
 from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..managed_ledger.references import offload_references
 from ..model import Entry
@@ -22,8 +25,8 @@ from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.read_handle import ReadHandle
 from ..offload.retention import decide, delete_ledger_objects, ledger_ctime_ms
 from ..offload.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
-from ..plugins import open_driver
-from ..storage import STALE_UPLOAD_AGE, StorageDriver
+from ..plugins import default_plugin_manager, open_driver
+from ..storage import StorageDriver
 from .options import driver_options, parse_driver_options
 
 _BATCH = 500
@@ -62,7 +65,7 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
     found = find_offloaded_ledgers(driver, prefix)
     with click.progressbar(found, label="reading indexes", file=sys.stderr) as progress:
         rows = [_describe(driver, ledger) for ledger in progress]
-    _report_stale_uploads(driver, url)
+    _report_leftovers(driver, url)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -124,12 +127,12 @@ def orphans(url: str, data_dir: str, prefix: str, delete: bool, as_json: bool, o
         raise SystemExit(1)
 
 
-def _report_stale_uploads(driver: StorageDriver, url: str) -> None:
-    stale = driver.sweep_stale_uploads(dry_run=True)
-    if stale:
-        size = sum(info.size for info in stale)
+def _report_leftovers(driver: StorageDriver, url: str) -> None:
+    due = sweep_leftovers(driver, now=time.time(), dry_run=True, plugins=default_plugin_manager())
+    if due:
+        size = sum(temporary.size for temporary in due)
         click.echo(
-            f"note: {len(stale)} stale temporary upload(s) of killed writers ({size} bytes) in the store; "
+            f"note: {len(due)} leftover file(s) of killed writers ({size} bytes) in the store; "
             f"`offload ledgers sweep {mask_secret_text(url)}` removes them",
             err=True,
         )
@@ -138,19 +141,28 @@ def _report_stale_uploads(driver: StorageDriver, url: str) -> None:
 @ledgers.command()
 @click.argument("url")
 @click.option(
-    "--older-than", type=click.FloatRange(min=0), default=STALE_UPLOAD_AGE, show_default=True,
-    help="Seconds a temporary upload must be untouched to count as abandoned.",
+    "--older-than", type=click.FloatRange(min=0), default=None,
+    help=f"Seconds a file of a run not known to be dead must be untouched to count as left over [default: "
+         f"managedLedgerOffloadLeftoverGraceSeconds of --config, else {DEFAULT_GRACE_SECONDS:g}]",
 )  # fmt: skip
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Broker config (TOML): sweep with the broker's grace period.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="List them, remove nothing.")
 @driver_options
-def sweep(url: str, older_than: float, dry_run: bool, options: tuple[str, ...]) -> None:
-    """Remove temporary uploads that killed writers left in the store at
-    URL (never one a live writer holds, never committed data)."""
+def sweep(url: str, older_than: float | None, config_path: str | None, dry_run: bool, options: tuple[str, ...]) -> None:
+    """Remove the temporary and sidecar files that killed writers left in
+    the store at URL: at once when their run has provably ended, else once
+    they are older than the grace period. Never a file a live writer holds,
+    never a committed object or its metadata; a write that reached its
+    commit point is finished instead."""
+    if older_than is None:
+        older_than = float(load_config(config_path).leftover_grace_seconds) if config_path else DEFAULT_GRACE_SECONDS
     driver = _open(url, options)
-    stale = driver.sweep_stale_uploads(older_than, dry_run=dry_run)
-    for info in stale:
-        click.echo(f"{'would remove' if dry_run else 'removed'} {info.key} ({info.size} bytes)")
-    click.echo(f"{len(stale)} stale temporary upload(s)", err=True)
+    swept = sweep_leftovers(driver, now=time.time(), grace=older_than, dry_run=dry_run,
+                            plugins=default_plugin_manager())  # fmt: skip
+    for temporary in swept:
+        click.echo(f"{'would remove' if dry_run else 'removed'} {temporary.path} ({temporary.size} bytes)")
+    click.echo(f"{len(swept)} leftover file(s) of killed writers", err=True)
 
 
 def _cell(value: object) -> str:
@@ -300,7 +312,7 @@ def verify(
     defects: list[Defect] = []
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as progress:
         reports = [verify_ledger(driver, target, on_block=progress.update) for target in targets]
-    _report_stale_uploads(driver, url)
+    _report_leftovers(driver, url)
     for report in reports:
         defects.extend(report.defects)
         if as_json:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..hooks import Transform
+from ..leftovers import DEFAULT_GRACE_SECONDS
 from ..plugins import default_plugin_manager
 from .ledger_file import FsyncPolicy
 from .policies import OffloadPolicies, ReadPriority, validate_policies
@@ -61,6 +62,7 @@ class BrokerConfig:
     max_ledger_rollover_minutes: int = 240
     fsync_policy: FsyncPolicy = FsyncPolicy.BATCH
     maintenance_interval_seconds: int = 120
+    leftover_grace_seconds: int = int(DEFAULT_GRACE_SECONDS)
     offload_worker_processes: int = 1
     entry_offsets: bool = True
     read_ahead_bytes: int = 256 * 2**20
@@ -136,6 +138,8 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerFsyncPolicy": ("broker", "fsync_policy", lambda k, v: FsyncPolicy.parse(_text(k, v))),
     # Pulsar's retention check period; here every periodic duty runs on it (0: none, call run_maintenance).
     "retentionCheckIntervalInSeconds": ("broker", "maintenance_interval_seconds", _not_negative),
+    # Ours: how old a temporary file of a writer not known to be dead must be before maintenance removes it.
+    "managedLedgerOffloadLeftoverGraceSeconds": ("broker", "leftover_grace_seconds", _positive),
     # Ours: processes that write whole-ledger offloads (0: the broker's own threads do).
     "managedLedgerOffloadWorkerProcesses": ("broker", "offload_worker_processes", _not_negative),
     # Ours: the entry-offsets section (one GET per cold random read; off: indexes exactly as Pulsar's).

@@ -156,7 +156,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
                 self._unlink_hot_file(ledger.ledgerId)
         if self._info.ledgerInfo and not self._info.ledgerInfo[-1].HasField("entries"):
             self._recover_last_ledger(self._info.ledgerInfo[-1].ledgerId)
-        self.sweep_stale_uploads()
+        self.sweep_leftovers()
         self._clean_assigned_segments_at_open()
 
     def _recover_last_ledger(self, ledger_id: int) -> None:
@@ -287,7 +287,7 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         each step did."""
         rolled = self.roll_over_if_due()
         self.retry_unfinished_cleanups()
-        self.sweep_stale_uploads()
+        self.sweep_leftovers()
         streamed = self.pump_streaming()
         offloaded = self.maybe_offload()
         hot_deleted = self.delete_hot_copies_past_lag()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, OffloadError, mask_secrets
 from ..hooks import Event
+from ..leftovers import sweep_leftovers
+from ..model import Temporary
 from ..offload.ledger import LedgerOffloader
 from ..offload.read_ahead import ReadAheadPool
 from ..plugins import OffloaderSpec, PluginManager
@@ -105,14 +107,15 @@ class OffloaderProvider:
             return self._plugins.offloader(recorded)
         return self._plugins.offloader_for_driver(settings.get("driver", "filesystem"))
 
-    def sweep_stale_uploads(self, policies: OffloadPolicies) -> int:
-        """Remove temporaries killed writers left in the store ``policies``
-        name (see :meth:`StorageDriver.sweep_stale_uploads`); how many."""
+    def sweep_leftovers(self, policies: OffloadPolicies, *, now: float, grace: float) -> tuple[Temporary, ...]:
+        """Remove the files killed writers left in the store ``policies``
+        name (see :func:`offload_core.leftovers.sweep_leftovers`); what was
+        removed."""
         settings = driver_settings(policies, self._data_dir)
         assert policies.max_block_size is not None and policies.read_buffer_size is not None
         _, driver = self._open(settings, max_block_size=policies.max_block_size,
                                read_buffer_size=policies.read_buffer_size)  # fmt: skip
-        return len(driver.sweep_stale_uploads())
+        return sweep_leftovers(driver, now=now, grace=grace, plugins=self._plugins)
 
     def _open_driver(self, settings: Mapping[str, str]) -> StorageDriver:
         """The storage driver ``settings`` name. A driver that rejects them

@@ -1,6 +1,6 @@
 """Offloads left unfinished by a crash or a failure: listed, cleaned up
 (objects deleted, then the uid cleared) in the background or by hand, and
-the temporary files killed uploads left in the store swept. None of it
+the files killed writers left in the store swept. None of it
 ever blocks the ledger."""
 
 from __future__ import annotations
@@ -19,19 +19,23 @@ log = logging.getLogger(__name__)
 class UnfinishedOffloads(LedgerCore):
     """Finding and cleaning up offloads that were prepared and never completed."""
 
-    def sweep_stale_uploads(self) -> int:
-        """Remove temporary files that killed offloads left in the store the
-        policies name (older than an hour, held by no live writer); best
-        effort, logged. Returns how many were removed."""
+    def sweep_leftovers(self) -> int:
+        """Remove the files killed writers left in the store the policies
+        name: at once when their run has provably ended, else once they are
+        older than ``managedLedgerOffloadLeftoverGraceSeconds`` by the
+        broker's clock; never one a live writer holds. Best effort, logged.
+        Returns how many were removed."""
         try:
-            swept = self._offloaders.sweep_stale_uploads(self.policies())
+            swept = self._offloaders.sweep_leftovers(self.policies(), now=self._clock(),
+                                                     grace=self._config.leftover_grace_seconds)  # fmt: skip
         except Exception as exc:
-            log.warning("sweeping stale uploads for %s failed: %s", self.name, exc)
+            log.warning("sweeping leftover files of killed writers for %s failed: %s", self.name, exc)
             return 0
         if swept:
-            log.info("removed %d stale temporary upload(s) of %s", swept, self.name)
-            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": swept}))
-        return swept
+            log.info("removed %d leftover file(s) of killed writers for %s", len(swept), self.name)
+            self._emit(Event("storage.swept", {"managed_ledger": self.name, "files": len(swept),
+                                               "bytes": sum(t.size for t in swept)}))  # fmt: skip
+        return len(swept)
 
     def _clean_unfinished_offload_quietly(self, ledger_id: int) -> bool:
         """:meth:`_clean_unfinished_offload`, logging and counting a failure

@@ -33,6 +33,7 @@ from ..errors import (
 from ..model import ObjectInfo
 from ..storage import StorageDriver
 from .state_machine import DriverStateMachine
+from .temporaries_contract import TemporariesContract
 
 __all__ = ["BAD_KEYS", "DriverContract", "PartsFailed"]
 
@@ -79,9 +80,10 @@ def _failing_parts(good: list[bytes]) -> Iterator[bytes]:
     raise PartsFailed("the part source broke")
 
 
-class DriverContract:
-    """Subclass, override the ``driver`` fixture, and every test below runs
-    against your backend. Class attributes tune sizes for slow backends."""
+class DriverContract(TemporariesContract):
+    """Subclass, override the ``driver`` fixture, and every test below (and
+    in :class:`TemporariesContract`) runs against your backend. Class
+    attributes tune sizes for slow backends."""
 
     #: Size of each part in the large-object tests; multipart backends want
     #: this above their minimum part size (5 MiB on S3).

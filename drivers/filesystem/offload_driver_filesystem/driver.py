@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from fsspec.implementations.local import LocalFileSystem
 
+from offload_core.directory_temporaries import TMP_DIR, marker_name
 from offload_core.errors import ConfigError, InvalidKeyError
 from offload_core.fsspec_driver import FsspecDriver
 from offload_core.fsutil import fsync_dir
@@ -66,6 +67,7 @@ class FilesystemDriver(FsspecDriver):
         self._fsync = fsync
         self._flock_depth = 0
         self._flock_guard = threading.RLock()
+        self._owner_fd: int | None = None
 
     @classmethod
     def from_url(cls, url: str, *, create: bool | str = True, fsync: bool | str = True) -> FilesystemDriver:
@@ -133,23 +135,42 @@ class FilesystemDriver(FsspecDriver):
 
     def _create_file(self, path: str) -> BinaryIO:
         out = open(path, "xb")  # noqa: SIM115 - the caller closes it (a context manager around the writes)
-        # Held while the data is written: the stale-upload sweep never
+        # Held while the data is written: the sweep of leftovers never
         # removes a temporary file a live writer has locked.
         fcntl.flock(out.fileno(), fcntl.LOCK_EX)
         return out
 
     def _held_by_a_writer(self, path: str) -> bool:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return _locked(path) is True
+
+    def _claim_owner(self) -> None:
+        # Created and locked under the commit lock, which every sweep holds
+        # while it judges owners: none sees the marker before it is locked.
+        # Shared, so that a forked child keeping the descriptor (and writing
+        # as the same owner) keeps the marker locked too.
+        if self._owner_fd is not None:
+            return
+        with self._commit_lock():
+            if self._owner_fd is None:
+                path = os.path.join(self.root, TMP_DIR, marker_name(self._owner))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                self._owner_fd = fd
+
+    def _owner_alive(self, owner: str) -> bool | None:
+        return _locked(os.path.join(self.root, TMP_DIR, marker_name(owner)))
+
+    def close(self) -> None:
+        """Remove this driver's owner marker: its temporary files (none,
+        unless removing one failed) are judged by their age from now on."""
+        if self._owner_fd is None:
+            return
+        with self._commit_lock():
+            if self._owner_fd is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.root, TMP_DIR, marker_name(self._owner)))
+                os.close(self._owner_fd)
+                self._owner_fd = None
 
     def _part_written(self, out: BinaryIO, start: int, end: int) -> None:
         # Without this the whole object is dirty in the page cache until the
@@ -188,7 +209,7 @@ class FilesystemDriver(FsspecDriver):
         # record beside the new: syncing its directory too cost a device
         # flush (0.2 ms here) per rename, and an old name that came back
         # after a crash would be a stray temporary file, which the
-        # stale-upload sweep removes.
+        # sweep of leftovers removes.
         if self._fsync:
             fsync_dir(parent)
 
@@ -211,6 +232,22 @@ class FilesystemDriver(FsspecDriver):
                 self._flock_depth -= 1
                 if self._flock_depth == 0:
                     os.close(self._lock_fd)
+
+
+def _locked(path: str) -> bool | None:
+    """Whether some process holds a lock on the file at ``path``; ``None``
+    if there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _flag(name: str, value: object) -> bool:
