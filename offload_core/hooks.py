@@ -205,8 +205,9 @@ def offload_core_register_transforms(register: TransformRegistrar) -> None:
 def offload_core_leftover_sources(driver: StorageDriver) -> Sequence[LeftoverSource] | None:
     """Sources of the temporary files your plugin's own writers leave in
     ``driver``'s store beside the driver's own (those of a Hadoop MapFile
-    writer, say), so that ``offload ledgers sweep`` and the broker's
-    maintenance sweep them by the same rule (:mod:`offload_core.leftovers`). List each file with ``held``
+    writer, say), so that ``offload ledgers sweep``, the broker's
+    maintenance and the re-runs of killed commands sweep them by the same
+    rule (:mod:`offload_core.leftovers`). List each file with ``held``
     (a live writer has it) and ``owner_dead`` (its run has provably ended)
     as your writer knows them; remove only what is still a leftover. Return
     nothing for a store your writers do not use.

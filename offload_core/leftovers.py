@@ -5,10 +5,10 @@ Every writer that streams to a directory store (an offload, a streaming
 segment in its worker process, ``offload kafka copy``, ``offload keys
 rotate``) keeps its files outside the object namespace until it commits;
 killed, it leaves them there. One rule decides which go, for every caller
-(``offload ledgers sweep``, the broker's maintenance and its start): a file
-no live writer holds is removed once the run that made it has provably
-ended, or once it is older than the grace period
-(:data:`DEFAULT_GRACE_SECONDS`; the broker's
+(``offload ledgers sweep``, the broker's maintenance and its start, and the
+re-runs of ``kafka copy`` and ``keys rotate``): a file no live writer holds
+is removed once the run that made it has provably ended, or once it is
+older than the grace period (:data:`DEFAULT_GRACE_SECONDS`; the broker's
 ``managedLedgerOffloadLeftoverGraceSeconds``). A write that reached its
 commit point is finished instead, and committed objects and their metadata
 are never touched. Each source lists and removes its own files (the

@@ -26,7 +26,7 @@ from ..rsm import (
 )
 from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
 from ..rsm.types import RemoteLogSegmentMetadata
-from .ledger_commands import _open
+from .ledger_commands import _open, sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
 
 _INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
@@ -74,11 +74,13 @@ def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metad
     """Tier the rolled segments of a Kafka partition directory to URL.
 
     Segments already copied (same offsets and size) are skipped, so a re-run
-    copies only what is new."""
+    copies only what is new; it first removes the temporary files of a
+    killed run (see `offload ledgers sweep`)."""
     topic_partition, segments = read_partition_dir(partition_dir)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
     with open_driver(url, **parse_driver_options(options)) as driver:
+        sweep_before_rerun(driver)
         rsm = _manager(driver, prefix, metadata_path)
         done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
                 for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip

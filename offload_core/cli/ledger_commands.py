@@ -138,6 +138,15 @@ def _report_leftovers(driver: StorageDriver, url: str) -> None:
         )
 
 
+def sweep_before_rerun(driver: StorageDriver) -> None:
+    """What a re-run of a command that writes does first: remove the files
+    a killed run of it (or of any writer) left, by the sweep's rule."""
+    swept = sweep_leftovers(driver, now=time.time(), plugins=default_plugin_manager())
+    if swept:
+        size = sum(temporary.size for temporary in swept)
+        click.echo(f"removed {len(swept)} leftover file(s) of killed writers ({size} bytes)", err=True)
+
+
 @ledgers.command()
 @click.argument("url")
 @click.option(
