@@ -24,6 +24,9 @@ _NUMBERS = {
     "driver_model_examples": (15, 8_000),
     "kills_per_path": (3, 50),
     "concurrent_rounds": (1, 10),
+    "embedding_runs": (2, 10),
+    "room_model_examples": (10, 500),
+    "chunk_moves": (300, 50_000),
 }
 
 
