@@ -121,7 +121,7 @@ def test_a_failed_offload_its_warnings_and_its_status_mask_a_url_secret(tmp_path
     assert offload(data, "topics", "produce", "acme/prod/orders", "--count", "3").returncode == 0
     failed = offload(data, "topics", "offload", "acme/prod/orders")
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
-    assert "sweeping stale uploads" in failed.stderr and "error: ConfigError" in failed.stdout
+    assert "sweeping leftover files of killed writers" in failed.stderr and "error: ConfigError" in failed.stdout
     printed = [failed] + [offload(data, "topics", "offload-status", "acme/prod/orders", *json_flag)
                           for json_flag in ((), ("--json",))]  # fmt: skip
     for result in printed:
