@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from offload_core.managed_ledger.ledger_file import LedgerFile, index_path
+from offload_core.managed_ledger.hot.ledger_file import LedgerFile, index_path
 
 ENTRY = 1024
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from offload_core.formats import kafka
-from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, TopicPartition
 from offload_core.rsm.log_reader import RemoteLogReader

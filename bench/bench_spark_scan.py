@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 
 
 def timed(action: Callable[[], object], repeat: int) -> tuple[float, object]:

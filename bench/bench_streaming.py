@@ -51,9 +51,9 @@ from bench_append_latency import busy_core_appends, percentile, timed_appends
 from offload_core import open_driver
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import ManagedLedger
-from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
-from offload_core.managed_ledger.stream_planning import run_entries
-from offload_core.managed_ledger.worker_memory import keep_freed_memory
+from offload_core.managed_ledger.hot.ledger_file import FsyncPolicy, LedgerFile
+from offload_core.managed_ledger.streaming.stream_planning import run_entries
+from offload_core.managed_ledger.workers.worker_memory import keep_freed_memory
 from offload_core.model import ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, OffloadHandle, SegmentLimits
 from offload_core.storage import BytesLike, StorageDriver

@@ -63,7 +63,7 @@ from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, StorageDr
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.instrument import InstrumentedDriver, RequestCounts
 from offload_core.offload import SegmentLimits
-from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.testing.faults import Latency, SlowDriver
 
 UUID = uuid.UUID(int=13)

@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 
 from offload_core import InMemoryReadHandle, open_offloader
-from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.offload.verify import verify_ledger
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.verify import verify_ledger
 
 
 def message(ledger_id: int, entry_id: int, rng: random.Random) -> bytes:

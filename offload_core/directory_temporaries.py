@@ -1,4 +1,4 @@
-"""The temporary files of a directory store (an :class:`FsspecDriver` that
+"""The temporary files of a directory store (an :class:`~offload_core.fsspec_driver.FsspecDriver` that
 keeps metadata in sidecars): their names, whose they are, and removing the
 ones killed writers left.
 
@@ -20,18 +20,17 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from .errors import InvalidKeyError
 from .formats.sidecar_records import decode_record, mtime_of, record_problem
 from .keys import RESERVED_SEGMENT_PREFIX
 from .model import Temporary
 
-if TYPE_CHECKING:
-    from .fsspec_driver import FsspecDriver
-
 __all__ = [
     "META_DIR",
+    "DirectoryStore",
     "TMP_DIR",
     "list_directory_temporaries",
     "marker_name",
@@ -39,6 +38,28 @@ __all__ = [
     "remove_directory_temporaries",
     "temporary_name",
 ]
+
+
+class DirectoryStore(Protocol):
+    """What the sweep needs of a directory store (an
+    :class:`~offload_core.fsspec_driver.FsspecDriver`): its filesystem and
+    root, and the parts of its commit protocol the sweep takes part in."""
+
+    fs: Any
+    root: str
+
+    def _commit_lock(self) -> AbstractContextManager[None]: ...
+
+    def _owner_alive(self, owner: str) -> bool | None: ...
+
+    def _held_by_a_writer(self, path: str) -> bool: ...
+
+    def _pending_path(self, key: str) -> str: ...
+
+    def _remove_quietly(self, path: str) -> None: ...
+
+    def _roll_forward(self, key: str) -> None: ...
+
 
 TMP_DIR = RESERVED_SEGMENT_PREFIX + "tmp"
 META_DIR = RESERVED_SEGMENT_PREFIX + "meta"
@@ -68,7 +89,7 @@ def _owner_of(name: str) -> str | None:
     return match.group(1) or match.group(3)
 
 
-def list_directory_temporaries(driver: FsspecDriver) -> Iterator[Temporary]:
+def list_directory_temporaries(driver: DirectoryStore) -> Iterator[Temporary]:
     """What is in ``driver``'s ``.offload-tmp/`` now, each with whether a
     live writer holds it and whether its owner is provably dead."""
     try:
@@ -91,7 +112,7 @@ def list_directory_temporaries(driver: FsspecDriver) -> Iterator[Temporary]:
 
 
 def remove_directory_temporaries(
-    driver: FsspecDriver, temporaries: Iterable[Temporary], *, dry_run: bool = False
+    driver: DirectoryStore, temporaries: Iterable[Temporary], *, dry_run: bool = False
 ) -> tuple[Temporary, ...]:
     """Remove ``temporaries`` from ``driver``'s ``.offload-tmp/``, except
     what a live writer holds, what is gone, and the data of writes that
@@ -137,7 +158,7 @@ def remove_directory_temporaries(
     return tuple(removed)
 
 
-def _committed_data(driver: FsspecDriver, *, roll_forward: bool) -> set[str]:
+def _committed_data(driver: DirectoryStore, *, roll_forward: bool) -> set[str]:
     """The temporary files that pending records name: the data of writes
     past their commit point. With ``roll_forward`` those writes are
     finished (so none is left); else they are only read."""
@@ -155,12 +176,12 @@ def _committed_data(driver: FsspecDriver, *, roll_forward: bool) -> set[str]:
     return named
 
 
-def _held(driver: FsspecDriver, path: str) -> bool:
+def _held(driver: DirectoryStore, path: str) -> bool:
     owner = _owner_of(path.rsplit("/", 1)[-1])
     return (owner is not None and driver._owner_alive(owner) is True) or driver._held_by_a_writer(path)
 
 
-def _pending_keys(driver: FsspecDriver) -> Iterator[str]:
+def _pending_keys(driver: DirectoryStore) -> Iterator[str]:
     meta_dir = f"{driver.root}/{META_DIR}/"
     try:
         found = driver.fs.find(meta_dir)

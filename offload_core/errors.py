@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from .redaction import redact_url_text
+
 __all__ = [
     "AccessDeniedError",
     "AlreadyExistsError",
@@ -168,7 +170,5 @@ def mask_secrets(options: Mapping[str, object]) -> dict[str, object]:
 def mask_secret_text(text: str) -> str:
     """``text`` fit to print: secrets embedded as ``name=value`` (connection
     strings, SAS query strings) masked, and every URL in it without its
-    userinfo, query string or fragment (:func:`~offload_core.urls.redact_url`)."""
-    from .urls import redact_url_text  # urls raises our errors: imported here, not at the top
-
+    userinfo, query string or fragment (:func:`~offload_core.redaction.redact_url`)."""
     return redact_url_text(_SECRET_IN_TEXT.sub(r"\1***", text))

@@ -1,10 +1,7 @@
 """URLs fit to print, and endpoints checked before an SDK sees them. Pure.
 
-A store URL may carry secrets in two places: the userinfo
-(``s3a://KEY:SECRET@bucket``) and the query string (an Azure SAS token,
-``?...&sig=SECRET``). Every URL quoted in a message or a ``repr`` goes
-through :func:`redact_url` (or :func:`redact_url_text` for free text), which
-drops both.
+Every URL quoted in a message or a ``repr`` goes through :func:`redact_url`
+(or :func:`redact_url_text` for free text): see :mod:`.redaction`.
 """
 
 from __future__ import annotations
@@ -14,35 +11,11 @@ import socket
 import ssl
 
 from .errors import ConfigError
+from .redaction import redact_url, redact_url_text
 
 __all__ = ["check_endpoint", "endpoint_problem", "redact_url", "redact_url_text"]
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
 _ENDPOINT = re.compile(r"^https?://([^\s/?#@]+@)?[^\s/?#@:]+(:\d{1,5})?(/[^\s?#]*)?$", re.IGNORECASE)
-
-
-def redact_url(url: str) -> str:
-    """``url`` without userinfo, query string or fragment:
-    ``s3a://KEY:SECRET@bucket/p?x=1`` -> ``s3a://***@bucket/p?***``."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rsplit("@", 1)[1]
-    tail = slash + path
-    for mark in ("?", "#"):
-        if mark in authority:
-            authority = authority.split(mark, 1)[0] + mark + "***"
-            tail = ""
-        if mark in tail:
-            tail = tail.split(mark, 1)[0] + mark + "***"
-    return f"{scheme}://{authority}{tail}"
-
-
-def redact_url_text(text: str) -> str:
-    """``text`` with every URL in it passed through :func:`redact_url`."""
-    return _URL.sub(lambda match: redact_url(match.group(0)), text)
 
 
 def check_endpoint(endpoint: str, *, setting: str = "managedLedgerOffloadServiceEndpoint") -> str:

@@ -115,8 +115,8 @@ HUGE_BLOCK_READER = textwrap.dedent(
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
     from offload_core import BlobStoreLedgerOffloader, FormatError, open_driver
-    from offload_core.offload.inventory import find_offloaded_ledgers
-    from offload_core.offload.verify import verify_ledger
+    from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+    from offload_core.offload.ledgers.verify import verify_ledger
     driver = open_driver("file://" + sys.argv[1], create=False)
     try:
         BlobStoreLedgerOffloader(driver).read_offloaded(7, sys.argv[2]).read(0, 0)

@@ -17,14 +17,14 @@ from ..errors import FormatError, OffloadError, mask_secret_text
 from ..formats import pulsar_v1 as v1
 from ..leftovers import DEFAULT_GRACE_SECONDS, sweep_leftovers
 from ..managed_ledger import load_config
+from ..managed_ledger.lifecycle.references import offload_references
 from ..managed_ledger.metadata_store import SqliteMetadataStore
-from ..managed_ledger.references import offload_references
 from ..model import Entry
-from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
 from ..offload.ledger import BlobStoreLedgerOffloader
-from ..offload.read_handle import ReadHandle
-from ..offload.retention import decide, delete_ledger_objects, ledger_ctime_ms
-from ..offload.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
+from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
+from ..offload.ledgers.retention import decide, delete_ledger_objects, ledger_ctime_ms
+from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
+from ..offload.reading.read_handle import ReadHandle
 from ..plugins import default_plugin_manager, open_driver
 from ..storage import StorageDriver
 from .options import driver_options, parse_driver_options

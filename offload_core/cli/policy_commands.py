@@ -19,7 +19,7 @@ import click
 
 from ..errors import mask_secrets
 from ..managed_ledger import Broker, ReadPriority
-from ..managed_ledger.policies import TopicName, parse_namespace
+from ..managed_ledger.lifecycle.policies import TopicName, parse_namespace
 from .broker_options import broker_options, opened
 from .topic_commands import namespaces, topics
 from .units import parse_duration_ms, parse_size

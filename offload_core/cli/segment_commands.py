@@ -10,8 +10,8 @@ import click
 
 from ..errors import FormatError, OffloadError
 from ..offload.ledger import DEFAULT_MAX_BLOCK_SIZE, DEFAULT_MAX_INDEX_SIZE, DEFAULT_RETRY
-from ..offload.segment_inventory import StoredSegment, find_segments, select_segment
-from ..offload.segment_reads import iter_segment_entries, open_segment
+from ..offload.segments.segment_inventory import StoredSegment, find_segments, select_segment
+from ..offload.segments.segment_reads import iter_segment_entries, open_segment
 from ..storage import StorageDriver
 from .ledger_commands import _cell, _open, format_entry, prefix_option
 from .options import driver_options

@@ -8,17 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..offload.read_ahead import ReadAheadPool
+from ..offload.reading.read_ahead import ReadAheadPool
 from ..plugins import PluginManager
 from .background import BackgroundWork
 from .config import BrokerConfig
+from .lifecycle.offload_workers import OffloadWorkers
+from .lifecycle.offloaders import OffloaderProvider
+from .lifecycle.policies import PolicyStore, TopicName
 from .managed_ledger import ManagedLedger, unclaimed_hot_files
 from .metadata_store import MetadataStore, SqliteMetadataStore
-from .offload_workers import OffloadWorkers
-from .offloaders import OffloaderProvider
-from .policies import PolicyStore, TopicName
-from .segment_workers import SegmentWorkers
-from .worker_processes import WorkerLauncher, WorkersUnavailable
+from .streaming.segment_workers import SegmentWorkers
+from .workers.worker_processes import WorkerLauncher, WorkersUnavailable
 
 __all__ = ["Broker"]
 

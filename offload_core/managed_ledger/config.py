@@ -24,8 +24,8 @@ from ..errors import ConfigError
 from ..hooks import Transform
 from ..leftovers import DEFAULT_GRACE_SECONDS
 from ..plugins import default_plugin_manager
-from .ledger_file import FsyncPolicy
-from .policies import OffloadPolicies, ReadPriority, validate_policies
+from .hot.ledger_file import FsyncPolicy
+from .lifecycle.policies import OffloadPolicies, ReadPriority, validate_policies
 
 __all__ = ["DEFAULT_POLICIES", "BrokerConfig", "load_config", "parse_config"]
 

@@ -29,14 +29,14 @@ from ..offload.ledger import LedgerOffloader, StreamingOffloader
 from ..proto import LedgerInfo, ManagedLedgerInfo, OffloadContext
 from ..retry import RetryPolicy, call_with_retries
 from .config import BrokerConfig
-from .hot_records import DetachedRecords
-from .ledger_file import LedgerFile, index_path
-from .ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
+from .hot.hot_records import DetachedRecords
+from .hot.ledger_file import LedgerFile, index_path
+from .lifecycle.ledger_records import ReadStats, driver_metadata, parse_info, unclaimed_hot_files
+from .lifecycle.offload_workers import OffloadWorkers
+from .lifecycle.offloaders import OffloaderProvider
+from .lifecycle.policies import OffloadPolicies, PolicyStore, TopicName
 from .metadata_store import MetadataStore, Versioned
-from .offload_workers import OffloadWorkers
-from .offloaders import OffloaderProvider
-from .policies import OffloadPolicies, PolicyStore, TopicName
-from .shared_handles import SharedHandleCache
+from .reads.shared_handles import SharedHandleCache
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from ..hooks import Event
 from ..model import Position
 from ..proto import ManagedLedgerInfo
 from .config import BrokerConfig
-from .ledger_file import FsyncPolicy, LedgerFile
-from .ledger_records import (
+from .hot.ledger_file import FsyncPolicy, LedgerFile
+from .lifecycle.ledger_records import (
     LedgerState,
     OffloadStatus,
     ReadStats,
@@ -47,17 +47,17 @@ from .ledger_records import (
     unclaimed_hot_files,
     uuid_of,
 )
-from .ledger_retention import Cursor, Retention
+from .lifecycle.ledger_retention import Cursor, Retention
+from .lifecycle.offload_lifecycle import OffloadLifecycle
+from .lifecycle.offload_workers import OffloadWorkers
+from .lifecycle.offloaders import OffloaderProvider
+from .lifecycle.policies import PolicyStore, TopicName
 from .metadata_store import MetadataStore, Versioned
-from .offload_lifecycle import OffloadLifecycle
-from .offload_workers import OffloadWorkers
-from .offloaders import OffloaderProvider
-from .policies import PolicyStore, TopicName
-from .segment_backfill import SegmentBackfill
-from .segment_workers import SegmentWorkers
-from .shared_handles import SharedHandleCache
-from .streaming_lifecycle import SegmentState, StreamingLifecycle
-from .tiered_reads import TieredReads
+from .reads.shared_handles import SharedHandleCache
+from .reads.tiered_reads import TieredReads
+from .streaming.segment_backfill import SegmentBackfill
+from .streaming.segment_workers import SegmentWorkers
+from .streaming.streaming_lifecycle import SegmentState, StreamingLifecycle
 
 __all__ = [
     "Cursor",

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 
-from .offload_worker_process import serve_offloads
-from .offload_workers import yield_to_producers
-from .segment_worker_process import serve_segments
-from .worker_memory import keep_freed_memory
-from .worker_processes import Role
+from .lifecycle.offload_worker_process import serve_offloads
+from .lifecycle.offload_workers import yield_to_producers
+from .streaming.segment_worker_process import serve_segments
+from .workers.worker_memory import keep_freed_memory
+from .workers.worker_processes import Role
 
 __all__ = ["main"]
 

@@ -1,4 +1,10 @@
-"""Offloaders: moving sealed ledgers to object storage and reading them back."""
+"""Offloaders: moving sealed ledgers to object storage and reading them back.
+
+The offloader contract and the blob-store offloader are here
+(:mod:`.ledger`); its object families are rooms of their own: :mod:`.ledgers`
+(PIP-17 ledger objects) and :mod:`.segments` (PIP-76 segments), both on the
+shared read machinery in :mod:`.reading`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..plugins import PluginManager, default_plugin_manager
 from .ledger import BlobStoreLedgerOffloader, LedgerOffloader, OffloadResult
-from .read_handle import InMemoryReadHandle, ReadHandle
-from .streaming_offload import OfferResult, OffloadHandle, SegmentLimits, StreamingOffloadResult
+from .reading.read_handle import InMemoryReadHandle, ReadHandle
+from .segments.streaming_offload import OfferResult, OffloadHandle, SegmentLimits, StreamingOffloadResult
 
 __all__ = [
     "BlobStoreLedgerOffloader",

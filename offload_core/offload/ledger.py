@@ -3,7 +3,7 @@
 One ledger is offloaded as a data object (one multipart part per block)
 and an index object; see :mod:`offload_core.formats.pulsar_v1`. The same
 offloader streams PIP-76 segments (:meth:`BlobStoreLedgerOffloader.streaming_offload`,
-see :mod:`offload_core.offload.streaming_offload`) and reads them back.
+see :mod:`offload_core.offload.segments.streaming_offload`) and reads them back.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from ..instrument import InstrumentedDriver, RequestCounts
 from ..proto import LedgerMetadataFormat
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
-from .block_tables import index_entry_offsets
-from .built_ahead import BuiltAhead
-from .ledger_payloads import ledger_payloads, recorded
-from .offloaded_read_handle import OffloadedReadHandle
-from .read_ahead import ReadAheadPool
-from .read_handle import ReadHandle
-from .segment_offloader import SegmentStreaming, StreamingOffloader
+from .ledgers.built_ahead import BuiltAhead
+from .ledgers.ledger_payloads import ledger_payloads, recorded
+from .reading.block_tables import index_entry_offsets
+from .reading.offloaded_read_handle import OffloadedReadHandle
+from .reading.read_ahead import ReadAheadPool
+from .reading.read_handle import ReadHandle
+from .segments.segment_offloader import SegmentStreaming, StreamingOffloader
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_SIZE",

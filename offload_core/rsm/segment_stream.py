@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import FormatError
-from ..offload.object_bytes import ObjectBytes
-from ..offload.read_ahead import ReadAheadPool
+from ..offload.reading.object_bytes import ObjectBytes
+from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
 
 __all__ = ["RemoteSegmentStream"]

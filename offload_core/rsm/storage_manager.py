@@ -22,7 +22,7 @@ from ..errors import ConfigError, InvalidRangeError, NotFoundError
 from ..formats import kafka
 from ..hooks import Event
 from ..instrument import InstrumentedDriver
-from ..offload.read_ahead import ReadAheadPool
+from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
 from .metadata_manager import RemoteLogMetadataManager

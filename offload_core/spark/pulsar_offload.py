@@ -56,8 +56,8 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.block_tables import index_entry_offsets
-from ..offload.inventory import find_offloaded_ledgers
+from ..offload.ledgers.inventory import find_offloaded_ledgers
+from ..offload.reading.block_tables import index_entry_offsets
 from ..plugins import open_driver
 from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ..managed_ledger.lifecycle.references import offload_references
 from ..managed_ledger.metadata_store import MetadataStore
-from ..managed_ledger.references import offload_references
-from ..offload.retention import RetentionDecision, decide, delete_ledger_objects, ledger_ctime_ms
+from ..offload.ledgers.retention import RetentionDecision, decide, delete_ledger_objects, ledger_ctime_ms
 from .progress import Progress
 from .store_tasks import Store, map_with_driver
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..formats import pulsar_v2 as v2
-from ..offload.segment_inventory import find_segments
+from ..offload.segments.segment_inventory import find_segments
 from ..plugins import open_driver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects

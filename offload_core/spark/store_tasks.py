@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..offload.inventory import OffloadedLedger, find_offloaded_ledgers
+from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..plugins import open_driver
 from ..storage import StorageDriver
 from .progress import Progress, run_with_progress

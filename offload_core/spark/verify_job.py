@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..offload.verify import (
+from ..offload.ledgers.verify import (
     BlockOutcome,
     LedgerPlan,
     LedgerReport,

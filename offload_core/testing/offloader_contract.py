@@ -30,7 +30,7 @@ import pytest
 from ..errors import InvalidRangeError, NotFoundError, OffloadError, StateError
 from ..formats.pulsar_v1 import closed_ledger_metadata
 from ..offload.ledger import LedgerOffloader
-from ..offload.read_handle import InMemoryReadHandle
+from ..offload.reading.read_handle import InMemoryReadHandle
 from ..proto import LedgerMetadataFormat
 from ..storage import StorageDriver
 from .faults import Fault, FaultyDriver

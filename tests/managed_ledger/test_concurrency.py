@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from offload_core.managed_ledger import ReadPriority
-from offload_core.managed_ledger.hot_records import DetachedRecords
+from offload_core.managed_ledger.hot.hot_records import DetachedRecords
 from offload_core.model import Position
 from tests.managed_ledger.conftest import Clock, GatedStore
 

@@ -19,7 +19,7 @@ from offload_core.managed_ledger import (
     parse_config,
 )
 from offload_core.managed_ledger.config import DEFAULT_POLICIES
-from offload_core.managed_ledger.policies import parse_namespace
+from offload_core.managed_ledger.lifecycle.policies import parse_namespace
 
 
 def test_toml_with_pulsar_keys(tmp_path: Path) -> None:

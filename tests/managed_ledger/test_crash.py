@@ -15,8 +15,8 @@ import pytest
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.model import Position
-from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.offload.verify import verify_ledger
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.verify import verify_ledger
 from offload_core.plugins import open_driver
 from offload_core.proto import ManagedLedgerInfo
 

@@ -23,7 +23,7 @@ from offload_driver_filesystem import FilesystemDriver
 from offload_driver_filesystem import driver as filesystem_module
 
 from offload_core.managed_ledger import Broker, parse_config
-from offload_core.managed_ledger import ledger_file as ledger_file_module
+from offload_core.managed_ledger.hot import ledger_file as ledger_file_module
 from offload_core.model import Position
 
 TOPIC = "acme/prod/orders"

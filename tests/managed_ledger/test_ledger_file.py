@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offload_core.errors import ConfigError, FormatError, InvalidRangeError, OffloadError
-from offload_core.managed_ledger.hot_records import RECORD, checksum, parse_records
-from offload_core.managed_ledger.ledger_file import FsyncPolicy, LedgerFile
+from offload_core.managed_ledger.hot.hot_records import RECORD, checksum, parse_records
+from offload_core.managed_ledger.hot.ledger_file import FsyncPolicy, LedgerFile
 
 PAYLOADS = [b"", b"a", b"bb" * 100, bytes(range(256)), b"tail"]
 

@@ -11,7 +11,7 @@ from offload_core import open_driver
 from offload_core.errors import OffloadError
 from offload_core.managed_ledger import Broker, OffloadTicket, ReadPriority, parse_config, write_offload
 from offload_core.model import Position
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 
 TOPIC = "persistent://public/default/tickets"
 CONFIG = {"managedLedgerMaxEntriesPerLedger": 50, "managedLedgerOffloadMaxBlockSizeInBytes": 4096}

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
-from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
+from offload_core.managed_ledger.lifecycle.offload_workers import WORKER_NICENESS
 from offload_core.model import Position
-from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.offload.verify import verify_ledger
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.verify import verify_ledger
 from offload_core.plugins import open_driver
 from tests.managed_ledger.conftest import EventLog
 

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offload_core.errors import FormatError
-from offload_core.managed_ledger import ledger_file as ledger_file_module
-from offload_core.managed_ledger.ledger_file import LedgerFile, index_path
-from offload_core.managed_ledger.offsets_index import (
+from offload_core.managed_ledger.hot import ledger_file as ledger_file_module
+from offload_core.managed_ledger.hot.ledger_file import LedgerFile, index_path
+from offload_core.managed_ledger.hot.offsets_index import (
     CHUNK_ENTRIES,
     HEADER_SIZE,
     OffsetsIndex,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from offload_core.managed_ledger.room_notices import RoomNotices
 from offload_core.memory import MemoryDriver
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, OffloadHandle, SegmentLimits
+from offload_core.offload.segments.room_notices import RoomNotices
 from tests.managed_ledger.conftest import GatedStore
 from tests.managed_ledger.test_streaming import STREAMING, TOPIC, payload, produce
 from tests.offload.test_streaming_offload import wait_for

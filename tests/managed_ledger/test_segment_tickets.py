@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offload_core.managed_ledger import ReadPriority, write_segment
-from offload_core.managed_ledger.segment_tickets import split_into_segments
+from offload_core.managed_ledger.streaming.segment_tickets import split_into_segments
 from offload_core.model import Position
 from tests.managed_ledger.conftest import FaultyStorePlugin
 

@@ -16,8 +16,8 @@ import pytest
 
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
-from offload_core.managed_ledger.offload_workers import WORKER_NICENESS
-from offload_core.managed_ledger.segment_worker_process import _Served
+from offload_core.managed_ledger.lifecycle.offload_workers import WORKER_NICENESS
+from offload_core.managed_ledger.streaming.segment_worker_process import _Served
 from offload_core.model import Position
 from offload_core.offload import OfferResult
 from offload_core.plugins import open_driver

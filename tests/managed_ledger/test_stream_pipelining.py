@@ -19,9 +19,9 @@ import pytest
 
 from offload_core.formats.segment_blocks import BlockGrouper
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
-from offload_core.managed_ledger.segment_worker_process import _Served
-from offload_core.managed_ledger.segment_workers import RemoteSegment
-from offload_core.managed_ledger.streaming_lifecycle import StreamingLifecycle
+from offload_core.managed_ledger.streaming.segment_worker_process import _Served
+from offload_core.managed_ledger.streaming.segment_workers import RemoteSegment
+from offload_core.managed_ledger.streaming.streaming_lifecycle import StreamingLifecycle
 from offload_core.model import Position
 from offload_core.offload import OfferResult
 from tests.managed_ledger.test_segment_workers import (

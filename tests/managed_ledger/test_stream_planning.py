@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from offload_core.managed_ledger.stream_planning import run_entries
+from offload_core.managed_ledger.streaming.stream_planning import run_entries
 
 
 @pytest.mark.parametrize(

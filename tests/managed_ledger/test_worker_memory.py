@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the s
 # new block replaces the oldest. Prints the page faults per new block.
 _CYCLE_BLOCKS = """
 import resource, sys
-from offload_core.managed_ledger.worker_memory import keep_freed_memory
+from offload_core.managed_ledger.workers.worker_memory import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 blocks = [bytearray(4 << 20) for _ in range(4)]

@@ -21,7 +21,7 @@ import pytest
 
 from offload_core.errors import StateError
 from offload_core.managed_ledger import Broker, ManagedLedger, ReadPriority, parse_config
-from offload_core.managed_ledger.segment_worker_process import _Server
+from offload_core.managed_ledger.streaming.segment_worker_process import _Server
 from offload_core.model import Position
 from tests.managed_ledger.test_offload_workers import gone
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from offload_core.formats.pulsar_v1 import IndexEntry
-from offload_core.offload.block_checkpoints import BlockCheckpoints
+from offload_core.offload.reading.block_checkpoints import BlockCheckpoints
 
 BLOCK = IndexEntry(first_entry_id=100, part_id=2, offset=4096)
 OTHER = IndexEntry(first_entry_id=200, part_id=3, offset=8192)

@@ -12,7 +12,7 @@ from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle
 from offload_core.errors import TransientStorageError
 from offload_core.memory import MemoryDriver
 from offload_core.model import Entry, ObjectInfo
-from offload_core.offload.built_ahead import BuiltAhead
+from offload_core.offload.ledgers.built_ahead import BuiltAhead
 from offload_core.retry import RetryPolicy
 from offload_core.storage import BytesLike
 

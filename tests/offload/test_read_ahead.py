@@ -15,7 +15,7 @@ from offload_core import BlobStoreLedgerOffloader, ConfigError, InMemoryReadHand
 from offload_core.formats import entry_offsets
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
-from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.testing.faults import Fault, FaultyDriver, InjectedFault, SlowDriver
 
 UUID = uuid.UUID(int=5)
@@ -271,7 +271,7 @@ def test_a_reader_near_a_segments_end_has_the_next_segment_read_ahead() -> None:
     from offload_core import Event
     from offload_core.model import Entry
     from offload_core.offload import SegmentLimits
-    from offload_core.offload.segmented_read_handle import LedgerSegment, SegmentedReadHandle
+    from offload_core.offload.segments.segmented_read_handle import LedgerSegment, SegmentedReadHandle
     from tests.offload.test_streaming_offload import offer_all
 
     store = MemoryDriver()

@@ -16,7 +16,7 @@ from offload_core.formats import pulsar_v2 as v2
 from offload_core.memory import MemoryDriver
 from offload_core.model import Entry, ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, SegmentLimits
-from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.storage import BytesLike
 from offload_core.testing.faults import Fault, FaultyDriver, InjectedFault
 from tests.offload.test_streaming_offload import offer_all
@@ -107,7 +107,7 @@ def test_deleting_a_segment_deletes_its_entry_offsets() -> None:
 
 
 def test_the_companion_is_listed_with_its_segment() -> None:
-    from offload_core.offload.segment_inventory import find_segments
+    from offload_core.offload.segments.segment_inventory import find_segments
 
     store = MemoryDriver()
     _, uid = streamed(store)

@@ -18,8 +18,8 @@ from offload_core.formats import pulsar_v2 as v2
 from offload_core.memory import MemoryDriver
 from offload_core.model import Entry, ObjectInfo
 from offload_core.offload import BlobStoreLedgerOffloader, OfferResult, SegmentLimits
-from offload_core.offload.segment_reads import iter_segment_entries
-from offload_core.offload.segment_types import entry_runs
+from offload_core.offload.segments.segment_reads import iter_segment_entries
+from offload_core.offload.segments.segment_types import entry_runs
 from offload_core.storage import BytesLike
 from offload_core.testing.faults import Fault, FaultyDriver
 from tests.pulsar_vectors import load_segment_vectors

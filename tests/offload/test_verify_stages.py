@@ -9,8 +9,8 @@ import uuid
 from offload_core import InMemoryReadHandle
 from offload_core.memory import MemoryDriver
 from offload_core.offload import BlobStoreLedgerOffloader
-from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.offload.verify import LedgerPlan, plan_ledger, read_and_check_block, summarize_ledger
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.verify import LedgerPlan, plan_ledger, read_and_check_block, summarize_ledger
 
 
 def planned(entries: int = 80) -> tuple[MemoryDriver, LedgerPlan]:

@@ -22,7 +22,7 @@ from offload_core import BlobStoreLedgerOffloader, FormatError, InMemoryReadHand
 from offload_core.formats import pulsar_message as pm
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
-from offload_core.offload.verify import BlockTask, check_block
+from offload_core.offload.ledgers.verify import BlockTask, check_block
 from offload_core.proto import MessageMetadata, SingleMessageMetadata
 
 SPECIAL = [0, -1, 2**31 - 1, 2**63 - 1, -(2**31), 1, 128, 0x7F]

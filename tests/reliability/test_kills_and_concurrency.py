@@ -22,8 +22,8 @@ import pytest
 
 from offload_core.managed_ledger import Broker, parse_config
 from offload_core.model import Position
-from offload_core.offload.inventory import find_offloaded_ledgers
-from offload_core.offload.verify import verify_ledger
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.verify import verify_ledger
 from offload_core.plugins import open_driver
 from tests.managed_ledger.test_crash import CONFIG, TOPIC, check_consistent, payload, produce
 from tests.reliability.campaign import record, scaled
@@ -149,8 +149,8 @@ READER = textwrap.dedent(
     """
     import json, os, sys
     from offload_core.errors import NotFoundError
-    from offload_core.offload.inventory import find_offloaded_ledgers
-    from offload_core.offload.verify import verify_ledger
+    from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+    from offload_core.offload.ledgers.verify import verify_ledger
     from offload_core.plugins import open_driver
     bucket, stop = sys.argv[1], sys.argv[2]
     verified = bad = 0

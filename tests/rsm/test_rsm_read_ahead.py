@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offload_core.offload.read_ahead import ReadAheadPool
+from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteLogSegmentMetadata, RemoteStorageManager, read_partition_dir
 from tests.offload.test_read_ahead import settled

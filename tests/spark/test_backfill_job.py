@@ -13,7 +13,7 @@ from offload_core.errors import NotFoundError
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, ReadPriority, TopicName, parse_config
 from offload_core.model import Position
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.spark import backfill_job
 from offload_core.spark.backfill_job import backfill
 from offload_core.spark.progress import Progress

@@ -13,7 +13,7 @@ from offload_core import open_driver
 from offload_core.cli import main
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, parse_config
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 
 pytestmark = pytest.mark.spark
 

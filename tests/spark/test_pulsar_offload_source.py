@@ -16,7 +16,7 @@ import pytest
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.errors import ConfigError
 from offload_core.formats import pulsar_v1 as v1
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.spark import plan_partitions
 from tests.emulators import MotoS3
 from tests.pulsar_vectors import load_vectors

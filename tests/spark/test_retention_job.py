@@ -12,7 +12,7 @@ import pytest
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, SqliteMetadataStore, parse_config
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.spark import backfill, store_tasks
 from offload_core.spark.retention_job import retention
 

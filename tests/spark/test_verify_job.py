@@ -11,7 +11,7 @@ import pytest
 
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.formats import pulsar_v1 as v1
-from offload_core.offload.inventory import find_offloaded_ledgers
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.spark.progress import Progress
 from offload_core.spark.verify_job import verify_store
 from tests.emulators import MotoS3

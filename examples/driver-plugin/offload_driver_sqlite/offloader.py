@@ -27,7 +27,7 @@ from offload_core import (
 )
 from offload_core.formats.pulsar_v1 import closed_ledger_metadata
 from offload_core.offload import ReadHandle
-from offload_core.offload.read_handle import LedgerMetadataView, check_read_range
+from offload_core.offload.reading.read_handle import LedgerMetadataView, check_read_range
 from offload_core.proto import LedgerMetadataFormat
 
 __all__ = ["PackedLedgerOffloader"]

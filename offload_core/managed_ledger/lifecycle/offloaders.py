@@ -1,0 +1,169 @@
+"""Offloaders for a broker, from policies or from what a ledger recorded.
+
+A ledger is read back with the driver settings recorded in its
+``OffloadContext.driverMetadata`` at offload time, so changing the policy
+(a new bucket, say) never strands ledgers already offloaded.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ...errors import ConfigError, OffloadError, mask_secrets
+from ...hooks import Event
+from ...leftovers import sweep_leftovers
+from ...model import Temporary
+from ...offload.ledger import LedgerOffloader
+from ...offload.reading.read_ahead import ReadAheadPool
+from ...plugins import OffloaderSpec, PluginManager
+from ...storage import StorageDriver
+from ...urls import redact_url_text
+from .policies import OffloadPolicies
+
+__all__ = ["OffloaderProvider", "driver_settings"]
+
+_SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
+_LOCAL_DRIVERS = {"filesystem", "file", "local"}
+
+
+def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]:
+    """Driver name and location from policies; the embedded default is a
+    ``bucket`` folder in the data directory."""
+    settings = {name: str(value) for name in _SETTINGS if (value := getattr(policies, name)) is not None}
+    settings.setdefault("driver", "filesystem")
+    if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
+        settings["bucket"] = str(data_dir / "bucket")
+    return settings
+
+
+class OffloaderProvider:
+    """Opens (and caches) one offloader per distinct driver setting.
+
+    The offloader is the one the plugin registry names for the configured
+    driver (an offloader registered through ``offload_core_register_offloaders``
+    that claims the driver's name, else the blob-store one), or the one a
+    ledger recorded (``offloader`` in its driver metadata) when reading it
+    back."""
+
+    def __init__(
+        self,
+        plugins: PluginManager,
+        data_dir: Path,
+        emit: Callable[[Event], None] | None = None,
+        *,
+        read_ahead: ReadAheadPool | None = None,
+        entry_offsets: bool = True,
+    ) -> None:
+        self._plugins = plugins
+        self._data_dir = data_dir
+        self._emit = emit
+        self._read_ahead = read_ahead
+        self._entry_offsets = entry_offsets
+        self._cache: dict[tuple[tuple[str, str], ...], tuple[LedgerOffloader, StorageDriver]] = {}
+
+    def for_settings(
+        self, settings: Mapping[str, str], *, max_block_size: int, read_buffer_size: int
+    ) -> LedgerOffloader:
+        """An offloader for ``settings`` (``driver``, ``bucket``, ``endpoint``,
+        ``region``, ``prefix``, ``offloader``). Raises
+        :class:`DriverNotInstalledError` / :class:`ConfigError` from the
+        registry or the driver."""
+        return self._open(settings, max_block_size=max_block_size, read_buffer_size=read_buffer_size)[0]
+
+    def _open(
+        self, settings: Mapping[str, str], *, max_block_size: int, read_buffer_size: int
+    ) -> tuple[LedgerOffloader, StorageDriver]:
+        key = tuple(
+            sorted(
+                {**settings, "max_block_size": str(max_block_size), "read_buffer_size": str(read_buffer_size)}.items()
+            )
+        )
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        spec = self._spec_for(settings)
+        driver = self._open_driver(settings)
+        options: dict[str, object] = {
+            "max_block_size": max_block_size,
+            "read_buffer_size": read_buffer_size,
+            "prefix": settings.get("prefix", ""),
+            "emit": self._emit,
+            "entry_offsets": self._entry_offsets,
+        }
+        if self._read_ahead is not None:
+            options["read_ahead"] = self._read_ahead  # one pool for every offloader: one budget for the broker
+        accepted = inspect.signature(spec.factory).parameters
+        offloader: LedgerOffloader = spec.factory(
+            driver, **{name: value for name, value in options.items() if name in accepted}
+        )
+        self._cache[key] = (offloader, driver)
+        return offloader, driver
+
+    def _spec_for(self, settings: Mapping[str, str]) -> OffloaderSpec:
+        recorded = settings.get("offloader")
+        if recorded:
+            return self._plugins.offloader(recorded)
+        return self._plugins.offloader_for_driver(settings.get("driver", "filesystem"))
+
+    def sweep_leftovers(self, policies: OffloadPolicies, *, now: float, grace: float) -> tuple[Temporary, ...]:
+        """Remove the files killed writers left in the store ``policies``
+        name (see :func:`offload_core.leftovers.sweep_leftovers`); what was
+        removed."""
+        settings = driver_settings(policies, self._data_dir)
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        _, driver = self._open(settings, max_block_size=policies.max_block_size,
+                               read_buffer_size=policies.read_buffer_size)  # fmt: skip
+        return sweep_leftovers(driver, now=now, grace=grace, plugins=self._plugins)
+
+    def _open_driver(self, settings: Mapping[str, str]) -> StorageDriver:
+        """The storage driver ``settings`` name. A driver that rejects them
+        with a plain ``ValueError`` (an SDK refusing an endpoint, say) is a
+        :class:`ConfigError` naming the settings, secrets masked."""
+        driver_name = settings.get("driver", "filesystem")
+        # With transform plugins installed, every driver can read what they
+        # wrote, whatever the policy says now ("auto": detect, write plain).
+        chained: dict[str, object] = {}
+        if settings.get("transforms") or self._plugins.transforms():
+            chained["transforms"] = settings.get("transforms") or "auto"
+            if settings.get("transform_chunk_size"):
+                chained["transform_chunk_size"] = int(settings["transform_chunk_size"])
+        try:
+            if "://" in driver_name:
+                return self._plugins.open_driver(driver_name, **chained)
+            if driver_name.lower() in _LOCAL_DRIVERS:
+                root = Path(settings.get("bucket") or self._data_dir / "bucket")
+                return self._plugins.open_driver(
+                    driver_name, root=str(root if root.is_absolute() else self._data_dir / root), **chained
+                )
+            options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
+            return self._plugins.open_driver(driver_name, **options, **chained)
+        except OffloadError:
+            raise
+        except ValueError as exc:
+            shown = redact_url_text(str(exc))
+            raise ConfigError(
+                f"offload driver {redact_url_text(driver_name)!r} cannot be opened with "
+                f"{mask_secrets(dict(settings))} ({shown}); fix managedLedgerOffloadDriver / Bucket / "
+                "ServiceEndpoint / Region"
+            ) from None
+
+    def for_policies(self, policies: OffloadPolicies) -> tuple[LedgerOffloader, dict[str, str]]:
+        """The offloader the policies choose, and the settings to record
+        with each ledger it offloads (its own driver metadata included)."""
+        settings = driver_settings(policies, self._data_dir)
+        assert policies.max_block_size is not None and policies.read_buffer_size is not None
+        offloader = self.for_settings(
+            settings, max_block_size=policies.max_block_size, read_buffer_size=policies.read_buffer_size
+        )
+        recorded = {**settings, "offloader": self._spec_for(settings).name}
+        for name, value in offloader.driver_metadata().items():
+            recorded.setdefault(name, value)
+        return offloader, recorded
+
+    def close(self) -> None:
+        """Close every offloader opened (the read-ahead pool stays with its owner)."""
+        for offloader, _ in self._cache.values():
+            offloader.close()
+        self._cache.clear()

@@ -1,0 +1,27 @@
+"""Which offloaded objects the managed ledgers' metadata names."""
+
+from __future__ import annotations
+
+from ...proto import ManagedLedgerInfo
+from ..metadata_store import MetadataStore
+from .ledger_records import uuid_of
+
+__all__ = ["offload_references"]
+
+_PREFIX = "managed-ledgers/"
+
+
+def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
+    """``(ledger id, uuid)`` of every offload some managed ledger records,
+    complete or still in progress (its uid is stored before any object is
+    written), mapped to the managed ledger's name."""
+    references: dict[tuple[int, str], str] = {}
+    for path in store.children(_PREFIX):
+        record = store.get(path)
+        if record is None:
+            continue  # deleted while listing
+        info = ManagedLedgerInfo.FromString(record.value)
+        for ledger in info.ledgerInfo:
+            if ledger.offloadContext.HasField("uidMsb"):
+                references[(int(ledger.ledgerId), str(uuid_of(ledger.offloadContext)))] = path.removeprefix(_PREFIX)
+    return references

@@ -1,0 +1,70 @@
+"""Finding offloaded ledgers in a store by their object keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ...errors import ConfigError, NotFoundError
+from ...formats import pulsar_v1 as v1
+from ...model import ObjectInfo
+from ...storage import StorageDriver
+
+__all__ = ["OffloadedLedger", "find_offloaded_ledgers", "select_ledger"]
+
+
+@dataclass(frozen=True)
+class OffloadedLedger:
+    """One offload attempt of a ledger: its two objects, either may be missing."""
+
+    prefix: str
+    uuid: str
+    ledger_id: int
+    data: ObjectInfo | None
+    index: ObjectInfo | None
+
+    @property
+    def complete(self) -> bool:
+        return self.data is not None and self.index is not None
+
+    @property
+    def data_key(self) -> str:
+        return self.prefix + v1.data_key(self.uuid, self.ledger_id)
+
+    @property
+    def index_key(self) -> str:
+        return self.prefix + v1.index_key(self.uuid, self.ledger_id)
+
+
+def group_ledgers(objects: Iterable[ObjectInfo]) -> list[OffloadedLedger]:
+    """Pair data and index objects by (prefix, uuid, ledger id); other keys
+    are ignored. Sorted by ledger id, then prefix and uuid."""
+    found: dict[tuple[str, str, int], dict[bool, ObjectInfo]] = {}
+    for info in objects:
+        parsed = v1.parse_key(info.key)
+        if parsed is not None:
+            found.setdefault((parsed.prefix, parsed.uuid, parsed.ledger_id), {})[parsed.is_index] = info
+    return [
+        OffloadedLedger(prefix, uuid, ledger_id, pair.get(False), pair.get(True))
+        for (prefix, uuid, ledger_id), pair in sorted(found.items(), key=lambda item: (item[0][2], item[0][:2]))
+    ]
+
+
+def find_offloaded_ledgers(driver: StorageDriver, prefix: str = "") -> list[OffloadedLedger]:
+    """Every offloaded ledger (complete or not) whose keys start with ``prefix``."""
+    return group_ledgers(driver.list(prefix))
+
+
+def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str | None = None) -> OffloadedLedger:
+    """The one offload of ``ledger_id`` (and ``uuid``, if given).
+
+    Raises :class:`NotFoundError` if there is none and :class:`ConfigError`
+    if several offload attempts exist and no ``uuid`` chooses one."""
+    matches = [ledger for ledger in ledgers if ledger.ledger_id == ledger_id and (uuid is None or ledger.uuid == uuid)]
+    if not matches:
+        which = f"ledger {ledger_id}" + (f" with uuid {uuid}" if uuid else "")
+        raise NotFoundError(f"no offloaded {which} found; list what is there with `offload ledgers ls`")
+    if len(matches) > 1:
+        listing = ", ".join(f"{m.prefix}{m.uuid} ({'complete' if m.complete else 'incomplete'})" for m in matches)
+        raise ConfigError(f"ledger {ledger_id} was offloaded {len(matches)} times: {listing}; choose one with --uuid")
+    return matches[0]
