@@ -10,12 +10,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cramjam
 import pytest
 from click.testing import CliRunner
 
 from offload_core.cli import main
+from offload_core.formats import kafka
 from tests.kafka_vectors import KafkaCase, b64, kafka_cases
-from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+from tests.rsm.segments import (
+    SegmentSpec,
+    fixture_partition,
+    numbered_segments,
+    recompressed,
+    transactional_segment,
+    write_partition,
+)
 
 CASES = kafka_cases()
 INDEX_KINDS = {"offset": "offset_index", "timestamp": "time_index", "producer-snapshot": "producer_snapshot",
@@ -82,6 +91,22 @@ def test_fixture_round_trips_through_the_cli(tmp_path: Path, case: KafkaCase) ->
     listed = [json.loads(line) for line in offload("ls", url, "--json").stdout.splitlines()]
     assert [(r["topic_partition"], r["base_offset"], r["end_offset"], r["bytes"]) for r in listed] == [
         (tp, 0, case.spec["log_end_offset"] - 1, case.spec["segment_size_bytes"])
+    ]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_raw_snappy_batches_copy_and_read(tmp_path: Path, case: KafkaCase) -> None:
+    batches = recompressed(case.log, kafka.Compression.SNAPPY, lambda data: bytes(cramjam.snappy.compress_raw(data)))
+    directory = write_partition(tmp_path, "rawsnappy-0", [SegmentSpec(batches)])
+    url = f"file://{tmp_path / 'store'}"
+    copied = offload("copy", str(directory), url, "--all")
+    assert copied.returncode == 0, copied.stderr
+    read = offload("read", url, "rawsnappy-0", "--offset", "0", "--json")
+    assert read.returncode == 0, read.stderr
+    records = [json.loads(line) for line in read.stdout.splitlines()]
+    expected = [r for batch in case.spec["batches"] for r in batch["records"]]
+    assert [(r["offset"], r["timestamp"], r["key_b64"], r["value_b64"]) for r in records] == [
+        (r["offset"], r["timestamp"], r["key"], r["value"]) for r in expected
     ]
 
 

@@ -1,13 +1,15 @@
 """The four compression codecs of Kafka record batches, as Kafka's clients
 frame them. Pure; every codec is a kept library (zlib, cramjam, lz4,
-zstandard), only the framing around snappy is ours.
+zstandard), only the xerial framing around snappy is ours.
 
 Kafka's framings, which plain library defaults do not all match:
 
 - gzip: an ordinary gzip member (Java's ``GZIPOutputStream``).
 - snappy: snappy-java's *xerial* stream: a 16-byte header (magic
   ``82 53 4E 41 50 50 59 00``, i32 version 1, i32 compatible version 1),
-  then chunks of ``i32 length`` + one raw snappy block each.
+  then chunks of ``i32 length`` + one raw snappy block each. Data without
+  that header is one raw snappy block, as librdkafka-based producers
+  write it: snappy-java's ``SnappyInputStream`` (so Kafka) reads both.
 - lz4: a standard LZ4 frame with independent 64 KiB blocks and no content
   size (FLG ``0x60``, BD ``0x40``).
 - zstd: frames without a content size, so they are decompressed as a
@@ -36,7 +38,8 @@ __all__ = ["DEFAULT_DECOMPRESSED_LIMIT", "Compression", "compress", "decompress"
 #: Kafka's default ``max.message.bytes`` (1 MiB) and its 100 MiB socket cap.
 DEFAULT_DECOMPRESSED_LIMIT = 256 * 1024 * 1024
 
-XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 _I32 = struct.Struct(">i")
 
@@ -116,10 +119,10 @@ def _gunzip(data: bytes | memoryview, limit: int) -> bytes:
 
 
 def _unsnappy(data: bytes, limit: int) -> bytes:
-    if not data.startswith(XERIAL_HEADER[:8]):
-        raise FormatError("snappy record data lacks snappy-java's xerial header (82 53 4E 41 50 50 59 00)")
-    if len(data) < len(XERIAL_HEADER):
-        raise FormatError("snappy record data is truncated inside its xerial header")
+    # SnappyInputStream's rule: a stream shorter than the xerial header, or
+    # not starting with its magic, is one raw snappy block.
+    if len(data) < len(XERIAL_HEADER) or not data.startswith(XERIAL_MAGIC):
+        return _snappy_block(data, limit)
     out = bytearray()
     position = len(XERIAL_HEADER)
     while position < len(data):
@@ -129,11 +132,18 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         position += 4
         if length < 0 or position + length > len(data):
             raise FormatError(f"snappy chunk of {length} bytes runs past the record data")
-        out += bytes(cramjam.snappy.decompress_raw(data[position : position + length]))
+        out += _snappy_block(data[position : position + length], limit, len(out))
         position += length
-        if len(out) > limit:
-            raise _too_big(limit)
     return bytes(out)
+
+
+def _snappy_block(block: bytes, limit: int, done: int = 0) -> bytes:
+    if not block:
+        return b""  # snappy-java reads empty input as empty
+    # A raw block states its decoded length up front: check it before decoding.
+    if done + cramjam.snappy.decompress_raw_len(block) > limit:
+        raise _too_big(limit)
+    return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _unlz4(data: bytes, limit: int) -> bytes:

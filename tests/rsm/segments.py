@@ -5,8 +5,12 @@ producer snapshots named by the next segment's base offset."""
 from __future__ import annotations
 
 import shutil
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import google_crc32c
 
 from offload_core.formats import kafka
 from tests.kafka_vectors import KafkaCase
@@ -98,3 +102,19 @@ def fixture_partition(case: KafkaCase, root: Path) -> Path:
     directory = root / f"{case.spec['topic']}-{case.spec['partition']}"
     shutil.copytree(case.dir, directory)
     return directory
+
+
+def recompressed(log: bytes, codec: int, compress: Callable[[bytes], bytes]) -> list[bytes]:
+    """Every batch of ``log`` with its records compressed by ``compress`` and
+    marked with codec id ``codec``, the CRC-32C recomputed: the batches as a
+    producer with another codec library would have sent them."""
+    out = []
+    for batch in kafka.iter_batches(log):
+        whole = log[batch.position : batch.position + batch.size_in_bytes]
+        payload = compress(kafka.decompress(batch.compression, whole[kafka.BATCH_HEADER_LENGTH :]))
+        tail = struct.pack(">h", (batch.attributes & ~0x07) | codec) + whole[23 : kafka.BATCH_HEADER_LENGTH] + payload
+        length = kafka.BATCH_HEADER_LENGTH - kafka.LOG_OVERHEAD + len(payload)
+        head = struct.pack(">qiibI", batch.base_offset, length, batch.partition_leader_epoch, 2,
+                           google_crc32c.value(tail))  # fmt: skip
+        out.append(head + tail)
+    return out

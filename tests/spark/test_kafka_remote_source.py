@@ -7,13 +7,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import cramjam
 import pytest
 
+from offload_core.formats import kafka
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark.kafka_remote import plan_partitions
 from tests.kafka_vectors import b64, kafka_cases
-from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+from tests.rsm.segments import (
+    SegmentSpec,
+    fixture_partition,
+    numbered_segments,
+    recompressed,
+    transactional_segment,
+    write_partition,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -31,6 +40,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     directories += [write_partition(root, "orders-0", numbered_segments(3)),
                     write_partition(root, "orders-1", numbered_segments(1)),
                     write_partition(root, "txn-0", [transactional_segment()])]  # fmt: skip
+    # The first fixture's batches as a librdkafka producer sends snappy: raw, without xerial framing.
+    raw = recompressed(kafka_cases()[0].log, kafka.Compression.SNAPPY, lambda d: bytes(cramjam.snappy.compress_raw(d)))
+    directories.append(write_partition(root, "rawsnappy-0", [SegmentSpec(raw)]))
     for directory in directories:
         tp, segments = read_partition_dir(directory)
         for segment in segments:
@@ -58,6 +70,17 @@ def test_fixture_records_every_field(spark, store, case) -> None:
         assert (row.key, row.value) == (b64(want["key"]), b64(want["value"]))
         assert int(row.timestamp.timestamp() * 1000) == want["timestamp"] and row.timestampType == 0
         assert [(h.key, h.value) for h in row.headers] == [(h["key"], b64(h["value"])) for h in want["headers"]]
+
+
+def test_raw_snappy_records_every_field(spark, store) -> None:
+    rows = read(spark, store, topic="rawsnappy").orderBy("offset").collect()
+    expected = [r for batch in kafka_cases()[0].spec["batches"] for r in batch["records"]]
+    assert [(row.offset, row.key, row.value, int(row.timestamp.timestamp() * 1000)) for row in rows] == [
+        (want["offset"], b64(want["key"]), b64(want["value"]), want["timestamp"]) for want in expected
+    ]
+    assert [[(h.key, h.value) for h in row.headers] for row in rows] == [
+        [(h["key"], b64(h["value"])) for h in want["headers"]] for want in expected
+    ]
 
 
 def test_partitions_and_offset_ranges(spark, store) -> None:
