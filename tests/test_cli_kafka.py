@@ -127,6 +127,16 @@ def test_read_from_an_offset_with_max_bytes_and_read_committed(tmp_path: Path) -
     assert plain[0].split("\t")[:3] == ["7", "1700000000007", "key-7"]
 
 
+def test_copy_skips_an_empty_active_segment(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", [*numbered_segments(1), SegmentSpec([])])
+    url = f"file://{tmp_path / 'store'}"
+    copied = offload("copy", str(directory), url, "--all")
+    assert copied.returncode == 0, copied.stderr
+    assert "copied 1 segment(s), 0 already there, 1 empty segment(s) skipped" in copied.stdout
+    listed = [json.loads(line) for line in offload("ls", url, "--json").stdout.splitlines()]
+    assert [(r["base_offset"], r["end_offset"]) for r in listed] == [(0, 99)]
+
+
 def test_cleanup_and_errors(tmp_path: Path) -> None:
     directory = write_partition(tmp_path, "orders-0", numbered_segments(3))
     url = f"file://{tmp_path / 'store'}"

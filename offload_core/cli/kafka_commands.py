@@ -74,8 +74,9 @@ def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metad
     """Tier the rolled segments of a Kafka partition directory to URL.
 
     Segments already copied (same offsets and size) are skipped, so a re-run
-    copies only what is new; it first removes the temporary files of a
-    killed run (see `offload ledgers sweep`)."""
+    copies only what is new; so are empty ones (an empty active segment
+    right after a roll), which hold nothing to tier. It first removes the
+    temporary files of a killed run (see `offload ledgers sweep`)."""
     topic_partition, segments = read_partition_dir(partition_dir)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
@@ -84,16 +85,20 @@ def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metad
         rsm = _manager(driver, prefix, metadata_path)
         done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
                 for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip
-        copied = 0
+        copied = empty = 0
         with click.progressbar(chosen, label=f"copying {topic_partition}", file=sys.stderr) as progress:
             for segment in progress:
                 size = segment.data.log_segment.stat().st_size
+                if size == 0:
+                    empty += 1  # Kafka tiers no empty segment: it holds no offset
+                    continue
                 if (segment.base_offset, size) in done:
                     continue
                 rsm.copy_log_segment(topic_partition, segment.data)
                 copied += 1
         rsm.close()
-    click.echo(f"{topic_partition}: copied {copied} segment(s), {len(chosen) - copied} already there"
+    click.echo(f"{topic_partition}: copied {copied} segment(s), {len(chosen) - copied - empty} already there"
+               + (f", {empty} empty segment(s) skipped" if empty else "")
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
 
 

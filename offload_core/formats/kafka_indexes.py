@@ -44,6 +44,7 @@ __all__ = [
     "encode_producer_snapshot",
     "encode_time_index",
     "encode_txn_index",
+    "epochs_in_range",
     "find_offset_by_timestamp",
     "lookup_offset",
     "lookup_time",
@@ -220,6 +221,16 @@ def decode_leader_epochs(text: bytes) -> list[tuple[int, int]]:
         epoch, offset = line.split(" ")
         out.append((int(epoch), int(offset)))
     return out
+
+
+def epochs_in_range(entries: Iterable[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    """``LeaderEpochFileCache.epochEntriesInRange``: the ``(epoch, start
+    offset)`` entries that apply to offsets ``[start, end)``; the one in
+    force at ``start`` is moved to begin there."""
+    inside = [(epoch, offset) for epoch, offset in entries if offset < end]
+    before = [(epoch, offset) for epoch, offset in inside if offset <= start]
+    kept = [(epoch, offset) for epoch, offset in inside if offset > start]
+    return [(before[-1][0], start), *kept] if before else kept
 
 
 def encode_leader_epochs(entries: Iterable[tuple[int, int]]) -> bytes:

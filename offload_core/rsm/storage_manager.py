@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
-from ..errors import ConfigError, InvalidRangeError, NotFoundError
+from ..errors import ConfigError, InvalidRangeError, NotFoundError, StateError
 from ..formats import kafka
 from ..hooks import Event
 from ..instrument import InstrumentedDriver
@@ -161,18 +161,19 @@ class RemoteStorageManager:
                                              "seconds": time.perf_counter() - started, **fields}))  # fmt: skip
 
     def fetch_log_segment(self, metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None) -> IO[bytes]:
-        """A lazy stream of the remote ``.log`` from byte ``start`` to ``end``
-        *inclusive* (Kafka's contract), or to the end. Raises
-        :class:`InvalidRangeError` for ``start < 0``, ``end < start``, or
-        positions past the segment, and :class:`NotFoundError` for a segment
+        """A lazy stream of the remote ``.log`` from byte ``start`` to the
+        smaller of ``end`` *inclusive* and the segment's end (Kafka's
+        contract: an ``end`` past the segment is clamped). Raises
+        :class:`InvalidRangeError` for ``start < 0``, ``end < start``, or a
+        ``start`` past the segment, and :class:`NotFoundError` for a segment
         that was never copied (or is deleted)."""
         size = self.manifest(metadata).object_sizes[LOG_SUFFIX]
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, LOG_SUFFIX)
         if start < 0 or (end is not None and end < start):
             raise InvalidRangeError(f"{key}: cannot fetch bytes {start}..{end} (start >= 0 and end >= start)")
-        if (end is not None and end >= size) or start > size or (start == size and size > 0):
-            raise InvalidRangeError(f"{key}: bytes {start}..{end} reach past its {size} bytes (end is inclusive)")
-        stop = size if end is None else end + 1
+        if start > size or (start == size and size > 0):
+            raise InvalidRangeError(f"{key}: start position {start} is past its {size} bytes")
+        stop = size if end is None else min(end + 1, size)
         started = time.perf_counter()
 
         def fetched(served: int) -> None:
@@ -208,18 +209,26 @@ class RemoteStorageManager:
         """Copy one rolled segment under a fresh segment id, recording its
         states, and return its index entries. A retry overwrites: once the
         new copy is committed, older copies of the same segment are deleted.
-        Raises :class:`FormatError` for damaged files and
-        :class:`CopyCancelledError` when cancelled; nothing of the attempt
-        remains then."""
+        Raises :class:`FormatError` for damaged files, :class:`StateError`
+        for a segment without records, and :class:`CopyCancelledError` when
+        cancelled; nothing of the attempt remains then."""
         name = segment.log_segment.name
         if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
             raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
         base = int(name[:20])
         summary = scan_log_file(segment.log_segment, base)
+        if summary.batch_count == 0:
+            raise StateError(f"{segment.log_segment} holds no records: an empty segment has nothing to tier")
+        # Batches older than KIP-101 (magic 0/1, or epoch -1) carry no leader
+        # epoch: then the segment's epochs are the checkpoint's, as Kafka's
+        # RemoteLogManager takes them from its leader-epoch cache.
+        epochs = summary.leader_epochs or dict(
+            kafka.epochs_in_range(kafka.decode_leader_epochs(segment.leader_epoch_index), base, summary.last_offset + 1)
+        )
         metadata = RemoteLogSegmentMetadata(
             RemoteLogSegmentId.generate(topic_partition), start_offset=base, end_offset=summary.last_offset,
             max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
-            segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=summary.leader_epochs,
+            segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=epochs,
         )  # fmt: skip
         if self.metadata_manager is not None:
             self.metadata_manager.add_remote_log_segment_metadata(metadata)
@@ -303,7 +312,7 @@ class RemoteStorageManager:
         for base, segment_id, _, _ in listing.uncommitted:
             # All remove_attempt needs of a segment is its id and base offset.
             stub_id = RemoteLogSegmentId(topic_partition, segment_id)
-            stub = RemoteLogSegmentMetadata(stub_id, base, base - 1, -1, 0, 0, 0)
+            stub = RemoteLogSegmentMetadata(stub_id, base, base, -1, 0, 0, 0, {0: base})
             remove_attempt(self.driver, self.prefix, stub)
         if manager is not None:
             manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_FINISHED)

@@ -14,7 +14,7 @@ import enum
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import ConfigError, StateError
@@ -148,7 +148,12 @@ class IndexType(enum.Enum):
 class RemoteLogSegmentMetadata:
     """A remote segment as the metadata manager records it. Offsets are
     inclusive; ``segment_leader_epochs`` maps each leader epoch in the
-    segment to its first offset there (ascending)."""
+    segment to its first offset there (ascending).
+
+    Checked as Kafka's constructor checks it: :class:`ConfigError` naming the
+    field for a negative ``start_offset``, an ``end_offset`` below it (a
+    remote segment holds at least one offset), no leader epoch, or a
+    negative size."""
 
     segment_id: RemoteLogSegmentId
     start_offset: int
@@ -157,16 +162,22 @@ class RemoteLogSegmentMetadata:
     broker_id: int
     event_timestamp_ms: int
     segment_size_in_bytes: int
-    segment_leader_epochs: Mapping[int, int] = field(default_factory=dict)
+    segment_leader_epochs: Mapping[int, int]
     state: RemoteLogSegmentState = RemoteLogSegmentState.COPY_SEGMENT_STARTED
     custom_metadata: bytes | None = None
 
     def __post_init__(self) -> None:
-        if self.start_offset < 0 or self.end_offset < self.start_offset - 1:
-            offsets = f"{self.start_offset}..{self.end_offset}"
-            raise ConfigError(f"segment {self.segment_id.id}: offsets {offsets} are invalid")
+        what = f"metadata of segment {self.segment_id.id} of {self.segment_id.topic_partition}"
+        if self.start_offset < 0:
+            raise ConfigError(f"{what}: start_offset {self.start_offset} is negative")
+        if self.end_offset < self.start_offset:
+            raise ConfigError(f"{what}: end_offset {self.end_offset} is below start_offset {self.start_offset} "
+                              "(a remote segment holds at least one offset)")  # fmt: skip
+        if not self.segment_leader_epochs:
+            raise ConfigError(f"{what}: segment_leader_epochs is empty; give at least the epoch the segment "
+                              "starts in (Kafka requires one)")  # fmt: skip
         if self.segment_size_in_bytes < 0:
-            raise ConfigError(f"segment {self.segment_id.id}: size {self.segment_size_in_bytes} is negative")
+            raise ConfigError(f"{what}: segment_size_in_bytes {self.segment_size_in_bytes} is negative")
 
     @property
     def topic_partition(self) -> TopicPartition:

@@ -75,7 +75,7 @@ def test_legal_and_illegal_transitions(rlmm) -> None:
     with pytest.raises(NotFoundError, match="already deleted"):
         move(rlmm, meta, S.DELETE_SEGMENT_FINISHED)
     with pytest.raises(NotFoundError, match="never recorded"):
-        move(rlmm, segment(0, 1, {}), S.COPY_SEGMENT_FINISHED)
+        move(rlmm, segment(0, 1, {0: 0}), S.COPY_SEGMENT_FINISHED)
 
 
 def test_lookup_by_leader_epoch_and_offset(rlmm) -> None:
@@ -132,7 +132,7 @@ with RemoteLogMetadataManager(sys.argv[1]) as rlmm:
         except StateError:
             pass  # the other process already moved it on
         rlmm.update_remote_log_segment_state(seg, S.DELETE_SEGMENT_STARTED, event_timestamp_ms=1, broker_id=1)
-        own = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 9, 9, 1, 1, 10)
+        own = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 9, 9, 1, 1, 10, {0: 0})
         rlmm.add_remote_log_segment_metadata(own)
 """
 

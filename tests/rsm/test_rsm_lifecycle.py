@@ -15,6 +15,7 @@ from offload_core.errors import (
     FormatError,
     InvalidRangeError,
     NotFoundError,
+    StateError,
 )
 from offload_core.formats import kafka
 from offload_core.rsm import (
@@ -32,7 +33,14 @@ from offload_core.rsm import (
 from offload_core.storage import StorageDriver
 from offload_core.testing.faults import Fault, FaultyDriver
 from tests.kafka_vectors import kafka_cases
-from tests.rsm.segments import SegmentSpec, fixture_partition, numbered_segments, transactional_segment, write_partition
+from tests.rsm.segments import (
+    SegmentSpec,
+    fixture_partition,
+    numbered_segments,
+    plain_batch,
+    transactional_segment,
+    write_partition,
+)
 
 CASES = kafka_cases()
 FILES = {IndexType.OFFSET: "offset_index", IndexType.TIMESTAMP: "time_index",
@@ -75,17 +83,42 @@ def test_kafka_written_segment_round_trips_with_every_index_byte_identical(store
     assert sum(e.length for e in entries) == len(case.log)
 
 
-def test_empty_segment(store, rlmm, tmp_path) -> None:
+def test_empty_segment_is_not_tiered(store, rlmm, tmp_path) -> None:
     directory = write_partition(tmp_path, "empty-0", [SegmentSpec([])])
     tp, (segment,) = read_partition_dir(directory)
     rsm = manager_for(store, rlmm)
-    assert rsm.copy_log_segment(tp, segment.data) == []
+    with pytest.raises(StateError, match="holds no records"):
+        rsm.copy_log_segment(tp, segment.data)
+    assert rsm.list_remote_segments(tp) == [] and keys(store) == []
+
+
+def test_segment_metadata_is_checked_as_kafka_checks_it() -> None:
+    segment_id = RemoteLogSegmentId.generate(TopicPartition("orders", 0))
+    for start, end, epochs, field in ((-1, 5, {0: 0}, "start_offset"), (5, 4, {0: 5}, "end_offset"),
+                                      (0, 9, {}, "segment_leader_epochs")):  # fmt: skip
+        with pytest.raises(ConfigError, match=field):
+            RemoteLogSegmentMetadata(segment_id, start, end, 0, 0, 0, 10, epochs)
+    one_offset = RemoteLogSegmentMetadata(segment_id, 5, 5, 0, 0, 0, 10, {3: 5})
+    assert one_offset.epoch_end_offset(3) == 5
+
+
+def test_epochs_of_batches_without_one_come_from_the_checkpoint() -> None:
+    checkpoint = [(0, 0), (2, 40), (3, 100), (5, 150)]
+    # Kafka's epochEntriesInRange: the entry in force at the start moves to it; entries at or past the end go.
+    assert kafka.epochs_in_range(checkpoint, 50, 150) == [(2, 50), (3, 100)]
+    assert kafka.epochs_in_range(checkpoint, 100, 101) == [(3, 100)]
+    assert kafka.epochs_in_range(checkpoint, 0, 10) == [(0, 0)]
+    assert kafka.epochs_in_range([(4, 60)], 0, 50) == []
+
+
+def test_segment_of_batches_without_epochs_takes_them_from_the_checkpoint(store, tmp_path) -> None:
+    batches = [plain_batch(0, 5, timestamp=1, epoch=-1), plain_batch(5, 5, timestamp=2, epoch=-1)]
+    directory = write_partition(tmp_path, "old-0", [SegmentSpec(batches)], epochs="0\n2\n2 0\n3 5\n")
+    tp, (segment,) = read_partition_dir(directory)
+    rsm = manager_for(store)
+    rsm.copy_log_segment(tp, segment.data)
     (remote,) = rsm.list_remote_segments(tp)
-    assert (remote.start_offset, remote.end_offset, remote.segment_size_in_bytes) == (0, -1, 0)
-    assert rsm.fetch_log_segment(remote, 0).read() == b""
-    assert rsm.fetch_index(remote, IndexType.OFFSET).read() == b""
-    with pytest.raises(InvalidRangeError):
-        rsm.fetch_log_segment(remote, 1)
+    assert dict(remote.segment_leader_epochs) == {2: 0, 3: 5}
 
 
 def test_one_then_two_segments_listed_by_base_offset(store, rlmm, tmp_path) -> None:
@@ -120,9 +153,12 @@ def test_fetch_ranges_are_inclusive_and_bad_ones_raise(store, tmp_path) -> None:
     stream = rsm.fetch_log_segment(remote, 100)
     stream.seek(1000, io.SEEK_CUR)
     assert stream.read(10) == log[1100:1110]
-    for start, end in ((-1, None), (10, 9), (0, len(log)), (len(log), None), (len(log) + 5, None)):
+    for start, end in ((-1, None), (10, 9), (len(log), None), (len(log) + 5, None), (len(log), len(log) + 9)):
         with pytest.raises(InvalidRangeError):
             rsm.fetch_log_segment(remote, start, end)
+    # Kafka's contract: the stream ends at the smaller of the end position and the segment's end.
+    assert rsm.fetch_log_segment(remote, 0, len(log)).read() == log
+    assert rsm.fetch_log_segment(remote, len(log) - 10, 2**31 - 1).read() == log[-10:]
 
 
 def test_fetch_is_lazy(store, tmp_path) -> None:
@@ -150,7 +186,7 @@ def test_transaction_index_present_is_returned(store, rlmm, tmp_path) -> None:
 
 def test_never_copied_segment_is_not_found(store) -> None:
     tp = TopicPartition("ghost", 0)
-    never = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 9, 1, 0, 0, 100)
+    never = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 9, 1, 0, 0, 100, {0: 0})
     rsm = manager_for(store)
     with pytest.raises(NotFoundError, match="never copied"):
         rsm.fetch_log_segment(never, 0)
@@ -331,13 +367,15 @@ def test_segment_files_that_disagree_are_refused(store, tmp_path) -> None:
     tp, (segment,) = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(1)))
     rsm = manager_for(store)
     metadata = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 50, 0, 0, 0,
-                                        segment.data.log_segment.stat().st_size)  # fmt: skip
+                                        segment.data.log_segment.stat().st_size, {0: 0})  # fmt: skip
     with pytest.raises(FormatError, match="past the end offset"):
         rsm.copy_log_segment_data(metadata, segment.data)
     preallocated = LogSegmentData(segment.data.log_segment, segment.data.offset_index, tmp_path / "zeros",
                                   None, segment.data.producer_snapshot_index, b"0\n0\n")  # fmt: skip
     (tmp_path / "zeros").write_bytes(bytes(120))
-    good = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 99, 0, 0, 0, metadata.segment_size_in_bytes)
+    good = RemoteLogSegmentMetadata(
+        RemoteLogSegmentId.generate(tp), 0, 99, 0, 0, 0, metadata.segment_size_in_bytes, {0: 0}
+    )
     with pytest.raises(FormatError, match="preallocated"):
         rsm.copy_log_segment_data(good, preallocated)
     assert keys(store) == []
@@ -356,7 +394,7 @@ def test_copies_and_deletes_are_reported_as_events(store, tmp_path) -> None:
     rsm.delete_log_segment(remote)
     broken = LogSegmentData(tmp_path / "missing.log", *[segments[1].data.offset_index] * 2, None,
                             segments[1].data.producer_snapshot_index, b"0\n0\n")  # fmt: skip
-    meta = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 0, 0, 0, 0, 0)
+    meta = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 0, 0, 0, 0, 0, {0: 0})
     with pytest.raises(FileNotFoundError):
         rsm.copy_log_segment_data(meta, broken)
     steps = [(e.fields["step"], e.fields["base_offset"]) for e in events if e.kind == "rsm.segment"]
