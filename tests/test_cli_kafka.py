@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,52 @@ def test_cleanup_and_errors(tmp_path: Path) -> None:
     assert nothing.returncode == 1 and "no remote segments of other-0" in nothing.stderr
     not_a_partition = offload("copy", str(tmp_path), url)
     assert not_a_partition.returncode == 1 and "not a Kafka partition directory" in not_a_partition.stderr
+
+
+# The offload command in a child process; prints the child's peak RSS (KiB on Linux).
+PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")  # fmt: skip
+RECORD = 2**20
+
+
+@pytest.fixture(scope="module")
+def zeros_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """One gzip batch of 200 records of 1 MiB of zeros (200 MiB decoded,
+    200 KiB compressed), and a small partition to measure a baseline with."""
+    root = tmp_path_factory.mktemp("zeros")
+    url = f"file://{root / 'store'}"
+    records = [kafka.Record(i, 1_700_000_000_000, None, bytes(RECORD)) for i in range(200)]
+    batch = kafka.encode_batch(records, base_offset=0, compression=kafka.Compression.GZIP)
+    del records
+    for directory in (write_partition(root, "zeros-0", [SegmentSpec([batch])]),
+                      write_partition(root, "small-0", numbered_segments(1))):  # fmt: skip
+        assert offload("copy", str(directory), url, "--all").returncode == 0
+    yield url, len(batch)
+
+
+def peak_rss(*args: str) -> int:
+    command = [sys.executable, "-m", "offload_core.cli", "kafka", *args]
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS, *command], capture_output=True, text=True, check=True)
+    return int(done.stdout) * 1024
+
+
+@pytest.mark.slow
+def test_reading_a_huge_compressed_batch_streams_its_records(zeros_store: tuple[str, int]) -> None:
+    url, compressed = zeros_store
+    baseline = peak_rss("read", url, "small-0", "--offset", "0", "--json")
+    peak = peak_rss("read", url, "zeros-0", "--offset", "0", "--json")
+    # The batch's bytes twice (read, then joined), one record decoded with its
+    # base64 and JSON, and room for decoder buffers: never the 200 MiB batch.
+    assert peak - baseline < 2 * compressed + 8 * RECORD + 32 * 2**20, (peak, baseline)
+
+
+def test_the_decompression_cap_is_an_option_named_in_its_error(zeros_store: tuple[str, int]) -> None:
+    url, _ = zeros_store
+    capped = offload("read", url, "zeros-0", "--offset", "0", "--json", "--max-decompressed-bytes", str(10 * RECORD))
+    assert capped.returncode == 1
+    assert "decompression cap of 10485760 bytes" in capped.stderr and "--max-decompressed-bytes" in capped.stderr
+    assert len(capped.stdout.splitlines()) == 9  # records are printed as they are decoded, until the cap
+    everything = offload("read", url, "zeros-0", "--offset", "199", "--json")
+    assert everything.returncode == 0 and [json.loads(line)["offset"] for line in everything.stdout.splitlines()] == [
+        199
+    ]

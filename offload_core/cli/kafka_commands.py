@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, NotFoundError
+from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
 from ..plugins import default_plugin_manager, open_driver
 from ..rsm import (
     IndexType,
@@ -34,6 +35,13 @@ _INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
                 "leader-epoch": IndexType.LEADER_EPOCH}  # fmt: skip
 
 prefix_option = click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
+decompressed_option = click.option(
+    "--max-decompressed-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_DECOMPRESSED_LIMIT,
+    show_default=True,
+    help="Refuse a batch whose records decompress to more than this (a guard against damaged or hostile batches).",
+)
 metadata_option = click.option(
     "--metadata",
     "metadata_path",
@@ -177,16 +185,19 @@ def _text(value: bytes | None) -> str:
 @click.option("--isolation", type=click.Choice([i.value for i in Isolation]), default="read_uncommitted",
               show_default=True, help="read_committed drops records of aborted transactions.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@decompressed_option
 @prefix_option
 @driver_options
 def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, isolation: str, as_json: bool,
-         prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
-    """Print records of TOPIC-PARTITION from --offset on, across segments."""
+         max_decompressed_bytes: int, prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
+    """Print records of TOPIC-PARTITION from --offset on, across segments,
+    each as soon as it is decoded."""
     tp = _topic_partition(topic_partition)
     reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
     if not reader.segments:
         raise NotFoundError(f"no remote segments of {tp} under {url!r} (prefix {prefix!r}): check the URL and prefix")
-    for remote in reader.records(offset, max_bytes=max_bytes, isolation=Isolation(isolation)):
+    for remote in reader.records(offset, max_bytes=max_bytes, isolation=Isolation(isolation),
+                                 max_decompressed_bytes=max_decompressed_bytes):  # fmt: skip
         if as_json:
             click.echo(json.dumps(record_json(remote)))
         else:
@@ -198,14 +209,16 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
 @click.argument("url")
 @click.argument("topic_partition")
 @click.option("--timestamp", type=int, required=True, help="Milliseconds since the epoch.")
+@decompressed_option
 @prefix_option
 @driver_options
-def offsets(url: str, topic_partition: str, timestamp: int, prefix: str, options: tuple[str, ...]) -> None:
+def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_bytes: int, prefix: str,
+            options: tuple[str, ...]) -> None:  # fmt: skip
     """The first offset whose timestamp is at least --timestamp, as JSON
     (nulls when every record is older)."""
     tp = _topic_partition(topic_partition)
     reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
-    found = reader.offset_for_timestamp(timestamp)
+    found = reader.offset_for_timestamp(timestamp, max_decompressed_bytes=max_decompressed_bytes)
     click.echo(json.dumps({"offset": found.offset if found else None, "timestamp": found.timestamp if found else None}))
 
 

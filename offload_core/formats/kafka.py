@@ -8,7 +8,7 @@ checkpoint, their derivation, and Kafka's lookups)."""
 
 from __future__ import annotations
 
-from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT, Compression, compress, decompress
+from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT, Compression, compress, decompress, iter_decompressed
 from .kafka_indexes import (
     AbortedTxn,
     BatchLocation,
@@ -52,6 +52,7 @@ from .kafka_records import (
     encode_batch,
     encode_record,
     iter_batches,
+    iter_records,
 )
 
 __all__ = [
@@ -96,6 +97,8 @@ __all__ = [
     "find_offset_by_timestamp",
     "first_record_at_or_after",
     "iter_batches",
+    "iter_decompressed",
+    "iter_records",
     "lookup_offset",
     "lookup_time",
     "translate_offset",

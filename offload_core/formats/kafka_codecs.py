@@ -15,15 +15,20 @@ Kafka's framings, which plain library defaults do not all match:
 - zstd: frames without a content size, so they are decompressed as a
   stream, never with a one-shot call that needs the size up front.
 
-Decompression is bounded (``limit`` bytes) so that a hostile batch cannot
-expand into the whole memory of the reader: past it, :class:`FormatError`.
+Decompression streams: :func:`iter_decompressed` hands the records out in
+pieces of at most 256 KiB (a raw snappy block whole), never the whole
+section, and :class:`DecodedBytes` reads them front to back holding only
+what is not yet consumed, so a batch that expands to gigabytes is read in
+the memory of its compressed bytes and one record. The total is capped
+(``limit`` bytes, the reader's ``max_decompressed_bytes``) so that a
+hostile batch cannot expand forever: past it, :class:`FormatError`.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from enum import IntEnum
 
 import cramjam
@@ -32,7 +37,7 @@ import zstandard
 
 from ..errors import FormatError
 
-__all__ = ["DEFAULT_DECOMPRESSED_LIMIT", "Compression", "compress", "decompress"]
+__all__ = ["DEFAULT_DECOMPRESSED_LIMIT", "Compression", "DecodedBytes", "compress", "decompress", "iter_decompressed"]
 
 #: Largest decompressed record section accepted by default: far above
 #: Kafka's default ``max.message.bytes`` (1 MiB) and its 100 MiB socket cap.
@@ -42,6 +47,10 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 _I32 = struct.Struct(">i")
+_PIECE = 256 * 1024  # most decompressed bytes handed out at once
+_INPUT_STEP = 64 * 1024  # compressed bytes fed at once, so no call copies the rest of the input
+# zstd decodes whole blocks: 256 input bytes hold at most 64 RLE blocks of 128 KiB each.
+_ZSTD_STEP = 256
 
 
 class Compression(IntEnum):
@@ -84,46 +93,70 @@ def compress(codec: Compression, data: bytes, *, level: int | None = None) -> by
 
 
 def decompress(codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT) -> bytes:
-    """The record bytes inside a compressed batch. Raises :class:`FormatError`
-    for an unknown codec id, damaged compressed bytes, or output past ``limit``."""
+    """The record bytes inside a compressed batch, whole. Raises
+    :class:`FormatError` as :func:`iter_decompressed` does."""
+    return b"".join(iter_decompressed(codec, data, limit=limit))
+
+
+def iter_decompressed(
+    codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
+) -> Iterator[bytes | memoryview]:
+    """The record bytes inside a compressed batch, in order, in pieces of at
+    most 256 KiB (a raw snappy block in one piece). Raises
+    :class:`FormatError` for an unknown codec id, damaged or truncated
+    compressed bytes, or output past ``limit`` bytes, when the piece
+    concerned is reached."""
+    if codec == Compression.NONE:
+        yield data
+        return
+    decoder = _DECODERS.get(codec)
+    if decoder is None:
+        raise FormatError(
+            f"compression codec id {codec} is not one Kafka defines (0-4): the batch attributes are damaged"
+        )
+    total = 0
     try:
-        if codec == Compression.NONE:
-            return bytes(data)
-        if codec == Compression.GZIP:
-            return _gunzip(data, limit)
-        if codec == Compression.SNAPPY:
-            return _unsnappy(bytes(data), limit)
-        if codec == Compression.LZ4:
-            return _unlz4(bytes(data), limit)
-        if codec == Compression.ZSTD:
-            return _unzstd(bytes(data), limit)
+        for piece in decoder(memoryview(data), limit):
+            total += len(piece)
+            if total > limit:
+                raise _too_big(limit)
+            yield piece
     except FormatError:
         raise
     except (zlib.error, RuntimeError, ValueError, zstandard.ZstdError, cramjam.DecompressionError) as exc:
         raise FormatError(f"{Compression(codec).name.lower()} record data is damaged: {exc}") from None
-    raise FormatError(f"compression codec id {codec} is not one Kafka defines (0-4): the batch attributes are damaged")
 
 
 def _too_big(limit: int) -> FormatError:
-    return FormatError(f"compressed records expand past {limit} bytes: the batch is damaged or hostile")
+    return FormatError(
+        f"compressed records expand past the decompression cap of {limit} bytes (max_decompressed_bytes; "
+        "--max-decompressed-bytes on the command line): the batch is damaged or hostile, or raise the cap"
+    )
 
 
-def _gunzip(data: bytes | memoryview, limit: int) -> bytes:
+def _gunzip(data: memoryview, limit: int) -> Iterator[bytes]:
     unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = unpacker.decompress(data, limit + 1)
-    if len(out) > limit:
-        raise _too_big(limit)
-    if not unpacker.eof:
-        raise FormatError("gzip record data is truncated")
-    return out
+    position = 0
+    pending: bytes | memoryview = b""
+    while not unpacker.eof:
+        if not pending and position < len(data):
+            pending = data[position : position + _INPUT_STEP]
+            position += len(pending)
+        out = unpacker.decompress(pending, _PIECE)
+        pending = unpacker.unconsumed_tail
+        if out:
+            yield out
+        elif not pending and position >= len(data):
+            raise FormatError("gzip record data is truncated")
 
 
-def _unsnappy(data: bytes, limit: int) -> bytes:
+def _unsnappy(data: memoryview, limit: int) -> Iterator[bytes]:
     # SnappyInputStream's rule: a stream shorter than the xerial header, or
     # not starting with its magic, is one raw snappy block.
-    if len(data) < len(XERIAL_HEADER) or not data.startswith(XERIAL_MAGIC):
-        return _snappy_block(data, limit)
-    out = bytearray()
+    if len(data) < len(XERIAL_HEADER) or data[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:
+        yield _snappy_block(data, limit)
+        return
+    done = 0
     position = len(XERIAL_HEADER)
     while position < len(data):
         if position + 4 > len(data):
@@ -132,12 +165,13 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         position += 4
         if length < 0 or position + length > len(data):
             raise FormatError(f"snappy chunk of {length} bytes runs past the record data")
-        out += _snappy_block(data[position : position + length], limit, len(out))
+        block = _snappy_block(data[position : position + length], limit, done)
+        done += len(block)
         position += length
-    return bytes(out)
+        yield block
 
 
-def _snappy_block(block: bytes, limit: int, done: int = 0) -> bytes:
+def _snappy_block(block: memoryview, limit: int, done: int = 0) -> bytes:
     if not block:
         return b""  # snappy-java reads empty input as empty
     # A raw block states its decoded length up front: check it before decoding.
@@ -146,23 +180,92 @@ def _snappy_block(block: bytes, limit: int, done: int = 0) -> bytes:
     return bytes(cramjam.snappy.decompress_raw(block))
 
 
-def _unlz4(data: bytes, limit: int) -> bytes:
+def _unlz4(data: memoryview, limit: int) -> Iterator[bytes]:
     unpacker = lz4.frame.LZ4FrameDecompressor()
-    out = unpacker.decompress(data, max_length=limit + 1)
-    if len(out) > limit:
-        raise _too_big(limit)
-    if not unpacker.eof:
-        raise FormatError("lz4 record data is truncated")
-    return bytes(out)
+    position = 0
+    while not unpacker.eof:
+        piece: bytes | memoryview = b""
+        if unpacker.needs_input:
+            if position >= len(data):
+                raise FormatError("lz4 record data is truncated")
+            piece = data[position : position + _INPUT_STEP]
+            position += len(piece)
+        out = unpacker.decompress(piece, max_length=_PIECE)
+        if out:
+            yield out
 
 
-def _unzstd(data: bytes, limit: int) -> bytes:
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-    out = reader.read(limit + 1)
-    if len(out) > limit:
-        raise _too_big(limit)
-    if not out and data:
-        # A stream reader returns nothing for a truncated frame; say so.
-        zstandard.ZstdDecompressor().decompressobj().decompress(data)
-        raise FormatError("zstd record data is truncated")
-    return bytes(out)
+def _unzstd(data: memoryview, limit: int) -> Iterator[bytes]:
+    # Frames carry no content size and may follow one another: decode each
+    # through its own decompressobj, fed a little at a time.
+    position = 0
+    while position < len(data):
+        unpacker = zstandard.ZstdDecompressor().decompressobj(write_size=64 * 1024)
+        while not unpacker.eof:
+            if position >= len(data):
+                raise FormatError("zstd record data is truncated")
+            piece = data[position : position + _ZSTD_STEP]
+            position += len(piece)
+            out = unpacker.decompress(piece)
+            if out:
+                yield out
+        position -= len(unpacker.unused_data)
+
+
+_Decoder = Callable[[memoryview, int], Iterator[bytes]]
+_DECODERS: dict[int, _Decoder] = {Compression.GZIP: _gunzip, Compression.SNAPPY: _unsnappy, Compression.LZ4: _unlz4,
+                                  Compression.ZSTD: _unzstd}  # fmt: skip
+
+
+class DecodedBytes:
+    """Decompressed pieces read front to back: :meth:`take` and
+    :meth:`varint` return what follows, holding only the bytes not yet
+    consumed (and, while a record spans pieces, that record)."""
+
+    def __init__(self, pieces: Iterable[bytes | memoryview]) -> None:
+        self._pieces = iter(pieces)
+        self._data: bytes | memoryview = b""
+        self._at = 0
+
+    def _fill(self, count: int) -> int:
+        """Bytes available from the current position, at most ``count`` more pulled."""
+        have = len(self._data) - self._at
+        if have >= count:
+            return have
+        parts = [self._data[self._at :]]
+        while have < count:
+            piece = next(self._pieces, None)
+            if piece is None:
+                break
+            parts.append(piece)
+            have += len(piece)
+        self._data = b"".join(parts)
+        self._at = 0
+        return have
+
+    def take(self, count: int) -> bytes | None:
+        """The next ``count`` bytes, or ``None`` if fewer are left."""
+        if self._fill(count) < count:
+            return None
+        out = bytes(self._data[self._at : self._at + count])
+        self._at += count
+        return out
+
+    def varint(self) -> tuple[int, int] | None:
+        """The next zig-zag varint and its length in bytes, or ``None`` at the end.
+        Raises :class:`FormatError` for one cut short or longer than 10 bytes."""
+        available = self._fill(10)
+        if available == 0:
+            return None
+        shift = raw = 0
+        for length in range(1, min(available, 10) + 1):
+            byte = self._data[self._at + length - 1]
+            raw |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                self._at += length
+                return (raw >> 1) ^ -(raw & 1), length
+            shift += 7
+        raise FormatError("record varint is cut short or longer than 10 bytes")
+
+    def at_end(self) -> bool:
+        return self._fill(1) == 0

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import google_crc32c
 
 from ..errors import FormatError
-from .kafka_records import BatchHeader, decode_records, iter_batches
+from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT
+from .kafka_records import BatchHeader, iter_batches, iter_records
 
 __all__ = [
     "AbortedTxn",
@@ -331,6 +332,8 @@ def find_offset_by_timestamp(
     timestamp: int,
     base_offset: int,
     starting_offset: int | None = None,
+    *,
+    limit: int = DEFAULT_DECOMPRESSED_LIMIT,
 ) -> TimestampAndOffset | None:
     """``LogSegment.findOffsetByTimestamp``: the first record from the time
     index's floor whose timestamp is at least ``timestamp`` (and offset at
@@ -339,22 +342,28 @@ def find_offset_by_timestamp(
     floor = lookup_time(time_index, timestamp, base_offset)
     position = lookup_offset(offset_index, max(floor.offset, start_offset), base_offset).position
     for batch in iter_batches(log, position):
-        found = first_record_at_or_after(log, batch, timestamp, start_offset)
+        found = first_record_at_or_after(log, batch, timestamp, start_offset, limit=limit)
         if found is not None:
             return found
     return None
 
 
 def first_record_at_or_after(
-    log: bytes | memoryview, batch: BatchHeader, timestamp: int, starting_offset: int
+    log: bytes | memoryview,
+    batch: BatchHeader,
+    timestamp: int,
+    starting_offset: int,
+    *,
+    limit: int = DEFAULT_DECOMPRESSED_LIMIT,
 ) -> TimestampAndOffset | None:
     """Within one batch: the first record with timestamp ≥ ``timestamp`` and
-    offset ≥ ``starting_offset`` (batches whose max timestamp is lower are skipped unread)."""
+    offset ≥ ``starting_offset`` (batches whose max timestamp is lower are
+    skipped unread; the batch is decoded only up to that record)."""
     if batch.max_timestamp < timestamp:
         return None
     whole = memoryview(log)[batch.position : batch.position + batch.size_in_bytes]
     epoch = None if batch.partition_leader_epoch == -1 else batch.partition_leader_epoch
-    for record in decode_records(whole, batch):
+    for record in iter_records(whole, batch, limit=limit):
         if record.timestamp >= timestamp and record.offset >= starting_offset:
             return TimestampAndOffset(record.timestamp, record.offset, epoch)
     return None

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import google_crc32c
 
 from ..errors import FormatError
-from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT, Compression, compress, decompress
+from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT, Compression, DecodedBytes, compress, iter_decompressed
 
 __all__ = [
     "BATCH_HEADER_LENGTH",
@@ -42,6 +42,7 @@ __all__ = [
     "encode_batch",
     "encode_record",
     "iter_batches",
+    "iter_records",
 ]
 
 BATCH_HEADER_LENGTH = 61
@@ -218,29 +219,36 @@ def _field(data: bytes, position: int, what: str) -> tuple[bytes | None, int]:
 def decode_records(
     batch: bytes | memoryview, header: BatchHeader | None = None, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
 ) -> list[Record]:
-    """Every record of one whole batch (decompressed, offsets and timestamps
-    made absolute; LogAppendTime batches give each record the batch's max
-    timestamp). Raises :class:`FormatError` on any inconsistency: records
-    running past their length, a count that does not match, bad UTF-8 in a
-    header key."""
+    """Every record of one whole batch, as :func:`iter_records` gives them."""
+    return list(iter_records(batch, header, limit=limit))
+
+
+def iter_records(
+    batch: bytes | memoryview, header: BatchHeader | None = None, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
+) -> Iterator[Record]:
+    """The records of one whole batch as they are decompressed and parsed
+    (offsets and timestamps made absolute; LogAppendTime batches give each
+    record the batch's max timestamp), so a batch is never held decoded
+    whole. Raises :class:`FormatError`, when it is reached, for any
+    inconsistency: records running past their length, a count that does not
+    match, bad UTF-8 in a header key, output past ``limit`` bytes."""
     header = header or decode_batch_header(batch)
-    body = decompress(header.compression, memoryview(batch)[BATCH_HEADER_LENGTH : header.size_in_bytes], limit=limit)
-    records: list[Record] = []
-    position = 0
+    payload = memoryview(batch)[BATCH_HEADER_LENGTH : header.size_in_bytes]
+    body = DecodedBytes(iter_decompressed(header.compression, payload, limit=limit))
     for _ in range(header.record_count):
-        length, start = _varint(body, position)
-        end = start + length
-        if length < 0 or end > len(body):
+        prefix = body.varint()
+        if prefix is None:
+            raise FormatError(f"batch at offset {header.base_offset} ends before its {header.record_count} records")
+        length, width = prefix
+        record = body.take(length) if length >= 0 else None
+        if record is None:
             raise FormatError(f"record of {length} bytes runs past the batch at offset {header.base_offset}")
-        record = body[start:end]
-        records.append(_record(record, header, end - position))
-        position = end
-    if position != len(body):
+        yield _record(record, header, width + length)
+    if not body.at_end():
         raise FormatError(
-            f"batch at offset {header.base_offset} holds {len(body) - position} bytes after its "
-            f"{header.record_count} records: its record count is wrong"
+            f"batch at offset {header.base_offset} holds bytes after its {header.record_count} records: "
+            "its record count is wrong"
         )
-    return records
 
 
 def _record(data: bytes, batch: BatchHeader, size: int) -> Record:

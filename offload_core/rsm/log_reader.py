@@ -113,11 +113,14 @@ class RemoteLogReader:
         max_bytes: int | None = None,
         end_offset: int | None = None,
         isolation: Isolation = Isolation.READ_UNCOMMITTED,
+        max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
     ) -> Iterator[RemoteRecord]:
         """Records from ``start_offset`` (to ``end_offset`` inclusive) as a
         consumer gets them: control records never; with READ_COMMITTED, not
         the records of transactions the segments' ``.txnindex`` lists as
-        aborted."""
+        aborted. Each record is yielded as it is decompressed and parsed; a
+        batch whose records expand past ``max_decompressed_bytes`` raises
+        :class:`FormatError` when reached."""
         aborted: dict[int, list[kafka.AbortedTxn]] = {}
         if isolation is Isolation.READ_COMMITTED:
             aborted = self._aborted_transactions()
@@ -127,7 +130,7 @@ class RemoteLogReader:
             if batch.is_transactional and _is_aborted(aborted.get(batch.producer_id, ()), batch):
                 continue
             epoch = batch.partition_leader_epoch
-            for record in kafka.decode_records(data, batch):
+            for record in kafka.iter_records(data, batch, limit=max_decompressed_bytes):
                 if record.offset >= start_offset and (end_offset is None or record.offset <= end_offset):
                     yield RemoteRecord(record, epoch, batch.log_append_time)
 
@@ -142,9 +145,12 @@ class RemoteLogReader:
                 found.setdefault(txn.producer_id, []).append(txn)
         return found
 
-    def offset_for_timestamp(self, timestamp: int) -> kafka.TimestampAndOffset | None:
+    def offset_for_timestamp(
+        self, timestamp: int, *, max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
+    ) -> kafka.TimestampAndOffset | None:
         """Kafka's ``findOffsetByTimestamp`` over the remote log: the first
-        record whose timestamp is at least ``timestamp``, or ``None``."""
+        record whose timestamp is at least ``timestamp``, or ``None``.
+        Records are decompressed up to ``max_decompressed_bytes`` a batch."""
         for segment in self.segments:
             if segment.max_timestamp_ms < timestamp:
                 continue
@@ -153,7 +159,8 @@ class RemoteLogReader:
             floor = kafka.lookup_time(times, timestamp, segment.start_offset)
             for batch, data in self._segment_batches(segment, floor.offset):
                 at_zero = replace(batch, position=0)
-                found = kafka.first_record_at_or_after(data, at_zero, timestamp, segment.start_offset)
+                found = kafka.first_record_at_or_after(data, at_zero, timestamp, segment.start_offset,
+                                                      limit=max_decompressed_bytes)  # fmt: skip
                 if found is not None:
                     return found
         return None

@@ -204,7 +204,7 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
                                                    for p, lo, hi in partition.aborted):  # fmt: skip
                     continue
                 kind = 1 if batch.log_append_time else 0
-                for record in kafka.decode_records(data, kafka.decode_batch_header(data)):
+                for record in kafka.iter_records(data, batch):
                     if partition.first <= record.offset < partition.end:
                         row = (record.key, record.value, partition.topic, partition.partition, record.offset,
                                _EPOCH + timedelta(milliseconds=record.timestamp), kind)  # fmt: skip

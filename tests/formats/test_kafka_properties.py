@@ -5,6 +5,7 @@ and reader, an implementation independent of ours."""
 from __future__ import annotations
 
 import contextlib
+import random
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -104,6 +105,19 @@ def test_truncated_or_bombing_compressed_records_are_format_errors(codec: kafka.
         kafka.decompress(codec, packed[: len(packed) // 2])
     with pytest.raises(FormatError, match="expand past"):
         kafka.decompress(codec, packed, limit=1000)
+
+
+@pytest.mark.parametrize("codec", [c for c in kafka.Compression if c != kafka.Compression.NONE])
+def test_records_stream_out_of_a_batch_until_the_cap(codec: kafka.Compression) -> None:
+    records = [kafka.Record(i, 1000 + i, None, random.Random(i).randbytes(100_000)) for i in range(10)]
+    data = kafka.encode_batch(records, base_offset=0, compression=codec)
+    got = []
+    with pytest.raises(FormatError, match="decompression cap of 350000 bytes .*max_decompressed_bytes"):
+        for record in kafka.iter_records(data, limit=350_000):
+            got.append(record)
+    assert [(r.offset, r.value) for r in got] == [(r.offset, r.value) for r in records[: len(got)]]
+    assert 1 <= len(got) <= 3
+    assert kafka.decode_records(data) == [r for r in kafka.iter_records(data)]
 
 
 def test_control_batches_and_transactional_attributes() -> None:
