@@ -3,6 +3,7 @@ round-trip through copy --all, read --json and fetch-index byte for byte."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from offload_core.cli import main
 from offload_core.formats import kafka
 from tests.kafka_vectors import KafkaCase, b64, kafka_cases
+from tests.legacy_message_sets import upgraded_topic
 from tests.rsm.segments import (
     SegmentSpec,
     fixture_partition,
@@ -109,6 +111,35 @@ def test_raw_snappy_batches_copy_and_read(tmp_path: Path, case: KafkaCase) -> No
     assert [(r["offset"], r["timestamp"], r["key_b64"], r["value_b64"]) for r in records] == [
         (r["offset"], r["timestamp"], r["key"], r["value"]) for r in expected
     ]
+
+
+def test_magic_0_and_1_segments_copy_and_read_like_v2(tmp_path: Path) -> None:
+    segments, expected = upgraded_topic()
+    directory = write_partition(tmp_path, "old-0", [SegmentSpec(entries) for entries in segments])
+    url = f"file://{tmp_path / 'store'}"
+    copied = offload("copy", str(directory), url, "--all")
+    assert copied.returncode == 0 and "copied 3 segment(s)" in copied.stdout, copied.stderr
+    listed = [json.loads(line) for line in offload("ls", url, "--json").stdout.splitlines()]
+    assert [(r["base_offset"], r["end_offset"], r["leader_epochs"]) for r in listed] == [
+        (0, 14, {"0": 0}),
+        (15, 27, {"0": 15}),
+        (28, 32, {"0": 28}),
+    ]
+    read = offload("read", url, "old-0", "--offset", "0", "--json")
+    assert read.returncode == 0, read.stderr
+    assert [json.loads(line) for line in read.stdout.splitlines()] == [
+        {"offset": o, "timestamp": t, "key_b64": _b64(k), "value_b64": _b64(v), "headers": []}
+        for o, t, k, v, _ in expected
+    ]
+    inside_a_wrapper = offload("read", url, "old-0", "--offset", "7", "--json").stdout.splitlines()
+    assert [json.loads(line)["offset"] for line in inside_a_wrapper] == [o for o, *_ in expected][7:]
+    first_timed = next((o, t) for o, t, *_ in expected if t >= 1_500_000_000_170)
+    answer = json.loads(offload("offsets", url, "old-0", "--timestamp", "1500000000170").stdout)
+    assert (answer["offset"], answer["timestamp"]) == first_timed
+
+
+def _b64(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode()
 
 
 def test_read_from_an_offset_with_max_bytes_and_read_committed(tmp_path: Path) -> None:

@@ -1,13 +1,26 @@
 """Kafka's on-disk formats, as a RemoteStorageManager receives them: record
-batches (v2) with their records and codecs, and the files beside a ``.log``.
-Pure. One import for callers; the formats live in three modules by job:
-:mod:`.kafka_records` (batches and records), :mod:`.kafka_codecs` (gzip,
-snappy in xerial framing, LZ4 frame, zstd) and :mod:`.kafka_indexes`
-(``.index``, ``.timeindex``, ``.txnindex``, producer snapshot, leader-epoch
-checkpoint, their derivation, and Kafka's lookups)."""
+batches of every magic with their records and codecs, and the files beside
+a ``.log``. Pure. One import for callers; the formats live in modules by
+job: :mod:`.kafka_batches` (batches of any magic), :mod:`.kafka_records`
+(v2 batches and records), :mod:`.kafka_legacy_records` (magic 0/1 message
+sets), :mod:`.kafka_codecs` (gzip, snappy xerial or raw, LZ4 frame, zstd)
+and :mod:`.kafka_indexes` (``.index``, ``.timeindex``, ``.txnindex``,
+producer snapshot, leader-epoch checkpoint, their derivation, and Kafka's
+lookups)."""
 
 from __future__ import annotations
 
+from .kafka_batches import (
+    BATCH_PREFIX_LENGTH,
+    batch_crc,
+    batch_magic,
+    crc_name,
+    decode_batch_header,
+    decode_records,
+    header_span,
+    iter_batches,
+    iter_records,
+)
 from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT, Compression, compress, decompress, iter_decompressed
 from .kafka_indexes import (
     AbortedTxn,
@@ -44,19 +57,15 @@ from .kafka_records import (
     BatchHeader,
     Header,
     Record,
-    batch_crc,
     control_record,
     control_type,
-    decode_batch_header,
-    decode_records,
     encode_batch,
     encode_record,
-    iter_batches,
-    iter_records,
 )
 
 __all__ = [
     "BATCH_HEADER_LENGTH",
+    "BATCH_PREFIX_LENGTH",
     "CONTROL_ABORT",
     "CONTROL_COMMIT",
     "DEFAULT_DECOMPRESSED_LIMIT",
@@ -74,9 +83,11 @@ __all__ = [
     "TimeIndexEntry",
     "TimestampAndOffset",
     "batch_crc",
+    "batch_magic",
     "compress",
     "control_record",
     "control_type",
+    "crc_name",
     "decode_batch_header",
     "decode_leader_epochs",
     "decode_offset_index",
@@ -96,6 +107,7 @@ __all__ = [
     "epochs_in_range",
     "find_offset_by_timestamp",
     "first_record_at_or_after",
+    "header_span",
     "iter_batches",
     "iter_decompressed",
     "iter_records",

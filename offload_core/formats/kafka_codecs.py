@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from enum import IntEnum
 
 import cramjam
+import lz4.block
 import lz4.frame
 import zstandard
 
@@ -92,24 +93,29 @@ def compress(codec: Compression, data: bytes, *, level: int | None = None) -> by
     raise FormatError(f"compression codec id {int(codec)} is not one Kafka defines (0-4)")
 
 
-def decompress(codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT) -> bytes:
+def decompress(
+    codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT, magic: int = 2
+) -> bytes:
     """The record bytes inside a compressed batch, whole. Raises
     :class:`FormatError` as :func:`iter_decompressed` does."""
-    return b"".join(iter_decompressed(codec, data, limit=limit))
+    return b"".join(iter_decompressed(codec, data, limit=limit, magic=magic))
 
 
 def iter_decompressed(
-    codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
+    codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT, magic: int = 2
 ) -> Iterator[bytes | memoryview]:
-    """The record bytes inside a compressed batch, in order, in pieces of at
-    most 256 KiB (a raw snappy block in one piece). Raises
+    """The record bytes inside a compressed batch (or, ``magic`` 0 or 1, a
+    compressed wrapper message), in order, in pieces of at most 256 KiB (a
+    raw snappy block or an old LZ4 block in one piece). Raises
     :class:`FormatError` for an unknown codec id, damaged or truncated
     compressed bytes, or output past ``limit`` bytes, when the piece
     concerned is reached."""
     if codec == Compression.NONE:
         yield data
         return
-    decoder = _DECODERS.get(codec)
+    # Kafka 0.8/0.9 clients wrote LZ4 frames with a wrong header checksum,
+    # which Kafka ignores for magic 0 only (KafkaLZ4BlockInputStream).
+    decoder = _unlz4_ignoring_header_checksum if codec == Compression.LZ4 and magic == 0 else _DECODERS.get(codec)
     if decoder is None:
         raise FormatError(
             f"compression codec id {codec} is not one Kafka defines (0-4): the batch attributes are damaged"
@@ -123,7 +129,8 @@ def iter_decompressed(
             yield piece
     except FormatError:
         raise
-    except (zlib.error, RuntimeError, ValueError, zstandard.ZstdError, cramjam.DecompressionError) as exc:
+    except (zlib.error, RuntimeError, ValueError, zstandard.ZstdError, cramjam.DecompressionError,
+            lz4.block.LZ4BlockError) as exc:  # fmt: skip
         raise FormatError(f"{Compression(codec).name.lower()} record data is damaged: {exc}") from None
 
 
@@ -146,7 +153,7 @@ def _gunzip(data: memoryview, limit: int) -> Iterator[bytes]:
         pending = unpacker.unconsumed_tail
         if out:
             yield out
-        elif not pending and position >= len(data):
+        elif not pending and position >= len(data) and not unpacker.eof:
             raise FormatError("gzip record data is truncated")
 
 
@@ -193,6 +200,43 @@ def _unlz4(data: memoryview, limit: int) -> Iterator[bytes]:
         out = unpacker.decompress(piece, max_length=_PIECE)
         if out:
             yield out
+
+
+_LZ4_MAGIC = 0x184D2204
+_LZ4_BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+_LZ4_FLAG_VERSION = 0xC0
+_LZ4_FLAG_BLOCK_CHECKSUM = 0x10
+_LZ4_FLAG_CONTENT_SIZE = 0x08
+_LZ4_FLAG_CONTENT_CHECKSUM = 0x04
+_LZ4_UNCOMPRESSED = 0x80000000
+_U32 = struct.Struct("<I")
+
+
+def _unlz4_ignoring_header_checksum(data: memoryview, limit: int) -> Iterator[bytes]:
+    # lz4.frame insists on the header checksum, so the frame is walked here
+    # and each block decoded by lz4.block. Block checksums are skipped, not
+    # checked: the message's CRC-32 covers them.
+    if len(data) < 7 or _U32.unpack_from(data)[0] != _LZ4_MAGIC:
+        raise FormatError("lz4 record data does not start with an LZ4 frame")
+    flags, block_descriptor = data[4], data[5]
+    block_max = _LZ4_BLOCK_SIZES.get((block_descriptor >> 4) & 0x07)
+    if flags & _LZ4_FLAG_VERSION != 0x40 or block_max is None:
+        raise FormatError(f"lz4 frame descriptor {flags:02x} {block_descriptor:02x} is not one Kafka reads")
+    position = 7 + (8 if flags & _LZ4_FLAG_CONTENT_SIZE else 0)  # magic, FLG, BD, [size], header checksum
+    trailer = 4 if flags & _LZ4_FLAG_BLOCK_CHECKSUM else 0
+    while True:
+        if position + 4 > len(data):
+            raise FormatError("lz4 record data is truncated before its end mark")
+        (size,) = _U32.unpack_from(data, position)
+        position += 4
+        if size == 0:
+            return
+        stored, size = size & _LZ4_UNCOMPRESSED, size & ~_LZ4_UNCOMPRESSED
+        if size > block_max or position + size + trailer > len(data):
+            raise FormatError(f"lz4 block of {size} bytes is larger than its frame allows or runs past it")
+        block = data[position : position + size]
+        yield bytes(block) if stored else lz4.block.decompress(block, uncompressed_size=block_max)
+        position += size + trailer
 
 
 def _unzstd(data: memoryview, limit: int) -> Iterator[bytes]:

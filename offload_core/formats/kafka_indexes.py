@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import google_crc32c
 
 from ..errors import FormatError
+from .kafka_batches import iter_batches, iter_records
 from .kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT
-from .kafka_records import BatchHeader, iter_batches, iter_records
+from .kafka_records import BatchHeader
 
 __all__ = [
     "AbortedTxn",

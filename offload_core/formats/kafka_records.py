@@ -1,4 +1,6 @@
-"""Kafka record batches (magic v2) and their records. Pure.
+"""Kafka record batches (magic v2), their records, and the header type
+every magic shares. Pure. (:mod:`.kafka_batches` reads batches of any
+magic; the magic 0/1 message sets are in :mod:`.kafka_legacy_records`.)
 
 Batch layout (big-endian), 61-byte header::
 
@@ -31,18 +33,17 @@ __all__ = [
     "BATCH_HEADER_LENGTH",
     "CONTROL_ABORT",
     "CONTROL_COMMIT",
+    "LOG_OVERHEAD",
     "BatchHeader",
     "Header",
     "Record",
-    "batch_crc",
     "control_record",
     "control_type",
-    "decode_batch_header",
-    "decode_records",
+    "decode_v2_header",
     "encode_batch",
     "encode_record",
-    "iter_batches",
-    "iter_records",
+    "iter_v2_records",
+    "v2_batch_crc",
 ]
 
 BATCH_HEADER_LENGTH = 61
@@ -83,7 +84,11 @@ class Record:
 
 @dataclass(frozen=True)
 class BatchHeader:
-    """The 61-byte header of a batch at ``position`` in a log."""
+    """The header of a batch at ``position`` in a log: a v2 batch's 61
+    bytes, or what a magic 0/1 log entry (one message, or a compressed
+    wrapper of several) says in the same terms, as Kafka's ``RecordBatch``
+    presents both (no leader epoch, producer or sequence: -1; attributes
+    only the codec and, for magic 1, the timestamp type)."""
 
     position: int
     base_offset: int
@@ -144,8 +149,8 @@ def _sequence_after(base: int, delta: int) -> int:
     return base + delta if base <= _INT32_MAX - delta else delta - (_INT32_MAX - base) - 1
 
 
-def decode_batch_header(data: bytes | memoryview, position: int = 0) -> BatchHeader:
-    """The header of the batch starting at ``position`` of ``data``.
+def decode_v2_header(data: bytes | memoryview, position: int = 0) -> BatchHeader:
+    """The header of the v2 batch starting at ``position`` of ``data``.
 
     Raises :class:`FormatError` if fewer than 61 bytes are there, the magic
     is not 2, or the lengths are impossible."""
@@ -154,7 +159,7 @@ def decode_batch_header(data: bytes | memoryview, position: int = 0) -> BatchHea
     fields = _HEADER.unpack_from(data, position)
     header = BatchHeader(position, *fields)
     if header.magic != 2:
-        raise FormatError(f"record batch at position {position} has magic {header.magic}; only v2 (magic 2) is read")
+        raise FormatError(f"record batch at position {position} has magic {header.magic}, not 2")
     if header.batch_length < BATCH_HEADER_LENGTH - LOG_OVERHEAD:
         raise FormatError(f"record batch at position {position} claims {header.batch_length} bytes, less than a header")
     if header.record_count < 0 or header.last_offset_delta < 0:
@@ -162,30 +167,9 @@ def decode_batch_header(data: bytes | memoryview, position: int = 0) -> BatchHea
     return header
 
 
-def batch_crc(batch: bytes | memoryview) -> int:
-    """CRC-32C of a whole batch's checksummed part (attributes to the end)."""
+def v2_batch_crc(batch: bytes | memoryview) -> int:
+    """CRC-32C of a whole v2 batch's checksummed part (attributes to the end)."""
     return int(google_crc32c.value(bytes(batch[_CRC_START:])))
-
-
-def iter_batches(log: bytes | memoryview, start: int = 0, *, verify: bool = True) -> Iterator[BatchHeader]:
-    """Every batch header of ``log`` from byte ``start``, in order.
-
-    Raises :class:`FormatError` for a batch that runs past the end, or (with
-    ``verify``) whose CRC does not match: a log is read whole, never in part."""
-    position = start
-    view = memoryview(log)
-    while position < len(view):
-        header = decode_batch_header(view, position)
-        end = position + header.size_in_bytes
-        if end > len(view):
-            raise FormatError(f"record batch at position {position} runs past the end of the log ({len(view)} bytes)")
-        if verify and batch_crc(view[position:end]) != header.crc:
-            raise FormatError(
-                f"record batch at position {position} (offsets {header.base_offset}..{header.last_offset}) "
-                "fails its CRC-32C: the segment is damaged"
-            )
-        yield header
-        position = end
 
 
 def _varint(view: bytes, position: int) -> tuple[int, int]:
@@ -216,23 +200,15 @@ def _field(data: bytes, position: int, what: str) -> tuple[bytes | None, int]:
     return data[position:end], end
 
 
-def decode_records(
-    batch: bytes | memoryview, header: BatchHeader | None = None, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
-) -> list[Record]:
-    """Every record of one whole batch, as :func:`iter_records` gives them."""
-    return list(iter_records(batch, header, limit=limit))
-
-
-def iter_records(
-    batch: bytes | memoryview, header: BatchHeader | None = None, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
+def iter_v2_records(
+    batch: bytes | memoryview, header: BatchHeader, *, limit: int = DEFAULT_DECOMPRESSED_LIMIT
 ) -> Iterator[Record]:
-    """The records of one whole batch as they are decompressed and parsed
-    (offsets and timestamps made absolute; LogAppendTime batches give each
-    record the batch's max timestamp), so a batch is never held decoded
-    whole. Raises :class:`FormatError`, when it is reached, for any
+    """The records of one whole v2 batch as they are decompressed and
+    parsed (offsets and timestamps made absolute; LogAppendTime batches give
+    each record the batch's max timestamp), so a batch is never held
+    decoded whole. Raises :class:`FormatError`, when it is reached, for any
     inconsistency: records running past their length, a count that does not
     match, bad UTF-8 in a header key, output past ``limit`` bytes."""
-    header = header or decode_batch_header(batch)
     payload = memoryview(batch)[BATCH_HEADER_LENGTH : header.size_in_bytes]
     body = DecodedBytes(iter_decompressed(header.compression, payload, limit=limit))
     for _ in range(header.record_count):

@@ -3,9 +3,10 @@ bounded memory, checking every CRC on the way. Pure (no I/O).
 
 A copy uploads a segment in read-buffer-sized parts; this sees the same
 parts, so a 1 GiB segment is checked and indexed while it is uploaded,
-never held whole. Only a batch header that straddles two chunks is
-buffered (61 bytes); the CRC of a batch spanning chunks is computed
-incrementally.
+never held whole. Only a v2 batch header that straddles two chunks is
+buffered (61 bytes) and the CRC of a batch spanning chunks is computed
+incrementally; a magic 0/1 entry (one message, or a compressed wrapper)
+is buffered whole, as its header needs it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from dataclasses import dataclass, field, replace
 import google_crc32c
 
 from ..errors import FormatError
-from ..formats.kafka import BATCH_HEADER_LENGTH, BatchHeader, decode_batch_header
+from ..formats.kafka import (
+    BATCH_HEADER_LENGTH,
+    BATCH_PREFIX_LENGTH,
+    BatchHeader,
+    batch_crc,
+    batch_magic,
+    crc_name,
+    decode_batch_header,
+    header_span,
+)
 from .types import RemoteLogIndexEntry, RemoteLogSegmentId
 
 __all__ = ["BatchScanner", "IndexEntryBuilder", "LogSummary"]
@@ -28,13 +38,18 @@ class BatchScanner:
     """Feed a ``.log`` chunk by chunk; ``on_batch`` sees every whole,
     checked batch header in order. Raises :class:`FormatError` at the batch
     that is damaged (CRC, magic, length) or, from :meth:`finish`, if the log
-    ends inside a batch."""
+    ends inside a batch. With ``log_size``, a batch claiming to run past it
+    is refused at once, before anything of it is buffered."""
 
-    def __init__(self, on_batch: Callable[[BatchHeader], None], *, start_position: int = 0) -> None:
+    def __init__(
+        self, on_batch: Callable[[BatchHeader], None], *, start_position: int = 0, log_size: int | None = None
+    ) -> None:
         self._on_batch = on_batch
         self.batch_count = 0
         self._position = start_position  # of the next byte fed
+        self._log_size = log_size
         self._header = bytearray()
+        self._span: int | None = None  # bytes the header being buffered needs, once its prefix is in
         self._current: BatchHeader | None = None
         self._remaining = 0  # bytes of the current batch not yet fed
         self._crc = 0
@@ -43,32 +58,58 @@ class BatchScanner:
         view = memoryview(chunk)
         while view:
             if self._current is None:
-                need = BATCH_HEADER_LENGTH - len(self._header)
-                self._header += view[:need]
-                taken = min(need, len(view))
+                need = BATCH_PREFIX_LENGTH if self._span is None else self._span
+                taken = min(need - len(self._header), len(view))
+                self._header += view[:taken]
                 view = view[taken:]
                 self._position += taken
-                if len(self._header) < BATCH_HEADER_LENGTH:
+                if len(self._header) < need:
                     return
-                start = self._position - BATCH_HEADER_LENGTH
-                header = replace(decode_batch_header(bytes(self._header)), position=start)
-                self._current = header
-                self._crc = google_crc32c.value(bytes(self._header[_CRC_START:]))
-                self._remaining = header.size_in_bytes - BATCH_HEADER_LENGTH
-                self._header.clear()
+                if self._span is None:
+                    self._span = self._checked_span()
+                    continue
+                self._start_batch()
+                if self._current is None:
+                    continue
             take = min(self._remaining, len(view))
             self._crc = google_crc32c.extend(self._crc, bytes(view[:take]))
             view = view[take:]
             self._position += take
             self._remaining -= take
             if self._remaining == 0:
-                self._close_batch(self._current)
+                self._close_batch(self._current, self._crc)
 
-    def _close_batch(self, batch: BatchHeader) -> None:
-        if self._crc != batch.crc:
+    @property
+    def _legacy(self) -> bool:
+        """Whether the batch being buffered is a magic 0/1 entry."""
+        return batch_magic(bytes(self._header[:BATCH_PREFIX_LENGTH])) != 2
+
+    def _checked_span(self) -> int:
+        start = self._position - len(self._header)
+        span = header_span(bytes(self._header))
+        if self._legacy and self._log_size is not None and start + span > self._log_size:
+            raise FormatError(f"the message at byte {start} claims {span} bytes, past the end of the log "
+                              f"({self._log_size} bytes): the segment is damaged")  # fmt: skip
+        return span
+
+    def _start_batch(self) -> None:
+        start = self._position - len(self._header)
+        header = replace(decode_batch_header(bytes(self._header)), position=start)
+        if not self._legacy:
+            self._current = header
+            self._crc = google_crc32c.value(bytes(self._header[_CRC_START:]))
+            self._remaining = header.size_in_bytes - BATCH_HEADER_LENGTH
+        else:  # a magic 0/1 entry, whole
+            self._close_batch(header, batch_crc(bytes(self._header)))
+        self._header.clear()
+        self._span = None
+
+    def _close_batch(self, batch: BatchHeader, crc: int) -> None:
+        if crc != batch.crc:
+            kind = crc_name(batch.magic)
             raise FormatError(
                 f"record batch at position {batch.position} (offsets {batch.base_offset}..{batch.last_offset}) "
-                "fails its CRC-32C: the segment is damaged; it was not copied"
+                f"fails its {kind}: the segment is damaged; it was not copied"
             )
         self.batch_count += 1
         self._current = None

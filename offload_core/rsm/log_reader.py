@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
@@ -20,6 +21,8 @@ from .storage_manager import RemoteStorageManager
 from .types import IndexType, RemoteLogSegmentMetadata, TopicPartition
 
 __all__ = ["Isolation", "RemoteLogReader", "RemoteRecord", "read_batches"]
+
+_LENGTH = struct.Struct(">i")
 
 
 class Isolation(enum.Enum):
@@ -171,17 +174,24 @@ def _is_aborted(transactions: Iterable[kafka.AbortedTxn], batch: kafka.BatchHead
 
 
 def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
-    """Whole, CRC-checked batches from ``stream`` (at byte ``position`` of
-    its log, a batch start) up to byte ``size``, one at a time; a
-    :class:`FormatError` for a damaged or cut batch."""
+    """Whole, CRC-checked batches of any magic from ``stream`` (at byte
+    ``position`` of its log, a batch start) up to byte ``size``, one at a
+    time; a :class:`FormatError` for a damaged or cut batch."""
     while position < size:
-        head = _read_exactly(stream, kafka.BATCH_HEADER_LENGTH)
-        header = kafka.decode_batch_header(head)
-        data = head + _read_exactly(stream, header.size_in_bytes - kafka.BATCH_HEADER_LENGTH)
-        if len(data) != header.size_in_bytes:
+        head = _read_exactly(stream, kafka.LOG_OVERHEAD)
+        if len(head) < kafka.LOG_OVERHEAD:
             raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
+        (length,) = _LENGTH.unpack_from(head, 8)
+        if length < 0 or position + kafka.LOG_OVERHEAD + length > size:
+            raise FormatError(f"remote batch at byte {position} claims {length} bytes, past the end of its log "
+                              f"({size} bytes): the segment is damaged")  # fmt: skip
+        data = head + _read_exactly(stream, length)
+        if len(data) != kafka.LOG_OVERHEAD + length:
+            raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
+        header = kafka.decode_batch_header(data)
         if kafka.batch_crc(data) != header.crc:
-            raise FormatError(f"remote batch at byte {position} (offset {header.base_offset}) fails its CRC-32C")
+            raise FormatError(f"remote batch at byte {position} (offset {header.base_offset}) fails its "
+                              f"{kafka.crc_name(header.magic)}")  # fmt: skip
         yield replace(header, position=position), data
         position += header.size_in_bytes
 

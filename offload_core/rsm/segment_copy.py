@@ -28,7 +28,8 @@ __all__ = ["scan_log_file", "upload_segment"]
 
 def scan_log_file(path: Path, base_offset: int) -> LogSummary:
     """The offsets, max timestamp and leader epochs of a ``.log`` from its
-    batch headers alone (one small read per batch, payloads skipped).
+    batch headers alone (one small read per v2 batch, payloads skipped; a
+    magic 0/1 entry is read whole).
     Raises :class:`FormatError` for a damaged or truncated header."""
     summary = LogSummary(base_offset)
     size = os.path.getsize(path)
@@ -36,7 +37,13 @@ def scan_log_file(path: Path, base_offset: int) -> LogSummary:
         position = 0
         while position < size:
             log.seek(position)
-            header = replace(kafka.decode_batch_header(log.read(kafka.BATCH_HEADER_LENGTH)), position=position)
+            head = log.read(kafka.BATCH_HEADER_LENGTH)
+            span = kafka.header_span(head)  # a magic 0/1 entry is read whole
+            if position + span > size:
+                raise FormatError(f"{path}: the batch at byte {position} runs past the end of the file ({size} bytes)")
+            if span > len(head):
+                head += log.read(span - len(head))
+            header = replace(kafka.decode_batch_header(head[:span]), position=position)
             if position + header.size_in_bytes > size:
                 raise FormatError(f"{path}: the batch at byte {position} runs past the end of the file ({size} bytes)")
             summary.add(header)
@@ -101,7 +108,7 @@ def upload_segment(
             summary.add(batch)
             builder.add(batch)
 
-        scanner = BatchScanner(on_batch)
+        scanner = BatchScanner(on_batch, log_size=os.path.getsize(data.log_segment))
         parts = _log_parts(data.log_segment, scanner, buffer_size, cancelled, what)
         sizes = {LOG_SUFFIX: driver.write(segment_key(prefix, segment_id, base, LOG_SUFFIX), parts, metadata={}).size}
         _check_agrees(metadata, summary, sizes[LOG_SUFFIX], what)

@@ -203,7 +203,8 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
                 if batch.is_transactional and any(p == batch.producer_id and lo <= batch.base_offset <= hi
                                                    for p, lo, hi in partition.aborted):  # fmt: skip
                     continue
-                kind = 1 if batch.log_append_time else 0
+                # Spark's timestampType is Kafka's TimestampType id: magic 0 has none (-1).
+                kind = -1 if batch.magic == 0 else 1 if batch.log_append_time else 0
                 for record in kafka.iter_records(data, batch):
                     if partition.first <= record.offset < partition.end:
                         row = (record.key, record.value, partition.topic, partition.partition, record.offset,

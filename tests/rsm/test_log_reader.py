@@ -8,11 +8,19 @@ from pathlib import Path
 import pytest
 
 from offload_core.errors import FormatError
+from offload_core.formats import kafka
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.rsm.log_reader import Isolation, RemoteLogReader
 from tests.kafka_vectors import kafka_cases
-from tests.rsm.segments import fixture_partition, numbered_segments, transactional_segment, write_partition
+from tests.legacy_message_sets import upgraded_topic
+from tests.rsm.segments import (
+    SegmentSpec,
+    fixture_partition,
+    numbered_segments,
+    transactional_segment,
+    write_partition,
+)
 
 
 def copied(tmp_path: Path, directory: Path, **options: int) -> tuple[RemoteStorageManager, RemoteLogReader]:
@@ -71,3 +79,17 @@ def test_damaged_remote_batch_is_a_format_error(tmp_path) -> None:
     rsm.driver.write(key, [bytes(data)], metadata={})
     with pytest.raises(FormatError, match="CRC"):
         list(reader.records(0))
+
+
+def test_magic_0_and_1_segments_read_from_any_offset(tmp_path) -> None:
+    segments, expected = upgraded_topic()
+    rsm, reader = copied(tmp_path, write_partition(tmp_path, "old-0", [SegmentSpec(s) for s in segments]))
+    want = [(o, t, k, v) for o, t, k, v, _ in expected]
+    for start in (0, 3, 7, 14, 16, 21, 25, 30):
+        got = [(r.record.offset, r.record.timestamp, r.record.key, r.record.value) for r in reader.records(start)]
+        assert got == want[start:]
+    assert [r.record.offset for r in reader.records(6, end_offset=17)] == list(range(6, 18))
+    # The seed interface: one ranged GET per index entry, whole wrappers from the one holding the offset.
+    entry = rsm.get_remote_log_index_entries(reader.segments[1])[0]
+    first = kafka.decode_batch_header(rsm.read(entry, 1, 17, True))
+    assert (first.magic, first.base_offset, first.last_offset) == (1, 15, 19)

@@ -15,6 +15,7 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark.kafka_remote import plan_partitions
 from tests.kafka_vectors import b64, kafka_cases
+from tests.legacy_message_sets import upgraded_topic
 from tests.rsm.segments import (
     SegmentSpec,
     fixture_partition,
@@ -43,6 +44,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     # The first fixture's batches as a librdkafka producer sends snappy: raw, without xerial framing.
     raw = recompressed(kafka_cases()[0].log, kafka.Compression.SNAPPY, lambda d: bytes(cramjam.snappy.compress_raw(d)))
     directories.append(write_partition(root, "rawsnappy-0", [SegmentSpec(raw)]))
+    directories.append(write_partition(root, "old-0", [SegmentSpec(entries) for entries in upgraded_topic()[0]]))
     for directory in directories:
         tp, segments = read_partition_dir(directory)
         for segment in segments:
@@ -81,6 +83,17 @@ def test_raw_snappy_records_every_field(spark, store) -> None:
     assert [[(h.key, h.value) for h in row.headers] for row in rows] == [
         [(h["key"], b64(h["value"])) for h in want["headers"]] for want in expected
     ]
+
+
+def test_magic_0_and_1_records_with_sparks_timestamp_types(spark, store) -> None:
+    rows = read(spark, store, topic="old").orderBy("offset").collect()
+    assert [(row.offset, row.key, row.value, row.timestampType, row.headers) for row in rows] == [
+        (offset, key, value, kind, []) for offset, _, key, value, kind in upgraded_topic()[1]
+    ]
+    # Spark's timestamp column is the record's milliseconds; magic 0 has none (-1 ms).
+    assert [round(row.timestamp.timestamp() * 1000) for row in rows] == [t for _, t, *_ in upgraded_topic()[1]]
+    ranged = read(spark, store, topic="old", startingOffsets='{"old": {"0": 7}}', endingOffsets='{"old": {"0": 17}}')
+    assert sorted(r.offset for r in ranged.select("offset").collect()) == list(range(7, 17))
 
 
 def test_partitions_and_offset_ranges(spark, store) -> None:
