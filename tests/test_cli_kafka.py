@@ -26,6 +26,7 @@ from tests.rsm.segments import (
     numbered_segments,
     recompressed,
     transactional_segment,
+    undecided_transaction_segments,
     write_partition,
 )
 
@@ -167,6 +168,19 @@ def test_copy_skips_an_empty_active_segment(tmp_path: Path) -> None:
     assert "copied 1 segment(s), 0 already there, 1 empty segment(s) skipped" in copied.stdout
     listed = [json.loads(line) for line in offload("ls", url, "--json").stdout.splitlines()]
     assert [(r["base_offset"], r["end_offset"]) for r in listed] == [(0, 99)]
+
+
+def test_read_committed_stops_at_the_last_stable_offset_and_says_so(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "txn-0", undecided_transaction_segments())
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url).returncode == 0  # the rolled segment only: the marker stays local
+    committed = offload("read", url, "txn-0", "--offset", "0", "--json", "--isolation", "read_committed")
+    assert committed.returncode == 0
+    assert [json.loads(line)["offset"] for line in committed.stdout.splitlines()] == [0, 1]
+    assert "stops before offset 2, the last stable offset: producer 77's transaction" in committed.stderr
+    everything = offload("read", url, "txn-0", "--offset", "0", "--json")
+    assert [json.loads(line)["offset"] for line in everything.stdout.splitlines()] == list(range(7))
+    assert everything.stderr == ""
 
 
 def test_cleanup_and_errors(tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ def _text(value: bytes | None) -> str:
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None,
               help="Stop after batches of about this many bytes (at least one batch).")  # fmt: skip
 @click.option("--isolation", type=click.Choice([i.value for i in Isolation]), default="read_uncommitted",
-              show_default=True, help="read_committed drops records of aborted transactions.")  # fmt: skip
+              show_default=True, help="read_committed drops records of aborted transactions and stops at the "
+                                      "first transaction not yet committed or aborted in the remote log.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
 @decompressed_option
 @prefix_option
@@ -203,6 +204,11 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
         else:
             r = remote.record
             click.echo(f"{r.offset}\t{r.timestamp}\t{_text(r.key)}\t{_text(r.value)}")
+    undecided = reader.undecided_transaction if Isolation(isolation) is Isolation.READ_COMMITTED else None
+    if undecided is not None:
+        click.echo(f"read_committed stops before offset {undecided.current_txn_first_offset}, the last stable "
+                   f"offset: producer {undecided.producer_id}'s transaction begun there has no commit or abort "
+                   "marker in the remote log yet", err=True)  # fmt: skip
 
 
 @kafka.command("offsets")

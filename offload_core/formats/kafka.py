@@ -6,7 +6,7 @@ job: :mod:`.kafka_batches` (batches of any magic), :mod:`.kafka_records`
 sets), :mod:`.kafka_codecs` (gzip, snappy xerial or raw, LZ4 frame, zstd)
 and :mod:`.kafka_indexes` (``.index``, ``.timeindex``, ``.txnindex``,
 producer snapshot, leader-epoch checkpoint, their derivation, and Kafka's
-lookups)."""
+lookups), with :mod:`.kafka_transactions` (read-committed rules)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ from .kafka_records import (
     encode_batch,
     encode_record,
 )
+from .kafka_transactions import collect_aborted_txns, first_undecided, is_aborted
 
 __all__ = [
     "BATCH_HEADER_LENGTH",
@@ -84,6 +85,7 @@ __all__ = [
     "TimestampAndOffset",
     "batch_crc",
     "batch_magic",
+    "collect_aborted_txns",
     "compress",
     "control_record",
     "control_type",
@@ -107,7 +109,9 @@ __all__ = [
     "epochs_in_range",
     "find_offset_by_timestamp",
     "first_record_at_or_after",
+    "first_undecided",
     "header_span",
+    "is_aborted",
     "iter_batches",
     "iter_decompressed",
     "iter_records",

@@ -11,14 +11,14 @@ from __future__ import annotations
 import enum
 import functools
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
 from ..errors import FormatError, NotFoundError
 from ..formats import kafka
 from .storage_manager import RemoteStorageManager
-from .types import IndexType, RemoteLogSegmentMetadata, TopicPartition
+from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicPartition
 
 __all__ = ["Isolation", "RemoteLogReader", "RemoteRecord", "read_batches"]
 
@@ -46,6 +46,8 @@ class RemoteLogReader:
         self.rsm = rsm
         self.topic_partition = topic_partition
         self.segments = rsm.list_remote_segments(topic_partition)
+        self._txn_indexes: dict[RemoteLogSegmentId, list[kafka.AbortedTxn]] = {}
+        self._aborted: dict[int, list[kafka.AbortedTxn]] = {}
 
     def batches(
         self, start_offset: int, *, max_bytes: int | None = None, end_offset: int | None = None
@@ -53,13 +55,20 @@ class RemoteLogReader:
         """Whole batches whose last offset is at least ``start_offset``
         (and base offset at most ``end_offset``), with their bytes; at most
         ``max_bytes`` of them, but always the first."""
-        wanted = [s for s in self.segments if s.end_offset >= start_offset
+        for _, batch, data in self._walk(start_offset, max_bytes, end_offset):
+            yield batch, data
+
+    def _walk(
+        self, start_offset: int, max_bytes: int | None, end_offset: int | None
+    ) -> Iterator[tuple[int, kafka.BatchHeader, bytes]]:
+        """:meth:`batches`, each with the number of its segment in :attr:`segments`."""
+        wanted = [(n, s) for n, s in enumerate(self.segments) if s.end_offset >= start_offset
                   and (end_offset is None or s.start_offset <= end_offset)]  # fmt: skip
         served = 0
         ahead: dict[int, IO[bytes]] = {}  # next segments' streams, opened early so their read-ahead starts
         try:
-            for number, segment in enumerate(wanted):
-                following = wanted[number + 1] if number + 1 < len(wanted) else None
+            for number, (index, segment) in enumerate(wanted):
+                following = wanted[number + 1][1] if number + 1 < len(wanted) else None
                 near_end = functools.partial(self._open_ahead, following, number + 1, ahead)
                 for batch, data in self._segment_batches(segment, start_offset, ahead.pop(number, None), near_end):
                     if end_offset is not None and batch.base_offset > end_offset:
@@ -67,7 +76,7 @@ class RemoteLogReader:
                     if max_bytes is not None and served and served + batch.size_in_bytes > max_bytes:
                         return
                     served += batch.size_in_bytes
-                    yield batch, data
+                    yield index, batch, data
         finally:
             for stream in ahead.values():
                 stream.close()  # a read stopped early: give back what was read ahead
@@ -119,34 +128,63 @@ class RemoteLogReader:
         max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
     ) -> Iterator[RemoteRecord]:
         """Records from ``start_offset`` (to ``end_offset`` inclusive) as a
-        consumer gets them: control records never; with READ_COMMITTED, not
-        the records of transactions the segments' ``.txnindex`` lists as
-        aborted. Each record is yielded as it is decompressed and parsed; a
-        batch whose records expand past ``max_decompressed_bytes`` raises
-        :class:`FormatError` when reached."""
-        aborted: dict[int, list[kafka.AbortedTxn]] = {}
-        if isolation is Isolation.READ_COMMITTED:
-            aborted = self._aborted_transactions()
-        for batch, data in self.batches(start_offset, max_bytes=max_bytes, end_offset=end_offset):
+        consumer gets them: control records never. With READ_COMMITTED, as
+        Kafka fetches: not the records of aborted transactions (the
+        segments' ``.txnindex``, searched from the segment read on), and
+        nothing from the :attr:`last_stable_offset` on, where a transaction
+        without a marker in the remote log begins. Each record is yielded
+        as it is decompressed and parsed; a batch whose records expand past
+        ``max_decompressed_bytes`` raises :class:`FormatError` when reached."""
+        committed = isolation is Isolation.READ_COMMITTED
+        stable = self.last_stable_offset if committed else None
+        if stable is not None:
+            end_offset = stable - 1 if end_offset is None else min(end_offset, stable - 1)
+            if end_offset < start_offset:
+                return
+        for number, batch, data in self._walk(start_offset, max_bytes, end_offset):
             if batch.is_control:
                 continue
-            if batch.is_transactional and _is_aborted(aborted.get(batch.producer_id, ()), batch):
+            if committed and batch.is_transactional and kafka.is_aborted(self._aborted_in(number), batch):
                 continue
             epoch = batch.partition_leader_epoch
             for record in kafka.iter_records(data, batch, limit=max_decompressed_bytes):
                 if record.offset >= start_offset and (end_offset is None or record.offset <= end_offset):
                     yield RemoteRecord(record, epoch, batch.log_append_time)
 
-    def _aborted_transactions(self) -> dict[int, list[kafka.AbortedTxn]]:
-        found: dict[int, list[kafka.AbortedTxn]] = {}
-        for segment in self.segments:
+    @functools.cached_property
+    def undecided_transaction(self) -> kafka.ProducerSnapshotEntry | None:
+        """The producer whose transaction, open at the end of the remote log
+        (its COMMIT or ABORT marker not tiered yet, or not written), began
+        first: from the producer snapshot of the last remote segment."""
+        if not self.segments:
+            return None
+        last = max(self.segments, key=lambda s: s.end_offset)
+        raw = self.rsm.fetch_index(last, IndexType.PRODUCER_SNAPSHOT).read()
+        return kafka.first_undecided(kafka.decode_producer_snapshot(raw))
+
+    @property
+    def last_stable_offset(self) -> int | None:
+        """Where read_committed reads stop (``None``: they do not)."""
+        undecided = self.undecided_transaction
+        return None if undecided is None else undecided.current_txn_first_offset
+
+    def _aborted_in(self, number: int) -> list[kafka.AbortedTxn]:
+        """Aborted transactions overlapping segment ``number``, collected as Kafka does."""
+        if number not in self._aborted:
+            segment = self.segments[number]
+            indexes = (self._txn_index(s) for s in self.segments[number:])
+            self._aborted[number] = kafka.collect_aborted_txns(indexes, segment.start_offset, segment.end_offset + 1)
+        return self._aborted[number]
+
+    def _txn_index(self, segment: RemoteLogSegmentMetadata) -> list[kafka.AbortedTxn]:
+        key = segment.segment_id
+        if key not in self._txn_indexes:
             try:
                 raw = self.rsm.fetch_index(segment, IndexType.TRANSACTION).read()
             except NotFoundError:
-                continue  # no aborted transactions in this segment
-            for txn in kafka.decode_txn_index(raw):
-                found.setdefault(txn.producer_id, []).append(txn)
-        return found
+                raw = b""  # Kafka writes no .txnindex without aborted transactions
+            self._txn_indexes[key] = kafka.decode_txn_index(raw)
+        return self._txn_indexes[key]
 
     def offset_for_timestamp(
         self, timestamp: int, *, max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
@@ -167,10 +205,6 @@ class RemoteLogReader:
                 if found is not None:
                     return found
         return None
-
-
-def _is_aborted(transactions: Iterable[kafka.AbortedTxn], batch: kafka.BatchHeader) -> bool:
-    return any(t.first_offset <= batch.base_offset <= t.last_offset for t in transactions)
 
 
 def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:

@@ -14,8 +14,12 @@ Options:
   defaults) or Spark's JSON, ``{"orders": {"0": 42, "1": -2}}`` (-2
   earliest, -1 latest); the ending offset is exclusive, as in Spark;
 - ``kafka.isolation.level``: ``read_uncommitted`` (default) or
-  ``read_committed`` (records of aborted transactions are dropped, using the
-  segments' ``.txnindex``); control records are never rows, as in Spark;
+  ``read_committed``: as Kafka fetches, records of aborted transactions
+  are dropped (the ``.txnindex`` of a range's segment and the ones after
+  it), and nothing is read from the last stable offset on, where a
+  transaction whose marker is not in the remote log begins (the last
+  segment's producer snapshot names it); control records are never rows,
+  as in Spark;
 - ``includeHeaders``: ``true`` (default) or ``false`` (drops the column);
 - ``bytesPerPartition`` (default 128 MiB): one Spark partition per remote
   segment, or per run of its index entries of about this many bytes;
@@ -141,11 +145,12 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
             segments = list_partition(driver, parsed.prefix, tp).segments
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
             end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
-            aborted: tuple[tuple[int, int, int], ...] = ()
-            if parsed.read_committed:
-                aborted = _aborted(driver, parsed.prefix, segments)
-            for manifest in segments:
-                planned += _segment_partitions(parsed, manifest, first, end, aborted)
+            transactions = _Transactions(driver, parsed.prefix, segments) if parsed.read_committed else None
+            if transactions is not None:
+                stable = transactions.last_stable_offset()
+                end = end if stable is None else min(end, stable)
+            for number, manifest in enumerate(segments):
+                planned += _segment_partitions(parsed, manifest, first, end, transactions, number)
     return planned
 
 
@@ -156,18 +161,53 @@ def _bound(given: Mapping[str, Mapping[int, int]] | None, tp: TopicPartition, sp
     return default if value in (_EARLIEST, _LATEST) else value
 
 
-def _aborted(driver: Any, prefix: str, segments: list[SegmentManifest]) -> tuple[tuple[int, int, int], ...]:
-    found = []
-    for manifest in segments:
-        if IndexType.TRANSACTION.suffix in manifest.object_sizes:
-            meta = manifest.metadata
-            raw = driver.read(segment_key(prefix, meta.segment_id, meta.start_offset, IndexType.TRANSACTION.suffix))
-            found += [(t.producer_id, t.first_offset, t.last_offset) for t in kafka.decode_txn_index(raw)]
-    return tuple(found)
+class _Transactions:
+    """What read_committed needs of one partition's segments, as Kafka
+    decides it: the last stable offset (from the last segment's producer
+    snapshot) and the aborted transactions of a range (from the
+    ``.txnindex`` of its segment and the ones after it), each object read once."""
+
+    def __init__(self, driver: Any, prefix: str, segments: list[SegmentManifest]) -> None:
+        self._driver = driver
+        self._prefix = prefix
+        self._segments = segments
+        self._indexes: dict[int, list[kafka.AbortedTxn]] = {}
+
+    def _read(self, manifest: SegmentManifest, suffix: str) -> bytes:
+        meta = manifest.metadata
+        return bytes(self._driver.read(segment_key(self._prefix, meta.segment_id, meta.start_offset, suffix)))
+
+    def last_stable_offset(self) -> int | None:
+        if not self._segments:
+            return None
+        last = max(self._segments, key=lambda m: m.metadata.end_offset)
+        snapshot = kafka.decode_producer_snapshot(self._read(last, IndexType.PRODUCER_SNAPSHOT.suffix))
+        undecided = kafka.first_undecided(snapshot)
+        return None if undecided is None else undecided.current_txn_first_offset
+
+    def _index(self, number: int) -> list[kafka.AbortedTxn]:
+        if number not in self._indexes:
+            manifest = self._segments[number]
+            suffix = IndexType.TRANSACTION.suffix
+            raw = self._read(manifest, suffix) if manifest.object_sizes.get(suffix) else b""
+            self._indexes[number] = kafka.decode_txn_index(raw)
+        return self._indexes[number]
+
+    def aborted(self, number: int, first: int, last: int) -> tuple[tuple[int, int, int], ...]:
+        """``(producer id, first offset, last offset)`` of the aborted
+        transactions overlapping offsets ``first..last`` of segment ``number``."""
+        indexes = (self._index(n) for n in range(number, len(self._segments)))
+        found = kafka.collect_aborted_txns(indexes, first, last + 1)
+        return tuple((t.producer_id, t.first_offset, t.last_offset) for t in found)
 
 
 def _segment_partitions(
-    parsed: KafkaReadOptions, manifest: SegmentManifest, first: int, end: int, aborted: tuple[tuple[int, int, int], ...]
+    parsed: KafkaReadOptions,
+    manifest: SegmentManifest,
+    first: int,
+    end: int,
+    transactions: _Transactions | None,
+    number: int,
 ) -> list[SegmentRangePartition]:
     meta = manifest.metadata
     if meta.end_offset < first or meta.start_offset >= end:
@@ -185,7 +225,8 @@ def _segment_partitions(
         SegmentRangePartition(parsed.url, parsed.driver_options, key, tp.topic, tp.partition, run[0].position,
                               run[-1].position + run[-1].length, max(first, run[0].first_offset),
                               min(end, run[-1].last_offset + 1),
-                              tuple(a for a in aborted if a[2] >= run[0].first_offset and a[1] <= run[-1].last_offset))
+                              transactions.aborted(number, run[0].first_offset, run[-1].last_offset)
+                              if transactions is not None else ())
         for run in runs
     ]  # fmt: skip
 

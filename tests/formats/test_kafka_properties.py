@@ -133,6 +133,31 @@ def test_control_batches_and_transactional_attributes() -> None:
         kafka.control_type(kafka.Record(1, 1, b"x", None))
 
 
+def test_aborted_transactions_are_collected_as_kafka_collects_them() -> None:
+    asked: list[int] = []
+
+    def indexes(segments: list[list[kafka.AbortedTxn]]):  # type: ignore[no-untyped-def]
+        for number, entries in enumerate(segments):
+            asked.append(number)
+            yield entries
+
+    first = [kafka.AbortedTxn(1, 0, 5, 3)]
+    second = [kafka.AbortedTxn(2, 8, 12, 9), kafka.AbortedTxn(3, 14, 20, 21)]
+    third = [kafka.AbortedTxn(4, 30, 31, 32)]
+    # Entries overlapping [6, 15) are kept; the entry whose last stable offset reaches 15 ends the search.
+    found = kafka.collect_aborted_txns(indexes([first, second, third]), 6, 15)
+    assert found == [second[0], second[1]] and asked == [0, 1]
+    assert kafka.collect_aborted_txns([first, second, third], 0, 100) == [*first, *second, *third]
+
+
+def test_the_first_open_transaction_gives_the_last_stable_offset() -> None:
+    def producer(pid: int, current_txn_first_offset: int) -> kafka.ProducerSnapshotEntry:
+        return kafka.ProducerSnapshotEntry(pid, 0, 0, 50, 0, 0, 0, current_txn_first_offset)
+
+    assert kafka.first_undecided([producer(1, -1), producer(2, 40), producer(3, 17)]) == producer(3, 17)
+    assert kafka.first_undecided([producer(1, -1)]) is None and kafka.first_undecided([]) is None
+
+
 @given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**62), st.integers(0, 2**62),
                           st.integers(0, 2**62)), max_size=20))  # fmt: skip
 def test_txn_index_round_trip(rows: list[tuple[int, int, int, int]]) -> None:

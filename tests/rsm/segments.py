@@ -32,6 +32,7 @@ def plain_batch(base: int, count: int, *, timestamp: int, epoch: int = 0, size: 
 class SegmentSpec:
     batches: list[bytes]
     aborted: list[kafka.AbortedTxn] = field(default_factory=list)
+    snapshot: list[kafka.ProducerSnapshotEntry] = field(default_factory=list)  # producers at the segment's end
 
 
 def write_segment(directory: Path, base: int, spec: SegmentSpec, next_base: int) -> None:
@@ -43,7 +44,7 @@ def write_segment(directory: Path, base: int, spec: SegmentSpec, next_base: int)
     (directory / f"{name}.timeindex").write_bytes(kafka.encode_time_index(derived.time_index, base))
     if spec.aborted:
         (directory / f"{name}.txnindex").write_bytes(kafka.encode_txn_index(spec.aborted))
-    (directory / f"{next_base:020d}.snapshot").write_bytes(kafka.encode_producer_snapshot([]))
+    (directory / f"{next_base:020d}.snapshot").write_bytes(kafka.encode_producer_snapshot(spec.snapshot))
 
 
 def write_partition(root: Path, name: str, segments: list[SegmentSpec], *, epochs: str = "0\n1\n0 0\n") -> Path:
@@ -95,6 +96,27 @@ def transactional_segment() -> SegmentSpec:
     batches = [txn(0, 3), marker(3, kafka.CONTROL_COMMIT), txn(4, 2), marker(6, kafka.CONTROL_ABORT),
                plain_batch(7, 2, timestamp=1_700_000_000_007, size=20)]  # fmt: skip
     return SegmentSpec(batches, [kafka.AbortedTxn(77, 4, 6, 4)])
+
+
+def undecided_transaction_segments() -> list[SegmentSpec]:
+    """Producer 77's transaction (offsets 2-4) rolls into the next segment
+    undecided; its ABORT marker (7) is in that next, active segment:
+    offsets 0-1 and 5-6 plain in the first, 8-9 plain in the second."""
+    stamp = 1_700_000_000_000
+
+    def txn(base: int, count: int) -> bytes:
+        records = [kafka.Record(base + i, stamp + base + i, None, value(base + i, 20)) for i in range(count)]
+        return kafka.encode_batch(records, base_offset=base, producer_id=77, producer_epoch=0, base_sequence=0,
+                                  transactional=True)  # fmt: skip
+
+    abort = kafka.encode_batch([kafka.control_record(kafka.CONTROL_ABORT, offset=7, timestamp=stamp + 7)],
+                               base_offset=7, producer_id=77, producer_epoch=0, transactional=True,
+                               control=True)  # fmt: skip
+    plain = [plain_batch(base, 2, timestamp=stamp + base, size=20) for base in (0, 5, 8)]
+    open_at_end = kafka.ProducerSnapshotEntry(77, 0, 2, 4, 2, stamp + 4, -1, 2)
+    closed = kafka.ProducerSnapshotEntry(77, 0, 2, 7, 0, stamp + 7, 0, -1)
+    return [SegmentSpec([plain[0], txn(2, 3), plain[1]], snapshot=[open_at_end]),
+            SegmentSpec([abort, plain[2]], [kafka.AbortedTxn(77, 2, 7, 10)], snapshot=[closed])]  # fmt: skip
 
 
 def fixture_partition(case: KafkaCase, root: Path) -> Path:

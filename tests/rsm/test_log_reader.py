@@ -19,6 +19,7 @@ from tests.rsm.segments import (
     fixture_partition,
     numbered_segments,
     transactional_segment,
+    undecided_transaction_segments,
     write_partition,
 )
 
@@ -93,3 +94,22 @@ def test_magic_0_and_1_segments_read_from_any_offset(tmp_path) -> None:
     entry = rsm.get_remote_log_index_entries(reader.segments[1])[0]
     first = kafka.decode_batch_header(rsm.read(entry, 1, 17, True))
     assert (first.magic, first.base_offset, first.last_offset) == (1, 15, 19)
+
+
+def test_read_committed_stops_at_a_transaction_whose_marker_is_not_tiered(tmp_path) -> None:
+    directory = write_partition(tmp_path, "txn-0", undecided_transaction_segments())
+    tp, (rolled, active) = read_partition_dir(directory)
+    rsm = RemoteStorageManager(open_driver(f"file://{tmp_path / 'store'}"))
+    rsm.copy_log_segment(tp, rolled.data)
+    reader = RemoteLogReader(rsm, tp)
+    assert [r.record.offset for r in reader.records(0)] == [0, 1, 2, 3, 4, 5, 6]
+    # Producer 77's transaction from offset 2 is undecided in the remote log: the last stable offset.
+    assert reader.last_stable_offset == 2 and reader.undecided_transaction.producer_id == 77
+    assert [r.record.offset for r in reader.records(0, isolation=Isolation.READ_COMMITTED)] == [0, 1]
+    assert list(reader.records(5, isolation=Isolation.READ_COMMITTED)) == []
+    # Once its ABORT marker is tiered (in the next segment, whose .txnindex lists it), it is aborted.
+    rsm.copy_log_segment(tp, active.data)
+    reader = RemoteLogReader(rsm, tp)
+    assert reader.last_stable_offset is None
+    assert [r.record.offset for r in reader.records(0, isolation=Isolation.READ_COMMITTED)] == [0, 1, 5, 6, 8, 9]
+    assert [r.record.offset for r in reader.records(3, isolation=Isolation.READ_COMMITTED)] == [5, 6, 8, 9]

@@ -22,6 +22,7 @@ from tests.rsm.segments import (
     numbered_segments,
     recompressed,
     transactional_segment,
+    undecided_transaction_segments,
     write_partition,
 )
 
@@ -49,6 +50,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
         tp, segments = read_partition_dir(directory)
         for segment in segments:
             rsm.copy_log_segment(tp, segment.data)
+    # Only the rolled segment: producer 77's transaction stays undecided in the remote log.
+    tp, (rolled, _) = read_partition_dir(write_partition(root, "undecided-0", undecided_transaction_segments()))
+    rsm.copy_log_segment(tp, rolled.data)
     return url
 
 
@@ -118,6 +122,13 @@ def test_read_committed_and_column_pruning(spark, store) -> None:
     pruned = (spark.read.format("kafka-remote").schema("offset bigint, value binary")
               .options(url=store, prefix="tiered", topic="txn").load())  # fmt: skip
     assert pruned.columns == ["offset", "value"] and pruned.count() == 7
+
+
+def test_read_committed_stops_at_the_last_stable_offset(spark, store) -> None:
+    every = read(spark, store, topic="undecided").orderBy("offset").collect()
+    assert [r.offset for r in every] == list(range(7))
+    committed = read(spark, store, topic="undecided", **{"kafka.isolation.level": "read_committed"})
+    assert [r.offset for r in committed.orderBy("offset").collect()] == [0, 1]
 
 
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
