@@ -183,6 +183,34 @@ def test_read_committed_stops_at_the_last_stable_offset_and_says_so(tmp_path: Pa
     assert everything.stderr == ""
 
 
+def test_fetch_index_refuses_a_cut_or_altered_index(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(1, batches=60))
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    store = tmp_path / "store" / "orders-0"
+    (index,) = store.glob("*.index")
+    (time_index,) = store.glob("*.timeindex")
+    good = index.read_bytes()
+    assert offload("fetch-index", url, "orders-0", "0", "--type", "offset", binary=True).stdout == good
+    log = next(store.glob("*.log")).read_bytes()
+    entries = kafka.decode_offset_index(good, 0)
+    moved = entries[:3] + [
+        kafka.IndexEntry(
+            entries[3].offset, entries[3].position + kafka.decode_batch_header(log, entries[3].position).size_in_bytes
+        )
+    ]
+    for damaged, file, kind in ((good[:-8], index, "offset"), (time_index.read_bytes()[:-12], time_index, "timestamp"),
+                                (kafka.encode_offset_index(moved + entries[4:], 0), index, "offset")):  # fmt: skip
+        original = file.read_bytes()
+        file.write_bytes(damaged)
+        fetched = offload("fetch-index", url, "orders-0", "0", "--type", kind, binary=True)
+        file.write_bytes(original)
+        assert fetched.returncode == 1 and fetched.stdout == b""
+        assert fetched.stderr.count("\n") == 1 and f"FormatError: {file.relative_to(tmp_path / 'store')}" in (
+            fetched.stderr.replace("remote offset index ", "")
+        ), fetched.stderr
+
+
 def test_cleanup_and_errors(tmp_path: Path) -> None:
     directory = write_partition(tmp_path, "orders-0", numbered_segments(3))
     url = f"file://{tmp_path / 'store'}"

@@ -25,6 +25,7 @@ from ..rsm import (
     list_partitions,
     read_partition_dir,
 )
+from ..rsm.index_check import checked_index
 from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
 from ..rsm.types import RemoteLogSegmentMetadata
 from .ledger_commands import _open, sweep_before_rerun
@@ -237,13 +238,16 @@ def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_byt
 @driver_options
 def fetch_index(url: str, topic_partition: str, base_offset: int, index_type: str, prefix: str,
                 options: tuple[str, ...]) -> None:  # fmt: skip
-    """Write a remote segment's index, byte for byte, to stdout."""
+    """Write a remote segment's index, byte for byte, to stdout, once it is
+    checked: the size its manifest recorded, decoding as its type, and (the
+    offset index, reading the log once) every entry at the batch it names.
+    A damaged or altered index is a one-line error and nothing is written."""
     tp = _topic_partition(topic_partition)
     rsm = RemoteStorageManager(_open(url, options), prefix=prefix)
     matching = [s for s in rsm.list_remote_segments(tp) if s.start_offset == base_offset]
     if not matching:
         raise NotFoundError(f"{tp} has no remote segment with base offset {base_offset}: see `offload kafka ls`")
-    data = rsm.fetch_index(matching[0], _INDEX_TYPES[index_type]).read()
+    data = checked_index(rsm, matching[0], _INDEX_TYPES[index_type])
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import enum
 import functools
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
 from ..errors import FormatError, NotFoundError
 from ..formats import kafka
+from .index_check import check_entry_batch, entry_error
+from .layout import segment_key
+from .log_batches import read_batches
 from .storage_manager import RemoteStorageManager
 from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicPartition
 
-__all__ = ["Isolation", "RemoteLogReader", "RemoteRecord", "read_batches"]
-
-_LENGTH = struct.Struct(">i")
+__all__ = ["Isolation", "RemoteLogReader", "RemoteRecord"]
 
 
 class Isolation(enum.Enum):
@@ -97,12 +97,12 @@ class RemoteLogReader:
         ``near_end`` is called once the reader is within one read-ahead
         range of the segment's end, so the next segment's download starts
         before this one is finished (as it does across ledgers)."""
-        position = 0
+        floor = kafka.IndexEntry(segment.start_offset, 0)
         if start_offset > segment.start_offset:
             floor = kafka.lookup_offset(self.rsm.offset_index(segment), start_offset, segment.start_offset)
-            position = floor.position
+        position = floor.position
         size = self.rsm.manifest(segment).object_sizes["log"]
-        if position >= size:
+        if size == 0:
             if opened is not None:
                 opened.close()
             return
@@ -111,12 +111,35 @@ class RemoteLogReader:
         pool = self.rsm.read_ahead
         margin = pool.range_size if pool is not None else None
         with opened if opened is not None else self.rsm.fetch_log_segment(segment, position) as stream:
-            for batch, data in read_batches(stream, position, size):
+            batches = read_batches(stream, position, size)
+            if position:
+                batches = self._from_index_entry(segment, floor, batches)
+            for batch, data in batches:
                 if near_end is not None and margin is not None and size - batch.position <= margin:
                     near_end()
                     near_end = None
                 if batch.last_offset >= start_offset:
                     yield batch, data
+
+    def _from_index_entry(
+        self,
+        segment: RemoteLogSegmentMetadata,
+        entry: kafka.IndexEntry,
+        batches: Iterator[tuple[kafka.BatchHeader, bytes]],
+    ) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
+        """``batches``, read from an offset-index entry's position, once the
+        first shows the entry points where it says (else records would be
+        skipped): :class:`FormatError` naming the index otherwise."""
+        key = segment_key(self.rsm.prefix, segment.segment_id, segment.start_offset, IndexType.OFFSET.suffix)
+        try:
+            first = next(batches, None)
+        except FormatError as exc:
+            raise entry_error(key, entry, f"does not point at the start of a batch ({exc})") from None
+        if first is None:
+            return
+        check_entry_batch(key, entry, first[0])
+        yield first
+        yield from batches
 
     def records(
         self,
@@ -205,43 +228,3 @@ class RemoteLogReader:
                 if found is not None:
                     return found
         return None
-
-
-def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
-    """Whole, CRC-checked batches of any magic from ``stream`` (at byte
-    ``position`` of its log, a batch start) up to byte ``size``, one at a
-    time; a :class:`FormatError` for a damaged or cut batch."""
-    while position < size:
-        head = _read_exactly(stream, kafka.LOG_OVERHEAD)
-        if len(head) < kafka.LOG_OVERHEAD:
-            raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
-        (length,) = _LENGTH.unpack_from(head, 8)
-        if length < 0 or position + kafka.LOG_OVERHEAD + length > size:
-            raise FormatError(f"remote batch at byte {position} claims {length} bytes, past the end of its log "
-                              f"({size} bytes): the segment is damaged")  # fmt: skip
-        data = head + _read_exactly(stream, length)
-        if len(data) != kafka.LOG_OVERHEAD + length:
-            raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
-        header = kafka.decode_batch_header(data)
-        if kafka.batch_crc(data) != header.crc:
-            raise FormatError(f"remote batch at byte {position} (offset {header.base_offset}) fails its "
-                              f"{kafka.crc_name(header.magic)}")  # fmt: skip
-        yield replace(header, position=position), data
-        position += header.size_in_bytes
-
-
-def _read_exactly(stream: IO[bytes], count: int) -> bytes:
-    """``count`` bytes, fewer only at the end of the stream (a raw stream
-    may return less than asked per call)."""
-    first = stream.read(count)
-    if len(first) == count or not first:
-        return first
-    pieces = [first]
-    missing = count - len(first)
-    while missing:
-        piece = stream.read(missing)
-        if not piece:
-            break
-        pieces.append(piece)
-        missing -= len(piece)
-    return b"".join(pieces)

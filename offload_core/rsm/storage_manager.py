@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
-from ..errors import ConfigError, InvalidRangeError, NotFoundError, StateError
+from ..errors import ConfigError, FormatError, InvalidRangeError, NotFoundError, StateError
 from ..formats import kafka
 from ..hooks import Event
 from ..instrument import InstrumentedDriver
 from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
+from .index_check import check_offset_entries
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
 from .metadata_manager import RemoteLogMetadataManager
 from .remote_log import list_partition
@@ -187,13 +188,20 @@ class RemoteStorageManager:
         """The remote index of ``index_type``, byte-identical to what was
         copied. Raises :class:`NotFoundError` for a segment that was never
         copied, and for a TRANSACTION index of a segment that had none
-        (Kafka writes ``.txnindex`` only for aborted transactions)."""
+        (Kafka writes ``.txnindex`` only for aborted transactions), and
+        :class:`FormatError` naming the object if it is not the size the
+        segment's manifest recorded (cut, grown or replaced)."""
         manifest = self.manifest(metadata)
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
         if index_type.suffix not in manifest.object_sizes:
             raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_partition} has no "
                                 f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
-        return io.BytesIO(self.driver.read(key) if manifest.object_sizes[index_type.suffix] else b"")
+        size = manifest.object_sizes[index_type.suffix]
+        data = self.driver.read(key) if size else b""
+        if len(data) != size:
+            raise FormatError(f"{key} holds {len(data)} bytes but its segment's manifest recorded {size}: "
+                              "the index was altered or damaged; copy the segment again")  # fmt: skip
+        return io.BytesIO(data)
 
     def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
         """Delete every object of the segment, manifest first; deleting a
@@ -352,11 +360,19 @@ class RemoteStorageManager:
         return manifest
 
     def offset_index(self, metadata: RemoteLogSegmentMetadata) -> list[kafka.IndexEntry]:
-        """The segment's offset index, fetched once and cached."""
+        """The segment's offset index, fetched once, checked and cached.
+        Raises :class:`FormatError` naming the object for one of another
+        size, that does not decode, or with an entry outside the segment."""
         cached = self._offset_indexes.get(metadata.segment_id)
         if cached is None:
+            key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, IndexType.OFFSET.suffix)
             raw = self.fetch_index(metadata, IndexType.OFFSET).read()
-            cached = self._offset_indexes[metadata.segment_id] = kafka.decode_offset_index(raw, metadata.start_offset)
+            try:
+                cached = kafka.decode_offset_index(raw, metadata.start_offset)
+            except FormatError as exc:
+                raise FormatError(f"remote offset index {key}: {exc}") from None
+            check_offset_entries(cached, metadata, self.manifest(metadata).object_sizes[LOG_SUFFIX], key)
+            self._offset_indexes[metadata.segment_id] = cached
         return cached
 
     def _forget(self, segment_id: RemoteLogSegmentId) -> None:

@@ -45,7 +45,7 @@ from ..errors import ConfigError
 from ..formats import kafka
 from ..plugins import open_driver
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
-from ..rsm.log_reader import read_batches
+from ..rsm.log_batches import read_batches
 from ..rsm.remote_log import list_partition, list_partitions
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE

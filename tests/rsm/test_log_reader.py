@@ -113,3 +113,53 @@ def test_read_committed_stops_at_a_transaction_whose_marker_is_not_tiered(tmp_pa
     assert reader.last_stable_offset is None
     assert [r.record.offset for r in reader.records(0, isolation=Isolation.READ_COMMITTED)] == [0, 1, 5, 6, 8, 9]
     assert [r.record.offset for r in reader.records(3, isolation=Isolation.READ_COMMITTED)] == [5, 6, 8, 9]
+
+
+def tampered(tmp_path: Path, change) -> tuple[RemoteLogReader, str, list[kafka.IndexEntry]]:  # type: ignore[no-untyped-def]
+    """A copied segment whose remote .index ``change`` rewrote (entries in,
+    bytes out), read by a fresh reader (nothing cached)."""
+    rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(1, batches=60)))
+    (segment,) = reader.segments
+    key = f"orders-0/{segment.start_offset:020d}-{segment.segment_id.id}.index"
+    entries = kafka.decode_offset_index(rsm.driver.read(key), 0)
+    rsm.driver.write(key, [change(entries, rsm.fetch_log_segment(segment, 0).read())], metadata={})
+    return RemoteLogReader(RemoteStorageManager(rsm.driver), reader.topic_partition), key, entries
+
+
+def test_a_cut_remote_index_is_refused_by_size(tmp_path) -> None:
+    reader, key, entries = tampered(tmp_path, lambda e, _: kafka.encode_offset_index(e[:-1], 0))
+    with pytest.raises(FormatError, match=f"{key} holds .* bytes but its segment's manifest recorded"):
+        list(reader.records(entries[-1].offset))
+
+
+def test_an_entry_moved_to_a_later_batch_is_refused_not_skipped(tmp_path) -> None:
+    def later(entries: list[kafka.IndexEntry], log: bytes) -> bytes:
+        # Entry 3 moved to the next batch boundary: still increasing, still a batch start.
+        batch = kafka.decode_batch_header(log, entries[3].position)
+        entries[3] = kafka.IndexEntry(entries[3].offset, entries[3].position + batch.size_in_bytes)
+        return kafka.encode_offset_index(entries, 0)
+
+    reader, key, entries = tampered(tmp_path, later)
+    with pytest.raises(FormatError, match=f"remote offset index {key}: entry .* past the offset it names"):
+        list(reader.records(entries[3].offset))
+    assert [r.record.offset for r in reader.records(entries[2].offset, end_offset=entries[3].offset - 1)][0] == (
+        entries[2].offset
+    )
+
+
+def test_an_entry_off_a_batch_boundary_or_past_the_log_is_refused(tmp_path) -> None:
+    def inside(entries: list[kafka.IndexEntry], _: bytes) -> bytes:
+        entries[3] = kafka.IndexEntry(entries[3].offset, entries[3].position + 7)
+        return kafka.encode_offset_index(entries, 0)
+
+    reader, key, entries = tampered(tmp_path, inside)
+    with pytest.raises(FormatError, match=f"remote offset index {key}: .* does not point at the start of a batch"):
+        list(reader.records(entries[3].offset))
+
+    def past(entries: list[kafka.IndexEntry], log: bytes) -> bytes:
+        entries[-1] = kafka.IndexEntry(entries[-1].offset, len(log) + 100)
+        return kafka.encode_offset_index(entries, 0)
+
+    reader, key, entries = tampered(tmp_path / "past", past)
+    with pytest.raises(FormatError, match=f"remote offset index {key}: .* lies outside its segment"):
+        list(reader.records(entries[-1].offset))
