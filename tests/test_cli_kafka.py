@@ -211,6 +211,34 @@ def test_fetch_index_refuses_a_cut_or_altered_index(tmp_path: Path) -> None:
         ), fetched.stderr
 
 
+def test_reading_at_or_past_the_end_and_special_timestamps(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(2))
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url, "--all").returncode == 0  # offsets 0..199
+    at_end = offload("read", url, "orders-0", "--offset", "200")
+    assert at_end.returncode == 0 and at_end.stdout == ""
+    assert "offset 200 is the end of the remote log of orders-0 (its last offset is 199): nothing to read" in (
+        at_end.stderr
+    )
+    past = offload("read", url, "orders-0", "--offset", "250")
+    assert past.returncode == 1 and past.stdout == ""
+    assert "InvalidRangeError: offset 250 is past the end of the remote log of orders-0 (offsets 0..199)" in (
+        past.stderr
+    )
+    assert offload("read", url, "orders-0", "--offset", "199").stderr == ""
+
+    def answer(timestamp: str) -> Ran:
+        return offload("offsets", url, "orders-0", "--timestamp", timestamp)
+
+    assert json.loads(answer("-2").stdout) == {"offset": 0, "timestamp": -1}
+    assert json.loads(answer("-1").stdout) == {"offset": 200, "timestamp": -1}
+    # The last batch (offsets 195-199) stamps its records 1_700_000_195_000 + 0..4 ms.
+    assert json.loads(answer("-3").stdout) == {"offset": 199, "timestamp": 1_700_000_195_004}
+    refused = answer("-5")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "timestamp -5 is neither milliseconds since the epoch nor one of Kafka's" in refused.stderr
+
+
 def test_cleanup_and_errors(tmp_path: Path) -> None:
     directory = write_partition(tmp_path, "orders-0", numbered_segments(3))
     url = f"file://{tmp_path / 'store'}"

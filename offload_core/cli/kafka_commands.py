@@ -193,7 +193,9 @@ def _text(value: bytes | None) -> str:
 def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, isolation: str, as_json: bool,
          max_decompressed_bytes: int, prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
     """Print records of TOPIC-PARTITION from --offset on, across segments,
-    each as soon as it is decoded."""
+    each as soon as it is decoded. At the end of the remote log there is
+    nothing to read yet (said on stderr, exit 0: Kafka's fetch is empty);
+    past it, an error (Kafka's OFFSET_OUT_OF_RANGE)."""
     tp = _topic_partition(topic_partition)
     reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
     if not reader.segments:
@@ -205,6 +207,9 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
         else:
             r = remote.record
             click.echo(f"{r.offset}\t{r.timestamp}\t{_text(r.key)}\t{_text(r.value)}")
+    if offset == reader.log_end_offset:
+        click.echo(f"offset {offset} is the end of the remote log of {tp} (its last offset is {offset - 1}): "
+                   "nothing to read yet", err=True)  # fmt: skip
     undecided = reader.undecided_transaction if Isolation(isolation) is Isolation.READ_COMMITTED else None
     if undecided is not None:
         click.echo(f"read_committed stops before offset {undecided.current_txn_first_offset}, the last stable "
@@ -215,14 +220,18 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
 @kafka.command("offsets")
 @click.argument("url")
 @click.argument("topic_partition")
-@click.option("--timestamp", type=int, required=True, help="Milliseconds since the epoch.")
+@click.option("--timestamp", type=int, required=True,
+              help="Milliseconds since the epoch; or Kafka's -1 latest, -2 earliest, -3 max timestamp.")  # fmt: skip
 @decompressed_option
 @prefix_option
 @driver_options
 def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_bytes: int, prefix: str,
             options: tuple[str, ...]) -> None:  # fmt: skip
     """The first offset whose timestamp is at least --timestamp, as JSON
-    (nulls when every record is older)."""
+    (nulls when every record is older), or Kafka's answer to its special
+    timestamps (-1 latest: the end offset, -2 earliest: the start offset,
+    both with timestamp -1; -3: the record with the largest timestamp).
+    Any other negative timestamp is an error."""
     tp = _topic_partition(topic_partition)
     reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
     found = reader.offset_for_timestamp(timestamp, max_decompressed_bytes=max_decompressed_bytes)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
-from ..errors import FormatError, NotFoundError
+from ..errors import FormatError, InvalidRangeError, NotFoundError
 from ..formats import kafka
 from .index_check import check_entry_batch, entry_error
 from .layout import segment_key
@@ -22,7 +22,10 @@ from .log_batches import read_batches
 from .storage_manager import RemoteStorageManager
 from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicPartition
 
-__all__ = ["Isolation", "RemoteLogReader", "RemoteRecord"]
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Isolation", "RemoteLogReader", "RemoteRecord"]
+
+# Kafka's ListOffsets special timestamps.
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
 class Isolation(enum.Enum):
@@ -157,7 +160,14 @@ class RemoteLogReader:
         nothing from the :attr:`last_stable_offset` on, where a transaction
         without a marker in the remote log begins. Each record is yielded
         as it is decompressed and parsed; a batch whose records expand past
-        ``max_decompressed_bytes`` raises :class:`FormatError` when reached."""
+        ``max_decompressed_bytes`` raises :class:`FormatError` when reached.
+        A ``start_offset`` past :attr:`log_end_offset` raises
+        :class:`InvalidRangeError`, as Kafka answers OFFSET_OUT_OF_RANGE; at
+        it, there is nothing (yet) to read."""
+        end = self.log_end_offset
+        if end is not None and start_offset > end:
+            raise InvalidRangeError(f"offset {start_offset} is past the end of the remote log of "
+                                    f"{self.topic_partition} (offsets {self.log_start_offset}..{end - 1})")  # fmt: skip
         committed = isolation is Isolation.READ_COMMITTED
         stable = self.last_stable_offset if committed else None
         if stable is not None:
@@ -209,12 +219,29 @@ class RemoteLogReader:
             self._txn_indexes[key] = kafka.decode_txn_index(raw)
         return self._txn_indexes[key]
 
+    @property
+    def log_start_offset(self) -> int | None:
+        """The first offset of the remote log (``None`` without segments)."""
+        return min((s.start_offset for s in self.segments), default=None)
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """One past the last offset of the remote log (``None`` without segments)."""
+        return max((s.end_offset + 1 for s in self.segments), default=None)
+
     def offset_for_timestamp(
         self, timestamp: int, *, max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
     ) -> kafka.TimestampAndOffset | None:
         """Kafka's ``findOffsetByTimestamp`` over the remote log: the first
         record whose timestamp is at least ``timestamp``, or ``None``.
-        Records are decompressed up to ``max_decompressed_bytes`` a batch."""
+        Records are decompressed up to ``max_decompressed_bytes`` a batch.
+        Kafka's special timestamps are answered as its ListOffsets answers
+        them: -2 (earliest) the log's start offset and -1 (latest) its end
+        offset, both with timestamp -1; -3 (max timestamp) the first record
+        with the largest timestamp. Any other negative timestamp raises
+        :class:`InvalidRangeError` naming it."""
+        if timestamp < 0:
+            return self._special_offset(timestamp, max_decompressed_bytes)
         for segment in self.segments:
             if segment.max_timestamp_ms < timestamp:
                 continue
@@ -228,3 +255,26 @@ class RemoteLogReader:
                 if found is not None:
                     return found
         return None
+
+    def _special_offset(self, timestamp: int, max_decompressed_bytes: int) -> kafka.TimestampAndOffset | None:
+        if timestamp not in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP):
+            raise InvalidRangeError(f"timestamp {timestamp} is neither milliseconds since the epoch nor one of "
+                                    "Kafka's -1 (latest), -2 (earliest), -3 (max timestamp)")  # fmt: skip
+        if not self.segments:
+            return None
+        if timestamp == MAX_TIMESTAMP:
+            largest = max(s.max_timestamp_ms for s in self.segments)
+            # Magic 0 records have no timestamp (-1): then there is no answer.
+            return (
+                self.offset_for_timestamp(largest, max_decompressed_bytes=max_decompressed_bytes)
+                if largest >= 0
+                else None
+            )
+        if timestamp == EARLIEST_TIMESTAMP:
+            segment = min(self.segments, key=lambda s: s.start_offset)
+            offset = segment.start_offset
+        else:
+            segment = max(self.segments, key=lambda s: s.end_offset)
+            offset = segment.end_offset + 1
+        epochs = [epoch for epoch, start in segment.segment_leader_epochs.items() if start <= offset]
+        return kafka.TimestampAndOffset(-1, offset, max(epochs, default=None))  # ListOffsets gives no timestamp

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offload_core.errors import FormatError
+from offload_core.errors import FormatError, InvalidRangeError
 from offload_core.formats import kafka
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
@@ -37,7 +37,9 @@ def test_records_from_any_offset_across_segments(tmp_path) -> None:
     assert [r.record.offset for r in reader.records(0)] == list(range(300))
     assert [r.record.offset for r in reader.records(97)][:5] == [97, 98, 99, 100, 101]
     assert [r.record.offset for r in reader.records(150, end_offset=160)] == list(range(150, 161))
-    assert list(reader.records(300)) == []
+    assert list(reader.records(300)) == []  # the end: nothing yet
+    with pytest.raises(InvalidRangeError, match="offset 301 is past the end of the remote log of orders-0"):
+        list(reader.records(301))
     batches = list(reader.batches(0, max_bytes=1))
     assert len(batches) == 1  # at least one whole batch
 
