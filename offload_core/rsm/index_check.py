@@ -15,18 +15,31 @@ from; :func:`checked_index` (``offload kafka fetch-index``) checks them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import IO, Protocol
 
 from ..errors import FormatError
 from ..formats import kafka
-from .layout import LOG_SUFFIX, segment_key
+from .layout import LOG_SUFFIX, SegmentManifest, segment_key
 from .log_batches import read_batches
 from .types import IndexType, RemoteLogSegmentMetadata
 
-if TYPE_CHECKING:
-    from .storage_manager import RemoteStorageManager
+__all__ = ["IndexedSegments", "check_entry_batch", "check_offset_entries", "checked_index", "decoded_offset_index",
+           "entry_error"]  # fmt: skip
 
-__all__ = ["check_entry_batch", "check_offset_entries", "checked_index", "entry_error"]
+
+class IndexedSegments(Protocol):
+    """What checking an index needs of the store it came from (a
+    :class:`~.storage_manager.RemoteStorageManager`)."""
+
+    prefix: str
+
+    def manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest: ...
+
+    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]: ...
+
+    def fetch_log_segment(
+        self, metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None
+    ) -> IO[bytes]: ...
 
 
 def entry_error(key: str, entry: kafka.IndexEntry, problem: str) -> FormatError:
@@ -47,6 +60,20 @@ def check_offset_entries(
                                           f"{segment.end_offset}, {log_size} bytes of log)")  # fmt: skip
 
 
+def decoded_offset_index(
+    raw: bytes, segment: RemoteLogSegmentMetadata, log_size: int, key: str
+) -> list[kafka.IndexEntry]:
+    """The entries of the offset index ``raw`` (object ``key``), checked to
+    lie within the segment and its log of ``log_size`` bytes; a
+    :class:`FormatError` naming ``key`` for one that does not decode or fit."""
+    try:
+        entries = kafka.decode_offset_index(raw, segment.start_offset)
+    except FormatError as exc:
+        raise FormatError(f"remote offset index {key}: {exc}") from None
+    check_offset_entries(entries, segment, log_size, key)
+    return entries
+
+
 def check_entry_batch(key: str, entry: kafka.IndexEntry, batch: kafka.BatchHeader) -> None:
     """:class:`FormatError` naming ``key`` unless ``batch``, the one found at
     the entry's position, starts no later than the offset the entry names."""
@@ -55,7 +82,7 @@ def check_entry_batch(key: str, entry: kafka.IndexEntry, batch: kafka.BatchHeade
                                       "past the offset it names")  # fmt: skip
 
 
-def checked_index(rsm: RemoteStorageManager, segment: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
+def checked_index(rsm: IndexedSegments, segment: RemoteLogSegmentMetadata, index_type: IndexType) -> bytes:
     """The bytes of a remote index, once they are known good: at their
     recorded size, decoding as their type, and (offset index) every entry
     checked against the log, which is read once. Raises :class:`FormatError`
@@ -83,7 +110,7 @@ def checked_index(rsm: RemoteStorageManager, segment: RemoteLogSegmentMetadata, 
 
 
 def _check_against_log(
-    rsm: RemoteStorageManager, segment: RemoteLogSegmentMetadata, entries: list[kafka.IndexEntry], key: str
+    rsm: IndexedSegments, segment: RemoteLogSegmentMetadata, entries: list[kafka.IndexEntry], key: str
 ) -> None:
     size = rsm.manifest(segment).object_sizes[LOG_SUFFIX]
     check_offset_entries(entries, segment, size, key)

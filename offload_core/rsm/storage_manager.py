@@ -24,7 +24,7 @@ from ..hooks import Event
 from ..instrument import InstrumentedDriver
 from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
-from .index_check import check_offset_entries
+from .index_check import decoded_offset_index
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
 from .metadata_manager import RemoteLogMetadataManager
 from .remote_log import list_partition
@@ -367,11 +367,7 @@ class RemoteStorageManager:
         if cached is None:
             key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, IndexType.OFFSET.suffix)
             raw = self.fetch_index(metadata, IndexType.OFFSET).read()
-            try:
-                cached = kafka.decode_offset_index(raw, metadata.start_offset)
-            except FormatError as exc:
-                raise FormatError(f"remote offset index {key}: {exc}") from None
-            check_offset_entries(cached, metadata, self.manifest(metadata).object_sizes[LOG_SUFFIX], key)
+            cached = decoded_offset_index(raw, metadata, self.manifest(metadata).object_sizes[LOG_SUFFIX], key)
             self._offset_indexes[metadata.segment_id] = cached
         return cached
 
