@@ -366,7 +366,7 @@ def split_bucket_url(url: str, schemes: Sequence[str], example: str) -> tuple[st
     if "?" in url or "#" in url or ("@" in bucket and ":" in bucket.partition("@")[0]):
         raise ConfigError(
             f"URL {redact_url(url)!r} carries credentials or a query string; this driver takes them as options "
-            f"or environment variables (see the README's credentials section), never in the URL: use {example}"
+            f"or environment variables (see docs/operators.md, Credentials), never in the URL: use {example}"
         )
     if scheme.lower() not in schemes or not bucket:
         raise ConfigError(f"URLs for this driver look like {example}, not {redact_url(url)!r}")

@@ -25,7 +25,7 @@ from offload_core.managed_ledger.streaming.segment_worker_process import _Server
 from offload_core.model import Position
 from tests.managed_ledger.test_offload_workers import gone
 
-# Written as a user would, following the README's example: no main guard.
+# Written as a user would, following the embedding example in docs/operators.md: no main guard.
 SCRIPT = textwrap.dedent(
     """
     import os, sys
