@@ -16,7 +16,7 @@ of the contract in ``offload_core.storage.StorageDriver``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import settings
@@ -101,6 +101,13 @@ class DriverContract(TemporariesContract):
     #: from; narrow it (say to ``"latin-1"``) only for a test server that
     #: cannot carry more, and say why where you do.
     state_machine_metadata_codec: str = "utf-8"
+    #: False to leave control characters (CR, LF, ...) out of those values,
+    #: again only for a test server that cannot carry them, saying why.
+    state_machine_metadata_controls: bool = True
+    #: A test on an object's bytes that the test server mishandles (a
+    #: predicate); such objects are left out of the model comparison. Say
+    #: why where you set it.
+    state_machine_payload_unverifiable: Callable[[bytes], bool] | None = None
     #: Set to a reason for a driver that cannot replace metadata in place
     #: (it then raises ``ConfigError``, which is checked instead).
     replace_metadata_unsupported: str | None = None
@@ -364,6 +371,10 @@ class DriverContract(TemporariesContract):
                 "driver": driver,
                 "check_conditional_create": self.conditional_create_unverifiable is None,
                 "metadata_codec": self.state_machine_metadata_codec,
+                "metadata_controls": self.state_machine_metadata_controls,
+                "payload_unverifiable": staticmethod(self.state_machine_payload_unverifiable)
+                if self.state_machine_payload_unverifiable is not None
+                else None,
             },
         )
         run_state_machine_as_test(
