@@ -183,13 +183,48 @@ def test_concurrent_readers_of_one_range_share_its_download(store: MemoryDriver)
     pool.close()
 
 
+class FailingAhead(FaultyDriver):
+    """Reads of ``key`` from byte ``offset`` on fail while ``failing`` is set."""
+
+    def __init__(self, inner: MemoryDriver, key: str, offset: int) -> None:
+        super().__init__(inner, [])
+        self.key, self.offset, self.failing, self.failed = key, offset, True, 0
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        if self.failing and key == self.key and start >= self.offset:
+            self.failed += 1
+            raise InjectedFault(f"read of {key!r} at {start}")
+        return super()._read(key, start, end)
+
+
+def test_a_range_that_failed_ahead_of_the_reader_is_read_again_by_it(store: MemoryDriver) -> None:
+    """A range read ahead while the store was failing is not the reader's
+    error once the store has recovered: before, the reader got the stale one."""
+    failing = FailingAhead(store, v1.data_key(str(UUID), 1), RANGE)
+    pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE, workers=1)
+    handle = BlobStoreLedgerOffloader(failing, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
+    read = [e.data for first in range(0, 32, 8) for e in handle.read(first, first + 7)]  # a sequential reader,
+    assert read == ENTRIES[:32]  # and what lies ahead of it, past the first range, is read ahead and fails
+    for _ in range(500):
+        if failing.failed:
+            break
+        threading.Event().wait(0.01)
+    assert failing.failed
+    failing.failing = False  # the store recovers before the reader gets there
+    last = len(ENTRIES) - 1
+    read += [e.data for first in range(32, last + 1, 37) for e in handle.read(first, min(first + 36, last))]
+    assert read == ENTRIES
+    pool.close()
+
+
 def test_a_failed_range_reaches_the_reader_and_a_new_read_recovers(store: MemoryDriver) -> None:
     data_key = v1.data_key(str(UUID), 1)
-    faulty = FaultyDriver(store, [Fault("read", key=data_key, nth=3, permanent=True)])
+    faulty = FaultyDriver(store, [Fault("read", key=data_key, nth=3, permanent=True, times=None)])
     pool = ReadAheadPool(total_bytes=64 * RANGE, reader_bytes=2 * RANGE, range_size=RANGE, workers=1)
     handle = BlobStoreLedgerOffloader(faulty, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
-    with pytest.raises(InjectedFault):
+    with pytest.raises(InjectedFault):  # failing still when the reader asks again
         read_all(handle, len(ENTRIES) - 1)
+    faulty.faults.clear()
     fresh = BlobStoreLedgerOffloader(faulty, read_buffer_size=512, read_ahead=pool).read_offloaded(1, UUID)
     assert read_all(fresh, len(ENTRIES) - 1) == ENTRIES
     pool.close()

@@ -160,10 +160,13 @@ class ObjectBytes:
 
     def _bytes_of(self, shared: SharedRange) -> bytes:
         """A range's bytes; one whose download was cancelled (its pool was
-        closed under the reader) is fetched here instead."""
+        closed under the reader) or failed is fetched here instead. A range
+        is read ahead before the reader needs it, maybe while the store was
+        failing and has since recovered: its error is not this read's, so
+        the reader asks once more and meets the store as it is now."""
         try:
             return shared.future.result()
-        except CancelledError:
+        except (CancelledError, Exception):
             return self._driver.read(self._key, shared.start, shared.end)
 
     def _extend(self, pool: ReadAheadPool, stream: Stream, *, needed: bool) -> bool:
