@@ -28,7 +28,7 @@ from pathlib import Path
 from offload_core.formats import kafka
 from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.plugins import open_driver
-from offload_core.rsm import RemoteStorageManager, TopicPartition
+from offload_core.rsm import RemoteStorageManager, TopicIdPartition, TopicPartition
 from offload_core.rsm.log_reader import RemoteLogReader
 from offload_core.rsm.types import LogSegmentData
 from offload_core.testing.faults import Latency, SlowDriver
@@ -87,7 +87,7 @@ def main() -> None:
         source.mkdir()
         data, size = write_segment(source, int(args.gib * 1024 * MiB))
         driver = open_driver(f"file://{root}/store")
-        tp = TopicPartition("orders", 0)
+        tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
 
         def raw() -> None:
             with open(data.log_segment, "rb") as log:

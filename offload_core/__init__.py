@@ -37,7 +37,7 @@ from .offload import (
     open_offloader,
 )
 from .plugins import PluginManager, default_plugin_manager, open_driver
-from .rsm import RemoteLogMetadataManager, RemoteStorageManager, TopicPartition
+from .rsm import RemoteLogMetadataManager, RemoteStorageManager, TopicIdPartition, TopicPartition
 from .storage import StorageDriver
 
 try:
@@ -75,6 +75,7 @@ __all__ = [
     "RemoteStorageManager",
     "StorageDriver",
     "Temporary",
+    "TopicIdPartition",
     "TopicPartition",
     "TransientStorageError",
     "__version__",

@@ -21,6 +21,7 @@ from offload_core.formats import kafka
 from tests.kafka_vectors import KafkaCase, b64, kafka_cases
 from tests.legacy_message_sets import upgraded_topic
 from tests.rsm.segments import (
+    TOPIC_ID,
     SegmentSpec,
     fixture_partition,
     numbered_segments,
@@ -187,7 +188,7 @@ def test_fetch_index_refuses_a_cut_or_altered_index(tmp_path: Path) -> None:
     directory = write_partition(tmp_path, "orders-0", numbered_segments(1, batches=60))
     url = f"file://{tmp_path / 'store'}"
     assert offload("copy", str(directory), url, "--all").returncode == 0
-    store = tmp_path / "store" / "orders-0"
+    store = tmp_path / "store" / f"orders-0-{TOPIC_ID}"
     (index,) = store.glob("*.index")
     (time_index,) = store.glob("*.timeindex")
     good = index.read_bytes()

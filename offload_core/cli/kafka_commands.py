@@ -20,6 +20,7 @@ from ..rsm import (
     IndexType,
     RemoteLogMetadataManager,
     RemoteStorageManager,
+    TopicIdPartition,
     TopicPartition,
     list_partition,
     list_partitions,
@@ -27,6 +28,7 @@ from ..rsm import (
 )
 from ..rsm.index_check import checked_index
 from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
+from ..rsm.remote_log import resolve_partition
 from ..rsm.types import RemoteLogSegmentMetadata
 from .ledger_commands import _open, sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
@@ -42,6 +44,12 @@ decompressed_option = click.option(
     default=DEFAULT_DECOMPRESSED_LIMIT,
     show_default=True,
     help="Refuse a batch whose records decompress to more than this (a guard against damaged or hostile batches).",
+)
+topic_id_option = click.option(
+    "--topic-id",
+    default=None,
+    help="Topic id (Kafka Uuid, or 'unknown' for segments copied before topic ids were kept): needed when the "
+    "name has several in the store, a topic deleted and recreated.",
 )
 metadata_option = click.option(
     "--metadata",
@@ -69,24 +77,36 @@ def _topic_partition(text: str) -> TopicPartition:
         raise click.BadParameter(str(exc), param_hint="TOPIC-PARTITION") from None
 
 
+def _resolved(driver: Any, prefix: str, text: str, topic_id: str | None) -> TopicIdPartition:
+    """The partition TOPIC-PARTITION (and --topic-id) name in the store."""
+    return resolve_partition(driver, prefix, _topic_partition(text), topic_id, option="--topic-id")
+
+
 @kafka.command("copy")
 @click.argument("partition_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("url")
 @click.option("--all", "include_active", is_flag=True,
               help="Also copy the active (last) segment: only for a directory of a stopped broker.")  # fmt: skip
+@click.option(
+    "--topic-id",
+    default=None,
+    help="The topic's id (a Kafka Uuid); by default, the one the directory's partition.metadata names.",
+)
 @prefix_option
 @metadata_option
 @driver_options
 @metrics_port_option
-def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metadata_path: Path | None,
-         options: tuple[str, ...]) -> None:  # fmt: skip
-    """Tier the rolled segments of a Kafka partition directory to URL.
+def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | None, prefix: str,
+         metadata_path: Path | None, options: tuple[str, ...]) -> None:  # fmt: skip
+    """Tier the rolled segments of a Kafka partition directory to URL, under
+    the topic's id (from --topic-id, else from the directory's
+    partition.metadata, as Kafka writes it).
 
     Segments already copied (same offsets and size) are skipped, so a re-run
     copies only what is new; so are empty ones (an empty active segment
     right after a roll), which hold nothing to tier. It first removes the
     temporary files of a killed run (see `offload ledgers sweep`)."""
-    topic_partition, segments = read_partition_dir(partition_dir)
+    topic_partition, segments = read_partition_dir(partition_dir, topic_id)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
     with open_driver(url, **parse_driver_options(options)) as driver:
@@ -95,7 +115,8 @@ def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metad
         done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
                 for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip
         copied = empty = 0
-        with click.progressbar(chosen, label=f"copying {topic_partition}", file=sys.stderr) as progress:
+        name = topic_partition.topic_partition
+        with click.progressbar(chosen, label=f"copying {name}", file=sys.stderr) as progress:
             for segment in progress:
                 size = segment.data.log_segment.stat().st_size
                 if size == 0:
@@ -106,14 +127,24 @@ def copy(partition_dir: Path, url: str, include_active: bool, prefix: str, metad
                 rsm.copy_log_segment(topic_partition, segment.data)
                 copied += 1
         rsm.close()
-    click.echo(f"{topic_partition}: copied {copied} segment(s), {len(chosen) - copied - empty} already there"
+    click.echo(f"{name} (topic id {topic_partition.topic_id}): copied {copied} segment(s), "
+               f"{len(chosen) - copied - empty} already there"
                + (f", {empty} empty segment(s) skipped" if empty else "")
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
+
+
+def _named(tp: TopicIdPartition) -> str:
+    return f"{tp.topic_partition} (topic id {tp.topic_id})" if tp.known else str(tp.topic_partition)
+
+
+def _topic_id(tp: TopicIdPartition) -> str | None:
+    return tp.topic_id if tp.known else None
 
 
 def _row(meta: RemoteLogSegmentMetadata, state: str) -> dict[str, Any]:
     return {
         "topic_partition": str(meta.topic_partition),
+        "topic_id": _topic_id(meta.topic_id_partition),
         "base_offset": meta.start_offset,
         "end_offset": meta.end_offset,
         "max_timestamp_ms": meta.max_timestamp_ms,
@@ -131,25 +162,31 @@ def _row(meta: RemoteLogSegmentMetadata, state: str) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per segment, one per line.")
 @driver_options
 def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
-    """List remote segments: offsets, max timestamp, size, state."""
+    """List remote segments: topic id, offsets, max timestamp, size, state.
+    Segments copied before topic ids were kept list their topic id as
+    unknown (null in JSON)."""
     driver = _open(url, options)
-    partitions = [_topic_partition(topic_partition)] if topic_partition else list_partitions(driver, prefix)
+    partitions = list_partitions(driver, prefix)
+    if topic_partition:
+        wanted = _topic_partition(topic_partition)
+        partitions = [p for p in partitions if p.topic_partition == wanted]
     rows = []
     for tp in partitions:
         listing = list_partition(driver, prefix, tp)
         rows += [_row(m.metadata, "COPY_SEGMENT_FINISHED") for m in listing.segments]
         for base, segment_id, count, size in listing.uncommitted:
             state = f"incomplete ({count} objects, no manifest: copying, failed or being deleted)"
-            rows.append({"topic_partition": str(tp), "base_offset": base, "end_offset": None, "max_timestamp_ms": None,
-                         "bytes": size, "leader_epochs": None, "segment_id": segment_id, "state": state})  # fmt: skip
+            rows.append({"topic_partition": str(tp.topic_partition), "topic_id": _topic_id(tp), "base_offset": base,
+                         "end_offset": None, "max_timestamp_ms": None, "bytes": size, "leader_epochs": None,
+                         "segment_id": segment_id, "state": state})  # fmt: skip
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
         return
-    click.echo("\t".join(["partition", "base", "end", "max_timestamp", "bytes", "state", "segment_id"]))
+    click.echo("\t".join(["partition", "topic_id", "base", "end", "max_timestamp", "bytes", "state", "segment_id"]))
     for row in rows:
-        cells = [row["topic_partition"], row["base_offset"], row["end_offset"], row["max_timestamp_ms"], row["bytes"],
-                 row["state"], row["segment_id"]]  # fmt: skip
+        cells = [row["topic_partition"], row["topic_id"] or "unknown", row["base_offset"], row["end_offset"],
+                 row["max_timestamp_ms"], row["bytes"], row["state"], row["segment_id"]]  # fmt: skip
         click.echo("\t".join("-" if c is None else str(c) for c in cells))
 
 
@@ -188,18 +225,22 @@ def _text(value: bytes | None) -> str:
                                       "first transaction not yet committed or aborted in the remote log.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
 @decompressed_option
+@topic_id_option
 @prefix_option
 @driver_options
 def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, isolation: str, as_json: bool,
-         max_decompressed_bytes: int, prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
+         max_decompressed_bytes: int, topic_id: str | None, prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
     """Print records of TOPIC-PARTITION from --offset on, across segments,
     each as soon as it is decoded. At the end of the remote log there is
     nothing to read yet (said on stderr, exit 0: Kafka's fetch is empty);
     past it, an error (Kafka's OFFSET_OUT_OF_RANGE)."""
-    tp = _topic_partition(topic_partition)
-    reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
+    driver = _open(url, options)
+    tp = _resolved(driver, prefix, topic_partition, topic_id)
+    reader = RemoteLogReader(RemoteStorageManager(driver, prefix=prefix), tp)
     if not reader.segments:
-        raise NotFoundError(f"no remote segments of {tp} under {url!r} (prefix {prefix!r}): check the URL and prefix")
+        raise NotFoundError(
+            f"no remote segments of {_named(tp)} under {url!r} (prefix {prefix!r}): check the URL and prefix"
+        )
     for remote in reader.records(offset, max_bytes=max_bytes, isolation=Isolation(isolation),
                                  max_decompressed_bytes=max_decompressed_bytes):  # fmt: skip
         if as_json:
@@ -208,8 +249,8 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
             r = remote.record
             click.echo(f"{r.offset}\t{r.timestamp}\t{_text(r.key)}\t{_text(r.value)}")
     if offset == reader.log_end_offset:
-        click.echo(f"offset {offset} is the end of the remote log of {tp} (its last offset is {offset - 1}): "
-                   "nothing to read yet", err=True)  # fmt: skip
+        click.echo(f"offset {offset} is the end of the remote log of {tp.topic_partition} (its last offset is "
+                   f"{offset - 1}): nothing to read yet", err=True)  # fmt: skip
     undecided = reader.undecided_transaction if Isolation(isolation) is Isolation.READ_COMMITTED else None
     if undecided is not None:
         click.echo(f"read_committed stops before offset {undecided.current_txn_first_offset}, the last stable "
@@ -223,17 +264,19 @@ def read(url: str, topic_partition: str, offset: int, max_bytes: int | None, iso
 @click.option("--timestamp", type=int, required=True,
               help="Milliseconds since the epoch; or Kafka's -1 latest, -2 earliest, -3 max timestamp.")  # fmt: skip
 @decompressed_option
+@topic_id_option
 @prefix_option
 @driver_options
-def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_bytes: int, prefix: str,
-            options: tuple[str, ...]) -> None:  # fmt: skip
+def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_bytes: int, topic_id: str | None,
+            prefix: str, options: tuple[str, ...]) -> None:  # fmt: skip
     """The first offset whose timestamp is at least --timestamp, as JSON
     (nulls when every record is older), or Kafka's answer to its special
     timestamps (-1 latest: the end offset, -2 earliest: the start offset,
     both with timestamp -1; -3: the record with the largest timestamp).
     Any other negative timestamp is an error."""
-    tp = _topic_partition(topic_partition)
-    reader = RemoteLogReader(RemoteStorageManager(_open(url, options), prefix=prefix), tp)
+    driver = _open(url, options)
+    tp = _resolved(driver, prefix, topic_partition, topic_id)
+    reader = RemoteLogReader(RemoteStorageManager(driver, prefix=prefix), tp)
     found = reader.offset_for_timestamp(timestamp, max_decompressed_bytes=max_decompressed_bytes)
     click.echo(json.dumps({"offset": found.offset if found else None, "timestamp": found.timestamp if found else None}))
 
@@ -243,19 +286,23 @@ def offsets(url: str, topic_partition: str, timestamp: int, max_decompressed_byt
 @click.argument("topic_partition")
 @click.argument("base_offset", type=click.IntRange(min=0))
 @click.option("--type", "index_type", type=click.Choice(list(_INDEX_TYPES)), required=True)
+@topic_id_option
 @prefix_option
 @driver_options
-def fetch_index(url: str, topic_partition: str, base_offset: int, index_type: str, prefix: str,
+def fetch_index(url: str, topic_partition: str, base_offset: int, index_type: str, topic_id: str | None, prefix: str,
                 options: tuple[str, ...]) -> None:  # fmt: skip
     """Write a remote segment's index, byte for byte, to stdout, once it is
     checked: the size its manifest recorded, decoding as its type, and (the
     offset index, reading the log once) every entry at the batch it names.
     A damaged or altered index is a one-line error and nothing is written."""
-    tp = _topic_partition(topic_partition)
-    rsm = RemoteStorageManager(_open(url, options), prefix=prefix)
+    driver = _open(url, options)
+    tp = _resolved(driver, prefix, topic_partition, topic_id)
+    rsm = RemoteStorageManager(driver, prefix=prefix)
     matching = [s for s in rsm.list_remote_segments(tp) if s.start_offset == base_offset]
     if not matching:
-        raise NotFoundError(f"{tp} has no remote segment with base offset {base_offset}: see `offload kafka ls`")
+        raise NotFoundError(
+            f"{_named(tp)} has no remote segment with base offset {base_offset}: see `offload kafka ls`"
+        )
     data = checked_index(rsm, matching[0], _INDEX_TYPES[index_type])
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -277,14 +324,16 @@ def _until_ms(text: str) -> int:
 @click.argument("url")
 @click.argument("topic_partition")
 @click.option("--until", "until", required=True, help="Delete segments whose newest record is older (ISO time or ms).")
+@topic_id_option
 @prefix_option
 @metadata_option
 @driver_options
-def cleanup(url: str, topic_partition: str, until: str, prefix: str, metadata_path: Path | None,
-            options: tuple[str, ...]) -> None:  # fmt: skip
+def cleanup(url: str, topic_partition: str, until: str, topic_id: str | None, prefix: str,
+            metadata_path: Path | None, options: tuple[str, ...]) -> None:  # fmt: skip
     """Delete the oldest segments older than --until; print the new log start offset."""
-    tp = _topic_partition(topic_partition)
-    rsm = _manager(_open(url, options), prefix, metadata_path)
+    driver = _open(url, options)
+    tp = _resolved(driver, prefix, topic_partition, topic_id)
+    rsm = _manager(driver, prefix, metadata_path)
     before = len(rsm.list_remote_segments(tp))
     start = rsm.cleanup_log_until(tp, _until_ms(until))
     after = len(rsm.list_remote_segments(tp))

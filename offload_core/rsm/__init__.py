@@ -13,6 +13,7 @@ from .types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemotePartitionDeleteState,
+    TopicIdPartition,
     TopicPartition,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "RemoteLogSegmentState",
     "RemotePartitionDeleteState",
     "RemoteStorageManager",
+    "TopicIdPartition",
     "TopicPartition",
     "list_partition",
     "list_partitions",

@@ -1,8 +1,10 @@
 """Where a remote segment's objects live, and the manifest that commits
 one. Pure.
 
-Keys: ``<prefix>/<topic>-<partition>/<20-digit base offset>-<segment id>.<suffix>``
-with the suffixes of Kafka's ``LocalTieredStorage`` (``log``, ``index``,
+Keys: ``<prefix>/<topic>-<partition>-<topic id>/<20-digit base offset>-<segment id>.<suffix>``
+(the directory name of Kafka's ``LocalTieredStorage``; objects written
+before topic ids were kept have no ``-<topic id>`` and read as the unknown
+id) with the suffixes of Kafka's ``LocalTieredStorage`` (``log``, ``index``,
 ``timeindex``, ``txnindex``, ``snapshot``, ``leader_epoch_checkpoint``) plus
 ``rsm-manifest``. The manifest is written last, after every other object of
 the copy, and deleted first: a segment whose manifest exists is complete, so
@@ -20,11 +22,13 @@ from typing import Any
 
 from ..errors import FormatError
 from .types import (
+    UNKNOWN_TOPIC_ID,
     IndexType,
     RemoteLogIndexEntry,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
+    TopicIdPartition,
     TopicPartition,
 )
 
@@ -48,14 +52,16 @@ MANIFEST_FORMAT = "offload-core-rsm-manifest/1"
 _NAME = re.compile(r"(\d{20})-([A-Za-z0-9_][A-Za-z0-9_-]{21})\.([a-z_-]+)")
 
 
-def partition_prefix(prefix: str, topic_partition: TopicPartition) -> str:
-    """``<prefix>/<topic>-<partition>/`` (no leading slash when the prefix is empty)."""
+def partition_prefix(prefix: str, topic_id_partition: TopicIdPartition) -> str:
+    """``<prefix>/<topic>-<partition>-<topic id>/`` (no leading slash when
+    the prefix is empty; no ``-<topic id>`` for the unknown id)."""
     head = prefix.strip("/")
-    return f"{head}/{topic_partition}/" if head else f"{topic_partition}/"
+    name = topic_id_partition.directory_name
+    return f"{head}/{name}/" if head else f"{name}/"
 
 
 def segment_key(prefix: str, segment_id: RemoteLogSegmentId, base_offset: int, suffix: str) -> str:
-    return f"{partition_prefix(prefix, segment_id.topic_partition)}{base_offset:020d}-{segment_id.id}.{suffix}"
+    return f"{partition_prefix(prefix, segment_id.topic_id_partition)}{base_offset:020d}-{segment_id.id}.{suffix}"
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ def encode_manifest(manifest: SegmentManifest) -> bytes:
     meta = manifest.metadata
     body: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
+        "topic_id": meta.topic_id_partition.topic_id,
         "topic": meta.topic_partition.topic,
         "partition": meta.topic_partition.partition,
         "segment_id": meta.segment_id.id,
@@ -110,12 +117,15 @@ def encode_manifest(manifest: SegmentManifest) -> bytes:
 
 def decode_manifest(data: bytes, *, key: str = "manifest") -> SegmentManifest:
     """The manifest in ``data``; :class:`FormatError` naming ``key`` if it is
-    not one (damaged JSON, missing fields, another format version)."""
+    not one (damaged JSON, missing fields, another format version). One
+    written before topic ids were kept has the unknown topic id."""
     try:
         body = json.loads(data)
         if body.get("format") != MANIFEST_FORMAT:
             raise FormatError(f"{key}: format {body.get('format')!r} is not {MANIFEST_FORMAT!r}")
-        segment_id = RemoteLogSegmentId(TopicPartition(body["topic"], int(body["partition"])), body["segment_id"])
+        topic_partition = TopicPartition(body["topic"], int(body["partition"]))
+        topic_id = body.get("topic_id", UNKNOWN_TOPIC_ID)
+        segment_id = RemoteLogSegmentId(TopicIdPartition(topic_id, topic_partition), body["segment_id"])
         metadata = RemoteLogSegmentMetadata(
             segment_id,
             start_offset=int(body["start_offset"]),

@@ -20,7 +20,7 @@ from .index_check import check_entry_batch, entry_error
 from .layout import segment_key
 from .log_batches import read_batches
 from .storage_manager import RemoteStorageManager
-from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicPartition
+from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Isolation", "RemoteLogReader", "RemoteRecord"]
 
@@ -45,10 +45,10 @@ class RemoteRecord:
 class RemoteLogReader:
     """One partition's committed remote segments, read in offset order."""
 
-    def __init__(self, rsm: RemoteStorageManager, topic_partition: TopicPartition) -> None:
+    def __init__(self, rsm: RemoteStorageManager, topic_id_partition: TopicIdPartition) -> None:
         self.rsm = rsm
-        self.topic_partition = topic_partition
-        self.segments = rsm.list_remote_segments(topic_partition)
+        self.topic_id_partition = topic_id_partition
+        self.segments = rsm.list_remote_segments(topic_id_partition)
         self._txn_indexes: dict[RemoteLogSegmentId, list[kafka.AbortedTxn]] = {}
         self._aborted: dict[int, list[kafka.AbortedTxn]] = {}
 
@@ -167,7 +167,8 @@ class RemoteLogReader:
         end = self.log_end_offset
         if end is not None and start_offset > end:
             raise InvalidRangeError(f"offset {start_offset} is past the end of the remote log of "
-                                    f"{self.topic_partition} (offsets {self.log_start_offset}..{end - 1})")  # fmt: skip
+                                    f"{self.topic_id_partition.topic_partition} "
+                                    f"(offsets {self.log_start_offset}..{end - 1})")  # fmt: skip
         committed = isolation is Isolation.READ_COMMITTED
         stable = self.last_stable_offset if committed else None
         if stable is not None:

@@ -1,7 +1,9 @@
 """KIP-405's RemoteLogMetadataManager on the embedded metadata store.
 
 Each segment is one versioned record (JSON) at
-``/kafka-remote-log/<topic>-<partition>/segments/<segment id>``, each
+``/kafka-remote-log/<topic>-<partition>-<topic id>/segments/<segment id>``
+(no ``-<topic id>`` for the unknown id, as records written before topic
+ids were kept are), each
 partition's delete state one record beside them; every change is a
 compare-and-set on the record's version, so two processes (a copier and a
 cleaner) never lose each other's updates. Segments in COPY_SEGMENT_STARTED
@@ -23,7 +25,7 @@ from .types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemotePartitionDeleteState,
-    TopicPartition,
+    TopicIdPartition,
 )
 
 __all__ = ["RemoteLogMetadataManager"]
@@ -33,12 +35,12 @@ _FINISHED = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
 _CAS_ATTEMPTS = 64
 
 
-def _partition_path(tp: TopicPartition) -> str:
-    return f"{_ROOT}/{tp}"
+def _partition_path(tp: TopicIdPartition) -> str:
+    return f"{_ROOT}/{tp.directory_name}"
 
 
 def _segment_path(segment_id: RemoteLogSegmentId) -> str:
-    return f"{_partition_path(segment_id.topic_partition)}/segments/{segment_id.id}"
+    return f"{_partition_path(segment_id.topic_id_partition)}/segments/{segment_id.id}"
 
 
 def _encode(meta: RemoteLogSegmentMetadata) -> bytes:
@@ -74,7 +76,7 @@ def _decode(segment_id: RemoteLogSegmentId, raw: bytes) -> RemoteLogSegmentMetad
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise FormatError(
-            f"remote log metadata of segment {segment_id.id} of {segment_id.topic_partition} is damaged ({exc})"
+            f"remote log metadata of segment {segment_id.id} of {segment_id.topic_id_partition} is damaged ({exc})"
         ) from None
 
 
@@ -103,14 +105,14 @@ class RemoteLogMetadataManager:
         (:class:`AlreadyExistsError`)."""
         if metadata.state is not RemoteLogSegmentState.COPY_SEGMENT_STARTED:
             raise StateError(
-                f"segment {metadata.segment_id.id} of {metadata.topic_partition} is added in {metadata.state.name}; "
+                f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} is added in {metadata.state.name}; "
                 "a new segment starts in COPY_SEGMENT_STARTED"
             )
         try:
             self._store.create(_segment_path(metadata.segment_id), _encode(metadata))
         except AlreadyExistsError:
             raise AlreadyExistsError(
-                f"segment id {metadata.segment_id.id} of {metadata.topic_partition} is already recorded: "
+                f"segment id {metadata.segment_id.id} of {metadata.topic_id_partition} is already recorded: "
                 "every copy attempt needs a fresh id (RemoteLogSegmentId.generate)"
             ) from None
 
@@ -130,8 +132,10 @@ class RemoteLogMetadataManager:
             record = self._store.get(path)
             if record is None:
                 if state is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
-                    raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_partition} is already deleted")
-                raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_partition} was never recorded")
+                    raise NotFoundError(
+                        f"segment {segment_id.id} of {segment_id.topic_id_partition} is already deleted"
+                    )
+                raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_id_partition} was never recorded")
             current = _decode(segment_id, record.value)
             updated = current.with_state(state, event_timestamp_ms=event_timestamp_ms, broker_id=broker_id)
             try:
@@ -150,68 +154,72 @@ class RemoteLogMetadataManager:
         return None if record is None else _decode(segment_id, record.value)
 
     def list_remote_log_segments(
-        self, topic_partition: TopicPartition, leader_epoch: int | None = None
+        self, topic_id_partition: TopicIdPartition, leader_epoch: int | None = None
     ) -> list[RemoteLogSegmentMetadata]:
         """Every recorded segment of the partition by start offset (any state
         but deleted); with ``leader_epoch``, only COPY_SEGMENT_FINISHED ones
         holding that epoch."""
-        found = list(self._segments(topic_partition))
+        found = list(self._segments(topic_id_partition))
         if leader_epoch is not None:
             found = [s for s in found if s.state is _FINISHED and leader_epoch in s.segment_leader_epochs]
         return sorted(found, key=lambda s: (s.start_offset, s.end_offset, s.segment_id.id))
 
-    def _segments(self, topic_partition: TopicPartition) -> Iterator[RemoteLogSegmentMetadata]:
-        prefix = f"{_partition_path(topic_partition)}/segments/"
+    def _segments(self, topic_id_partition: TopicIdPartition) -> Iterator[RemoteLogSegmentMetadata]:
+        prefix = f"{_partition_path(topic_id_partition)}/segments/"
         for path in self._store.children(prefix):
             record = self._store.get(path)
             if record is not None:
-                yield _decode(RemoteLogSegmentId(topic_partition, path[len(prefix) :]), record.value)
+                yield _decode(RemoteLogSegmentId(topic_id_partition, path[len(prefix) :]), record.value)
 
     def remote_log_segment_metadata(
-        self, topic_partition: TopicPartition, leader_epoch: int, offset: int
+        self, topic_id_partition: TopicIdPartition, leader_epoch: int, offset: int
     ) -> RemoteLogSegmentMetadata | None:
         """The copied segment holding ``offset`` written in ``leader_epoch``
         (Kafka's ``remoteLogSegmentMetadata``), or ``None``."""
         best = None
-        for segment in self.list_remote_log_segments(topic_partition, leader_epoch):
+        for segment in self.list_remote_log_segments(topic_id_partition, leader_epoch):
             epoch_start = segment.segment_leader_epochs[leader_epoch]
             epoch_end = segment.epoch_end_offset(leader_epoch)
             if epoch_start <= offset and epoch_end is not None and offset <= epoch_end:
                 best = segment
         return best
 
-    def highest_offset_for_epoch(self, topic_partition: TopicPartition, leader_epoch: int) -> int | None:
+    def highest_offset_for_epoch(self, topic_id_partition: TopicIdPartition, leader_epoch: int) -> int | None:
         """The highest copied offset written in ``leader_epoch``, or ``None``."""
-        ends = [s.epoch_end_offset(leader_epoch) for s in self.list_remote_log_segments(topic_partition, leader_epoch)]
+        ends = [
+            s.epoch_end_offset(leader_epoch) for s in self.list_remote_log_segments(topic_id_partition, leader_epoch)
+        ]
         return max((end for end in ends if end is not None), default=None)
 
-    def remote_log_size(self, topic_partition: TopicPartition, leader_epoch: int | None = None) -> int:
+    def remote_log_size(self, topic_id_partition: TopicIdPartition, leader_epoch: int | None = None) -> int:
         """Bytes of the copied segments (holding ``leader_epoch``, if given)."""
-        segments = self.list_remote_log_segments(topic_partition, leader_epoch)
+        segments = self.list_remote_log_segments(topic_id_partition, leader_epoch)
         return sum(s.segment_size_in_bytes for s in segments if s.state is _FINISHED)
 
     def put_remote_partition_delete_state(
-        self, topic_partition: TopicPartition, state: RemotePartitionDeleteState
+        self, topic_id_partition: TopicIdPartition, state: RemotePartitionDeleteState
     ) -> None:
         """Move the partition's delete state MARKED -> STARTED -> FINISHED
         (the same state again is a retry); :class:`StateError` otherwise."""
-        path = f"{_partition_path(topic_partition)}/delete-state"
+        path = f"{_partition_path(topic_id_partition)}/delete-state"
         for _ in range(_CAS_ATTEMPTS):
             record = self._store.get(path)
             try:
                 if record is None:
                     if state is not RemotePartitionDeleteState.DELETE_PARTITION_MARKED:
-                        raise StateError(f"deleting {topic_partition}: {state.name} before DELETE_PARTITION_MARKED")
+                        raise StateError(f"deleting {topic_id_partition}: {state.name} before DELETE_PARTITION_MARKED")
                     self._store.create(path, state.name.encode())
                     return
                 current = RemotePartitionDeleteState[record.value.decode()]
-                current.check_move(state, f"deleting {topic_partition}")
+                current.check_move(state, f"deleting {topic_id_partition}")
                 self._store.set(path, state.name.encode(), record.version)
                 return
             except (ConflictError, AlreadyExistsError):
                 continue
-        raise ConflictError(f"{topic_partition}: {_CAS_ATTEMPTS} concurrent delete-state updates in a row; try again")
+        raise ConflictError(
+            f"{topic_id_partition}: {_CAS_ATTEMPTS} concurrent delete-state updates in a row; try again"
+        )
 
-    def remote_partition_delete_state(self, topic_partition: TopicPartition) -> RemotePartitionDeleteState | None:
-        record = self._store.get(f"{_partition_path(topic_partition)}/delete-state")
+    def remote_partition_delete_state(self, topic_id_partition: TopicIdPartition) -> RemotePartitionDeleteState | None:
+        record = self._store.get(f"{_partition_path(topic_id_partition)}/delete-state")
         return None if record is None else RemotePartitionDeleteState[record.value.decode()]

@@ -6,7 +6,8 @@ Kafka names every file by a 20-digit offset: ``<base>.log``, ``.index``,
 segment, and ``<offset>.snapshot`` producer snapshots, the one a rolled
 segment needs being named by the next segment's base offset. The segment
 with the highest base offset is the active one, still being written by a
-live broker.
+live broker. ``partition.metadata`` (Kafka's ``PartitionMetadataFile``:
+``version: 0`` and ``topic_id: <Uuid>`` lines) names the topic id.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from pathlib import Path
 
 from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats.kafka import decode_leader_epochs, encode_leader_epochs
-from .types import LogSegmentData, TopicPartition
+from .types import UNKNOWN_TOPIC_ID, LogSegmentData, TopicIdPartition, TopicPartition, check_uuid
 
-__all__ = ["LocalSegment", "read_partition_dir"]
+__all__ = ["LocalSegment", "parse_partition_metadata", "read_partition_dir"]
 
 _OFFSET_FILE = re.compile(r"(\d{20})\.(log|snapshot)")
+_FIELD = re.compile(r":\s+")
 CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
 
 
 @dataclass(frozen=True)
@@ -39,20 +42,43 @@ class LocalSegment:
         return self.next_base_offset is None
 
 
-def read_partition_dir(path: Path) -> tuple[TopicPartition, list[LocalSegment]]:
-    """The partition a directory holds and its segments by base offset.
+def parse_partition_metadata(text: str, where: str) -> str:
+    """The topic id in the text of a ``partition.metadata`` file, read as
+    Kafka's ``PartitionMetadataReadBuffer`` reads it (a version of at least
+    0, then the id, each after ``<key>: ``; the zero Uuid is refused).
+    :class:`FormatError` naming ``where`` otherwise."""
+    lines = text.splitlines()
+    try:
+        key, version = _FIELD.split(lines[0])
+        id_key, topic_id = _FIELD.split(lines[1])
+        if key != "version" or id_key != "topic_id" or int(version) < 0 or len(lines) != 2:
+            raise ValueError("unexpected lines")
+        check_uuid(topic_id, "topic id")
+    except (IndexError, ValueError) as exc:
+        raise FormatError(f"{where} is not a Kafka partition.metadata file ({exc}): expected the lines "
+                          "'version: 0' and 'topic_id: <Uuid>'") from None  # fmt: skip
+    if topic_id == UNKNOWN_TOPIC_ID:
+        raise FormatError(f"{where} holds the zero topic id, which Kafka never gives a topic")
+    return topic_id
+
+
+def read_partition_dir(path: Path, topic_id: str | None = None) -> tuple[TopicIdPartition, list[LocalSegment]]:
+    """The partition a directory holds (with ``topic_id``, or else the one
+    its ``partition.metadata`` names) and its segments by base offset.
 
     Raises :class:`ConfigError` if the directory name is not
-    ``<topic>-<partition>``, :class:`NotFoundError` for a missing directory
+    ``<topic>-<partition>``, or if there is neither ``topic_id`` nor a
+    ``partition.metadata``; :class:`NotFoundError` for a missing directory
     or a segment without the files a copy needs (its ``.index``,
-    ``.timeindex`` or producer snapshot), and :class:`FormatError` for an
-    unreadable leader-epoch checkpoint."""
+    ``.timeindex`` or producer snapshot); and :class:`FormatError` for an
+    unreadable leader-epoch checkpoint or ``partition.metadata``."""
     if not path.is_dir():
         raise NotFoundError(f"{path} is not a directory: give a Kafka partition directory such as /var/kafka/orders-0")
     try:
         topic_partition = TopicPartition.parse(path.name)
     except ConfigError as exc:
         raise ConfigError(f"{path.name!r} is not a Kafka partition directory name: {exc}") from None
+    topic_id_partition = TopicIdPartition(_topic_id(path, topic_id), topic_partition)
     logs: list[int] = []
     snapshots: list[int] = []
     for entry in path.iterdir():
@@ -66,7 +92,18 @@ def read_partition_dir(path: Path) -> tuple[TopicPartition, list[LocalSegment]]:
     for position, base in enumerate(logs):
         following = logs[position + 1] if position + 1 < len(logs) else None
         segments.append(LocalSegment(base, following, _segment_data(path, base, following, snapshots, epochs)))
-    return topic_partition, segments
+    return topic_id_partition, segments
+
+
+def _topic_id(path: Path, given: str | None) -> str:
+    if given is not None:
+        return check_uuid(given, "topic id")
+    metadata = path / PARTITION_METADATA
+    if not metadata.exists():
+        raise ConfigError(f"{path} has no {PARTITION_METADATA} (Kafka writes one since 2.8) to take the topic id "
+                          "from: give the topic id (offload kafka copy --topic-id, or topic_id= in Python; "
+                          "kafka-topics.sh --describe prints it)")  # fmt: skip
+    return parse_partition_metadata(metadata.read_text("utf-8", "replace"), str(metadata))
 
 
 def _leader_epochs(path: Path) -> list[tuple[int, int]]:

@@ -8,12 +8,22 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..errors import FormatError, NotFoundError
+from ..errors import ConfigError, FormatError, NotFoundError
 from ..storage import StorageDriver
 from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_manifest, parse_name, partition_prefix
-from .types import TopicPartition
+from .types import UNKNOWN_TOPIC_ID, TopicIdPartition, TopicPartition, check_uuid
 
-__all__ = ["PartitionListing", "list_partition", "list_partitions"]
+__all__ = [
+    "PartitionListing",
+    "list_partition",
+    "list_partitions",
+    "one_topic_id",
+    "parse_topic_id",
+    "resolve_partition",
+]
+
+# How the unknown topic id (objects written before topic ids were kept) is named to users.
+UNKNOWN_NAME = "unknown"
 
 
 @dataclass(frozen=True)
@@ -23,30 +33,66 @@ class PartitionListing:
     manifest (in progress, failed, or half deleted), as ``(base offset,
     segment id, object count, bytes)``."""
 
-    topic_partition: TopicPartition
+    topic_id_partition: TopicIdPartition
     segments: list[SegmentManifest]
     uncommitted: list[tuple[int, str, int, int]] = field(default_factory=list)
 
 
-def list_partitions(driver: StorageDriver, prefix: str = "") -> list[TopicPartition]:
-    """Every partition with at least one object of ours under ``prefix``."""
+def list_partitions(driver: StorageDriver, prefix: str = "") -> list[TopicIdPartition]:
+    """Every partition (of every topic id) with at least one object of ours under ``prefix``."""
     head = prefix.strip("/")
-    found: set[TopicPartition] = set()
+    found: set[TopicIdPartition] = set()
     for info in driver.list(f"{head}/" if head else ""):
         rest = info.key[len(head) + 1 :] if head else info.key
         directory, slash, name = rest.partition("/")
         if slash and "/" not in name and parse_name(name) is not None:
             try:
-                found.add(TopicPartition.parse(directory))
+                found.add(TopicIdPartition.parse_directory(directory))
             except ValueError:
                 continue
     return sorted(found)
 
 
-def list_partition(driver: StorageDriver, prefix: str, topic_partition: TopicPartition) -> PartitionListing:
+def parse_topic_id(text: str) -> str:
+    """A topic id as a user gives it: a Kafka Uuid, or ``unknown`` for
+    objects written before topic ids were kept. :class:`ConfigError` otherwise."""
+    return UNKNOWN_TOPIC_ID if text == UNKNOWN_NAME else check_uuid(text, "topic id")
+
+
+def topic_id_name(topic_id: str) -> str:
+    return topic_id if topic_id != UNKNOWN_TOPIC_ID else UNKNOWN_NAME
+
+
+def one_topic_id(partitions: list[TopicIdPartition], topic_partition: TopicPartition, option: str) -> str:
+    """The topic id ``topic_partition`` has among ``partitions`` (the
+    unknown id if none). :class:`ConfigError` naming them and ``option``
+    if it has several (a topic deleted and recreated)."""
+    found = sorted(p.topic_id for p in partitions if p.topic_partition == topic_partition)
+    if len(found) > 1:
+        names = ", ".join(topic_id_name(t) for t in found)
+        raise ConfigError(f"{topic_partition} has {len(found)} topic ids in the store ({names}): the topic was "
+                          f"deleted and recreated; pick one with {option}")  # fmt: skip
+    return found[0] if found else UNKNOWN_TOPIC_ID
+
+
+def resolve_partition(
+    driver: StorageDriver, prefix: str, topic_partition: TopicPartition, topic_id: str | None, *, option: str
+) -> TopicIdPartition:
+    """The partition ``topic_partition`` names in the store: ``topic_id``
+    (as :func:`parse_topic_id` reads it) when given, else the one topic id
+    it has there (:func:`one_topic_id`, which raises :class:`ConfigError`
+    for several)."""
+    if topic_id is None:
+        topic_id = one_topic_id(list_partitions(driver, prefix), topic_partition, option)
+    else:
+        topic_id = parse_topic_id(topic_id)
+    return TopicIdPartition(topic_id, topic_partition)
+
+
+def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: TopicIdPartition) -> PartitionListing:
     """The committed segments and uncommitted attempts of one partition.
     Raises :class:`FormatError` naming the key of a damaged manifest."""
-    base_prefix = partition_prefix(prefix, topic_partition)
+    base_prefix = partition_prefix(prefix, topic_id_partition)
     attempts: dict[tuple[int, str], list[tuple[str, int, str]]] = defaultdict(list)
     for info in driver.list(base_prefix):
         name = parse_name(info.key[len(base_prefix) :])
@@ -63,9 +109,9 @@ def list_partition(driver: StorageDriver, prefix: str, topic_partition: TopicPar
             manifest = decode_manifest(driver.read(manifest_key), key=manifest_key)
         except NotFoundError:
             continue  # deleted since the listing
-        if manifest.metadata.segment_id.id != segment_id or manifest.metadata.topic_partition != topic_partition:
+        if manifest.metadata.segment_id.id != segment_id or manifest.metadata.topic_id_partition != topic_id_partition:
             raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
         kept = newest.get(base)
         if kept is None or manifest.metadata.event_timestamp_ms > kept.metadata.event_timestamp_ms:
             newest[base] = manifest
-    return PartitionListing(topic_partition, [newest[base] for base in sorted(newest)], uncommitted)
+    return PartitionListing(topic_id_partition, [newest[base] for base in sorted(newest)], uncommitted)

@@ -99,7 +99,7 @@ def upload_segment(
     driver raises; in every case no object of this attempt remains."""
     segment_id = metadata.segment_id
     base = metadata.start_offset
-    what = f"segment {base:020d} of {metadata.topic_partition} (id {segment_id.id})"
+    what = f"segment {base:020d} of {metadata.topic_id_partition} (id {segment_id.id})"
     try:
         builder = IndexEntryBuilder(segment_id, base, index_entry_bytes)
         summary = LogSummary(base)
@@ -164,5 +164,5 @@ def remove_attempt(driver: StorageDriver, prefix: str, metadata: RemoteLogSegmen
     segment_id = metadata.segment_id
     base = metadata.start_offset
     driver.delete(segment_key(prefix, segment_id, base, MANIFEST_SUFFIX))
-    stem = f"{partition_prefix(prefix, segment_id.topic_partition)}{base:020d}-{segment_id.id}."
+    stem = f"{partition_prefix(prefix, segment_id.topic_id_partition)}{base:020d}-{segment_id.id}."
     driver.delete([info.key for info in driver.list(stem)])

@@ -32,7 +32,7 @@ from .types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
-    TopicPartition,
+    TopicIdPartition,
 )
 
 __all__ = ["ShippedRemoteStorageManager"]
@@ -46,7 +46,7 @@ class ShippedRemoteStorageManager:
     With ``emit`` (``configure`` uses the plugin manager's, so metrics
     plugins see them), every store request is a ``storage.request`` event
     and every segment copied, failed, deleted or fetched (when its stream is
-    closed) an ``rsm.segment`` event (``step``, ``topic_partition``,
+    closed) an ``rsm.segment`` event (``step``, ``topic_partition``, ``topic_id``,
     ``segment_id``, ``base_offset``, ``bytes``, ``seconds``)."""
 
     def __init__(
@@ -73,7 +73,7 @@ class ShippedRemoteStorageManager:
         self._clock = clock
         self._owned: list[Any] = []
         self._lock = threading.Lock()
-        self._copying: dict[TopicPartition, set[threading.Event]] = {}
+        self._copying: dict[TopicIdPartition, set[threading.Event]] = {}
         self._manifests: dict[RemoteLogSegmentId, SegmentManifest] = {}
         self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
 
@@ -136,7 +136,7 @@ class ShippedRemoteStorageManager:
         as :func:`upload_segment` does; nothing of the attempt remains then."""
         started = time.perf_counter()
         try:
-            with self._copy_scope(metadata.topic_partition) as cancelled:
+            with self._copy_scope(metadata.topic_id_partition) as cancelled:
                 manifest = upload_segment(self.driver, self.prefix, metadata, data, buffer_size=self.buffer_size,
                                           index_entry_bytes=self.index_entry_bytes, cancelled=cancelled)  # fmt: skip
         except Exception as exc:
@@ -149,6 +149,7 @@ class ShippedRemoteStorageManager:
     def _event(self, step: str, metadata: RemoteLogSegmentMetadata, started: float, **fields: Any) -> None:
         if self._emit is not None:
             self._emit(Event("rsm.segment", {"step": step, "topic_partition": str(metadata.topic_partition),
+                                             "topic_id": metadata.topic_id_partition.topic_id,
                                              "segment_id": metadata.segment_id.id, "base_offset": metadata.start_offset,
                                              "seconds": time.perf_counter() - started, **fields}))  # fmt: skip
 
@@ -185,7 +186,7 @@ class ShippedRemoteStorageManager:
         manifest = self.manifest(metadata)
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
         if index_type.suffix not in manifest.object_sizes:
-            raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_partition} has no "
+            raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
                                 f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
         size = manifest.object_sizes[index_type.suffix]
         data = self.driver.read(key) if size else b""
@@ -215,7 +216,7 @@ class ShippedRemoteStorageManager:
             raw = self.driver.read(key)
         except NotFoundError:
             raise NotFoundError(f"segment {metadata.segment_id.id} (base {metadata.start_offset}) of "
-                                f"{metadata.topic_partition} is not in the store: never copied, "
+                                f"{metadata.topic_id_partition} is not in the store: never copied, "
                                 "or deleted", key=key) from None  # fmt: skip
         manifest = decode_manifest(raw, key=key)
         self._manifests[metadata.segment_id] = manifest
@@ -244,7 +245,7 @@ class ShippedRemoteStorageManager:
                                                     broker_id=self.broker_id)  # fmt: skip
 
     @contextmanager
-    def _copy_scope(self, topic_partition: TopicPartition) -> Iterator[Callable[[], bool]]:
+    def _copy_scope(self, topic_partition: TopicIdPartition) -> Iterator[Callable[[], bool]]:
         event = threading.Event()
         with self._lock:
             self._copying.setdefault(topic_partition, set()).add(event)

@@ -25,7 +25,7 @@ from .types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemotePartitionDeleteState,
-    TopicPartition,
+    TopicIdPartition,
 )
 
 __all__ = ["DEFAULT_BUFFER_SIZE", "DEFAULT_INDEX_ENTRY_BYTES", "RemoteStorageManager"]
@@ -39,7 +39,9 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
     interface's. Thread-safe; see :class:`ShippedRemoteStorageManager` for
     construction, configuration and events."""
 
-    def copy_log_segment(self, topic_partition: TopicPartition, segment: LogSegmentData) -> list[RemoteLogIndexEntry]:
+    def copy_log_segment(
+        self, topic_id_partition: TopicIdPartition, segment: LogSegmentData
+    ) -> list[RemoteLogIndexEntry]:
         """Copy one rolled segment under a fresh segment id, recording its
         states, and return its index entries. A retry overwrites: once the
         new copy is committed, older copies of the same segment are deleted.
@@ -60,7 +62,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             kafka.epochs_in_range(kafka.decode_leader_epochs(segment.leader_epoch_index), base, summary.last_offset + 1)
         )
         metadata = RemoteLogSegmentMetadata(
-            RemoteLogSegmentId.generate(topic_partition), start_offset=base, end_offset=summary.last_offset,
+            RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=summary.last_offset,
             max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
             segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=epochs,
         )  # fmt: skip
@@ -73,30 +75,30 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             self._move(metadata.segment_id, _STATE.DELETE_SEGMENT_FINISHED)
             raise
         self._move(metadata.segment_id, _STATE.COPY_SEGMENT_FINISHED)
-        for older in self._copies_of(topic_partition, base):
+        for older in self._copies_of(topic_id_partition, base):
             if older.segment_id != metadata.segment_id:
                 self.delete_log_segment(older)
         return list(self._manifests[metadata.segment_id].index_entries)
 
-    def cancel_copying_log_segment(self, topic_partition: TopicPartition) -> None:
-        """Stop every copy of ``topic_partition`` in progress (they raise
+    def cancel_copying_log_segment(self, topic_id_partition: TopicIdPartition) -> None:
+        """Stop every copy of ``topic_id_partition`` in progress (they raise
         :class:`CopyCancelledError` after removing their objects); a no-op
         when none is."""
         with self._lock:
-            for event in self._copying.get(topic_partition, ()):
+            for event in self._copying.get(topic_id_partition, ()):
                 event.set()
 
     def list_remote_segments(
-        self, topic_partition: TopicPartition, min_base_offset: int = 0
+        self, topic_id_partition: TopicIdPartition, min_base_offset: int = 0
     ) -> list[RemoteLogSegmentMetadata]:
         """Committed segments with a start offset of at least
         ``min_base_offset``, by start offset: from the metadata manager when
         there is one, else from the store's manifests."""
         if self.metadata_manager is not None:
-            found = [s for s in self.metadata_manager.list_remote_log_segments(topic_partition)
+            found = [s for s in self.metadata_manager.list_remote_log_segments(topic_id_partition)
                      if s.state is _STATE.COPY_SEGMENT_FINISHED]  # fmt: skip
         else:
-            manifests = list_partition(self.driver, self.prefix, topic_partition).segments
+            manifests = list_partition(self.driver, self.prefix, topic_id_partition).segments
             for manifest in manifests:
                 self._manifests[manifest.metadata.segment_id] = manifest
             found = [m.metadata for m in manifests]
@@ -131,33 +133,33 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         self.delete_log_segment_data(segment)
         self._move(segment.segment_id, _STATE.DELETE_SEGMENT_FINISHED)
 
-    def delete_topic_partition(self, topic_partition: TopicPartition) -> None:
+    def delete_topic_partition(self, topic_id_partition: TopicIdPartition) -> None:
         """Delete every segment of the partition in any state, leftovers of
         failed copies included (partition states MARKED -> STARTED -> FINISHED)."""
         manager = self.metadata_manager
         if manager is not None:
-            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_MARKED)
-            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_STARTED)
-            for segment in manager.list_remote_log_segments(topic_partition):
+            manager.put_remote_partition_delete_state(topic_id_partition, _DELETE.DELETE_PARTITION_MARKED)
+            manager.put_remote_partition_delete_state(topic_id_partition, _DELETE.DELETE_PARTITION_STARTED)
+            for segment in manager.list_remote_log_segments(topic_id_partition):
                 self.delete_log_segment(segment)
-        listing = list_partition(self.driver, self.prefix, topic_partition)
+        listing = list_partition(self.driver, self.prefix, topic_id_partition)
         for manifest in listing.segments:
             self.delete_log_segment_data(manifest.metadata)
         for base, segment_id, _, _ in listing.uncommitted:
             # All remove_attempt needs of a segment is its id and base offset.
-            stub_id = RemoteLogSegmentId(topic_partition, segment_id)
+            stub_id = RemoteLogSegmentId(topic_id_partition, segment_id)
             stub = RemoteLogSegmentMetadata(stub_id, base, base, -1, 0, 0, 0, {0: base})
             remove_attempt(self.driver, self.prefix, stub)
         if manager is not None:
-            manager.put_remote_partition_delete_state(topic_partition, _DELETE.DELETE_PARTITION_FINISHED)
+            manager.put_remote_partition_delete_state(topic_id_partition, _DELETE.DELETE_PARTITION_FINISHED)
 
-    def cleanup_log_until(self, topic_partition: TopicPartition, cleanup_until_ms: int) -> int:
+    def cleanup_log_until(self, topic_id_partition: TopicIdPartition, cleanup_until_ms: int) -> int:
         """Delete the oldest segments whose newest record is older than
         ``cleanup_until_ms``, stopping at the first that is not (a log is
         trimmed from its start). Returns the new remote log start offset:
         the first offset still held, or one past the last deleted segment
         when none is left (0 for a partition with no segments)."""
-        segments = self.list_remote_segments(topic_partition)
+        segments = self.list_remote_segments(topic_id_partition)
         start = segments[0].start_offset if segments else 0
         for segment in segments:
             if segment.max_timestamp_ms >= cleanup_until_ms:
@@ -168,9 +170,9 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
 
     # -- helpers of the seed verbs -------------------------------------------
 
-    def _copies_of(self, topic_partition: TopicPartition, base: int) -> list[RemoteLogSegmentMetadata]:
+    def _copies_of(self, topic_id_partition: TopicIdPartition, base: int) -> list[RemoteLogSegmentMetadata]:
         if self.metadata_manager is not None:
-            recorded = self.metadata_manager.list_remote_log_segments(topic_partition)
+            recorded = self.metadata_manager.list_remote_log_segments(topic_id_partition)
             return [s for s in recorded if s.start_offset == base]
-        listing = list_partition(self.driver, self.prefix, topic_partition)
+        listing = list_partition(self.driver, self.prefix, topic_id_partition)
         return [m.metadata for m in listing.segments if m.metadata.start_offset == base]

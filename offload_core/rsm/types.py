@@ -1,10 +1,12 @@
 """The nouns of KIP-405, as Kafka's ``org.apache.kafka.server.log.remote.storage``
 package names them, in Python. Pure.
 
-A remote segment is named by its topic-partition and a segment id (a
-random UUID in Kafka's base64 form, one per copy attempt), and described by
+A remote segment is named, as Kafka names it, by its topic id, its
+topic-partition and a segment id (random UUIDs in Kafka's base64 form: one
+per topic incarnation, one per copy attempt), and described by
 :class:`RemoteLogSegmentMetadata`: offsets, max timestamp, size, the leader
-epochs it spans and its lifecycle state.
+epochs it spans and its lifecycle state. A topic deleted and recreated
+under the same name has another topic id: it is another topic.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ __all__ = [
     "RemoteLogSegmentMetadata",
     "RemoteLogSegmentState",
     "RemotePartitionDeleteState",
+    "UNKNOWN_TOPIC_ID",
+    "TopicIdPartition",
     "TopicPartition",
+    "check_uuid",
     "new_segment_id",
 ]
 
@@ -66,6 +71,67 @@ class TopicPartition:
         return cls(topic, int(partition))
 
 
+_UUID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+
+# Kafka's Uuid.ZERO_UUID, which it reserves for "no id": the topic id of
+# objects and records written before we kept topic ids.
+UNKNOWN_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def check_uuid(text: str, what: str) -> str:
+    """``text`` if it is a Kafka ``Uuid`` in its string form (22 characters
+    of URL-safe base64 holding 16 bytes); :class:`ConfigError` naming
+    ``what`` otherwise."""
+    if not isinstance(text, str) or not _UUID.fullmatch(text):
+        raise ConfigError(f"{what} {text!r} is not a Kafka Uuid (22 characters of URL-safe base64, "
+                          "as Kafka prints it, e.g. in partition.metadata)")  # fmt: skip
+    return text
+
+
+@dataclass(frozen=True, order=True)
+class TopicIdPartition:
+    """A topic-partition of one topic incarnation (Kafka's ``TopicIdPartition``).
+    ``topic_id`` is :data:`UNKNOWN_TOPIC_ID` for what was written before
+    topic ids were kept. :class:`ConfigError` for a malformed id."""
+
+    topic_id: str
+    topic_partition: TopicPartition
+
+    def __post_init__(self) -> None:
+        check_uuid(self.topic_id, f"topic id of {self.topic_partition}")
+
+    @property
+    def known(self) -> bool:
+        return self.topic_id != UNKNOWN_TOPIC_ID
+
+    @property
+    def topic(self) -> str:
+        return self.topic_partition.topic
+
+    @property
+    def partition(self) -> int:
+        return self.topic_partition.partition
+
+    @property
+    def directory_name(self) -> str:
+        """``<topic>-<partition>-<topic id>`` (the directory of Kafka's
+        ``LocalTieredStorage``), or ``<topic>-<partition>`` for an unknown id."""
+        return f"{self.topic_partition}-{self.topic_id}" if self.known else str(self.topic_partition)
+
+    @classmethod
+    def parse_directory(cls, name: str) -> TopicIdPartition:
+        """The inverse of :attr:`directory_name`. A name ending in a digit
+        has no id (a Kafka Uuid never ends in one). :class:`ConfigError` if
+        malformed."""
+        if _UUID.fullmatch(name[-22:]) and name[-23:-22] == "-":
+            return cls(name[-22:], TopicPartition.parse(name[:-23]))
+        return cls(UNKNOWN_TOPIC_ID, TopicPartition.parse(name))
+
+    def __str__(self) -> str:
+        # Kafka's TopicIdPartition.toString, where there is an id.
+        return f"{self.topic_id}:{self.topic_partition}" if self.known else str(self.topic_partition)
+
+
 def new_segment_id() -> str:
     """A fresh segment id in Kafka's ``Uuid.toString`` form: 22 characters of
     URL-safe base64, never starting with ``-`` (Kafka re-draws those)."""
@@ -80,18 +146,23 @@ _SEGMENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}")
 
 @dataclass(frozen=True, order=True)
 class RemoteLogSegmentId:
-    """One copy attempt of one segment: its partition and a unique id."""
+    """One copy attempt of one segment: its topic id and partition, and a
+    unique id (Kafka's ``RemoteLogSegmentId``)."""
 
-    topic_partition: TopicPartition
+    topic_id_partition: TopicIdPartition
     id: str
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _SEGMENT_ID.fullmatch(self.id):
             raise ConfigError(f"segment id {self.id!r} is not a Kafka Uuid (22 characters of URL-safe base64)")
 
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self.topic_id_partition.topic_partition
+
     @classmethod
-    def generate(cls, topic_partition: TopicPartition) -> RemoteLogSegmentId:
-        return cls(topic_partition, new_segment_id())
+    def generate(cls, topic_id_partition: TopicIdPartition) -> RemoteLogSegmentId:
+        return cls(topic_id_partition, new_segment_id())
 
 
 class RemoteLogSegmentState(enum.Enum):
@@ -167,7 +238,7 @@ class RemoteLogSegmentMetadata:
     custom_metadata: bytes | None = None
 
     def __post_init__(self) -> None:
-        what = f"metadata of segment {self.segment_id.id} of {self.segment_id.topic_partition}"
+        what = f"metadata of segment {self.segment_id.id} of {self.segment_id.topic_id_partition}"
         if self.start_offset < 0:
             raise ConfigError(f"{what}: start_offset {self.start_offset} is negative")
         if self.end_offset < self.start_offset:
@@ -182,6 +253,10 @@ class RemoteLogSegmentMetadata:
     @property
     def topic_partition(self) -> TopicPartition:
         return self.segment_id.topic_partition
+
+    @property
+    def topic_id_partition(self) -> TopicIdPartition:
+        return self.segment_id.topic_id_partition
 
     def with_state(
         self, state: RemoteLogSegmentState, *, event_timestamp_ms: int, broker_id: int

@@ -9,6 +9,10 @@ Options:
 
 - ``url`` (or ``.load(URL)``): the store; ``prefix``: the key prefix;
 - ``topic``, or Spark's ``subscribe`` (comma-separated topics);
+- ``topicId``: comma-separated topic ids (Kafka Uuids; ``unknown`` for
+  segments copied before topic ids were kept): only partitions of these
+  are read. Needed when a topic name has several ids in the store (a
+  topic deleted and recreated): without it, that is an error naming them;
 - ``partitions``: comma-separated partition numbers (default: all);
 - ``startingOffsets`` / ``endingOffsets``: ``earliest`` / ``latest`` (the
   defaults) or Spark's JSON, ``{"orders": {"0": 42, "1": -2}}`` (-2
@@ -46,10 +50,10 @@ from ..formats import kafka
 from ..plugins import open_driver
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
 from ..rsm.log_batches import read_batches
-from ..rsm.remote_log import list_partition, list_partitions
+from ..rsm.remote_log import list_partition, list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE
-from ..rsm.types import IndexType, TopicPartition
+from ..rsm.types import IndexType, TopicIdPartition, TopicPartition
 from .read_options import DEFAULT_BYTES_PER_PARTITION
 from .source import KAFKA_SCHEMA
 
@@ -81,6 +85,7 @@ class KafkaReadOptions:
     url: str
     prefix: str
     topics: tuple[str, ...]
+    topic_ids: frozenset[str] | None
     partitions: frozenset[int] | None
     starting: Mapping[str, Mapping[int, int]] | None
     ending: Mapping[str, Mapping[int, int]] | None
@@ -112,6 +117,9 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         raise ConfigError('kafka-remote needs .option("topic", NAME) (or "subscribe", comma-separated topics)')
     for topic in topics:
         TopicPartition(topic, 0)
+    topic_ids = None
+    if options.get("topicId"):
+        topic_ids = frozenset(parse_topic_id(t.strip()) for t in options["topicId"].split(",") if t.strip())
     partitions = None
     if options.get("partitions"):
         try:
@@ -127,7 +135,7 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
     driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
-    return KafkaReadOptions(str(url), options.get("prefix", ""), topics, partitions, starting, ending,
+    return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
                             isolation == "read_committed", max(per_partition, 1), driver)  # fmt: skip
 
 
@@ -137,10 +145,16 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
     planned: list[SegmentRangePartition] = []
     driver_options: dict[str, Any] = dict(parsed.driver_options)
     with open_driver(parsed.url, **driver_options) as driver:
-        for tp in list_partitions(driver, parsed.prefix):
+        listed = list_partitions(driver, parsed.prefix)
+        for tp in listed:
             if tp.topic not in parsed.topics or (
                 parsed.partitions is not None and tp.partition not in parsed.partitions
             ):
+                continue
+            if parsed.topic_ids is None:
+                # One incarnation a name, or an error naming its topic ids.
+                one_topic_id(listed, tp.topic_partition, '.option("topicId", ID)')
+            elif tp.topic_id not in parsed.topic_ids:
                 continue
             segments = list_partition(driver, parsed.prefix, tp).segments
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
@@ -154,7 +168,7 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
     return planned
 
 
-def _bound(given: Mapping[str, Mapping[int, int]] | None, tp: TopicPartition, special: int, default: int) -> int:
+def _bound(given: Mapping[str, Mapping[int, int]] | None, tp: TopicIdPartition, special: int, default: int) -> int:
     if given is None:
         return default
     value = given.get(tp.topic, {}).get(tp.partition, special)

@@ -16,6 +16,13 @@ from offload_core.formats import kafka
 from tests.kafka_vectors import KafkaCase
 
 INTERVAL = 4096
+# The topic id the partition directories built here carry in partition.metadata.
+TOPIC_ID = "5fEBmixCR5-dMntYSLIr1g"
+
+
+def write_partition_metadata(directory: Path, topic_id: str) -> None:
+    """Kafka's partition.metadata, as its PartitionMetadataFile writes it (no trailing newline)."""
+    (directory / "partition.metadata").write_text(f"version: 0\ntopic_id: {topic_id}")
 
 
 def value(offset: int, size: int = 300) -> bytes:
@@ -47,10 +54,14 @@ def write_segment(directory: Path, base: int, spec: SegmentSpec, next_base: int)
     (directory / f"{next_base:020d}.snapshot").write_bytes(kafka.encode_producer_snapshot(spec.snapshot))
 
 
-def write_partition(root: Path, name: str, segments: list[SegmentSpec], *, epochs: str = "0\n1\n0 0\n") -> Path:
-    """A partition directory whose last segment is the active one."""
+def write_partition(root: Path, name: str, segments: list[SegmentSpec], *, epochs: str = "0\n1\n0 0\n",
+                    topic_id: str | None = TOPIC_ID) -> Path:  # fmt: skip
+    """A partition directory whose last segment is the active one, with a
+    partition.metadata naming ``topic_id`` (none for ``None``)."""
     directory = root / name
     directory.mkdir(parents=True)
+    if topic_id is not None:
+        write_partition_metadata(directory, topic_id)
     base = 0
     for spec in segments:
         next_base = base
@@ -119,10 +130,14 @@ def undecided_transaction_segments() -> list[SegmentSpec]:
             SegmentSpec([abort, plain[2]], [kafka.AbortedTxn(77, 2, 7, 10)], snapshot=[closed])]  # fmt: skip
 
 
-def fixture_partition(case: KafkaCase, root: Path) -> Path:
-    """A Kafka-written fixture as a partition directory ``<topic>-<partition>``."""
+def fixture_partition(case: KafkaCase, root: Path, topic_id: str | None = TOPIC_ID) -> Path:
+    """A Kafka-written fixture as a partition directory ``<topic>-<partition>``
+    (the fixtures have no partition.metadata: one naming ``topic_id`` is
+    written, unless it is ``None``)."""
     directory = root / f"{case.spec['topic']}-{case.spec['partition']}"
     shutil.copytree(case.dir, directory)
+    if topic_id is not None:
+        write_partition_metadata(directory, topic_id)
     return directory
 
 

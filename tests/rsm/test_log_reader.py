@@ -15,6 +15,7 @@ from offload_core.rsm.log_reader import Isolation, RemoteLogReader
 from tests.kafka_vectors import kafka_cases
 from tests.legacy_message_sets import upgraded_topic
 from tests.rsm.segments import (
+    TOPIC_ID,
     SegmentSpec,
     fixture_partition,
     numbered_segments,
@@ -76,7 +77,7 @@ def test_read_committed_drops_aborted_transactions_and_control_records(tmp_path)
 def test_damaged_remote_batch_is_a_format_error(tmp_path) -> None:
     rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(1)))
     (segment,) = reader.segments
-    key = f"orders-0/{segment.start_offset:020d}-{segment.segment_id.id}.log"
+    key = f"orders-0-{TOPIC_ID}/{segment.start_offset:020d}-{segment.segment_id.id}.log"
     data = bytearray(rsm.driver.read(key))
     data[5000] ^= 1
     rsm.driver.write(key, [bytes(data)], metadata={})
@@ -122,10 +123,10 @@ def tampered(tmp_path: Path, change) -> tuple[RemoteLogReader, str, list[kafka.I
     bytes out), read by a fresh reader (nothing cached)."""
     rsm, reader = copied(tmp_path, write_partition(tmp_path, "orders-0", numbered_segments(1, batches=60)))
     (segment,) = reader.segments
-    key = f"orders-0/{segment.start_offset:020d}-{segment.segment_id.id}.index"
+    key = f"orders-0-{TOPIC_ID}/{segment.start_offset:020d}-{segment.segment_id.id}.index"
     entries = kafka.decode_offset_index(rsm.driver.read(key), 0)
     rsm.driver.write(key, [change(entries, rsm.fetch_log_segment(segment, 0).read())], metadata={})
-    return RemoteLogReader(RemoteStorageManager(rsm.driver), reader.topic_partition), key, entries
+    return RemoteLogReader(RemoteStorageManager(rsm.driver), reader.topic_id_partition), key, entries
 
 
 def test_a_cut_remote_index_is_refused_by_size(tmp_path) -> None:

@@ -18,11 +18,13 @@ from offload_core.rsm import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemotePartitionDeleteState,
+    TopicIdPartition,
     TopicPartition,
 )
+from tests.rsm.segments import TOPIC_ID
 
 S = RemoteLogSegmentState
-TP = TopicPartition("orders", 0)
+TP = TopicIdPartition(TOPIC_ID, TopicPartition("orders", 0))
 
 
 @pytest.fixture
@@ -122,7 +124,7 @@ WORKER = """
 import sys
 from offload_core.errors import StateError
 from offload_core.rsm import *
-tp = TopicPartition("orders", 0)
+tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
 S = RemoteLogSegmentState
 with RemoteLogMetadataManager(sys.argv[1]) as rlmm:
     for text in [line.strip() for line in open(sys.argv[2])]:

@@ -27,6 +27,7 @@ from offload_core.rsm import (
     RemoteLogSegmentState,
     RemotePartitionDeleteState,
     RemoteStorageManager,
+    TopicIdPartition,
     TopicPartition,
     read_partition_dir,
 )
@@ -34,6 +35,7 @@ from offload_core.storage import StorageDriver
 from offload_core.testing.faults import Fault, FaultyDriver
 from tests.kafka_vectors import kafka_cases
 from tests.rsm.segments import (
+    TOPIC_ID,
     SegmentSpec,
     fixture_partition,
     numbered_segments,
@@ -93,7 +95,7 @@ def test_empty_segment_is_not_tiered(store, rlmm, tmp_path) -> None:
 
 
 def test_segment_metadata_is_checked_as_kafka_checks_it() -> None:
-    segment_id = RemoteLogSegmentId.generate(TopicPartition("orders", 0))
+    segment_id = RemoteLogSegmentId.generate(TopicIdPartition(TOPIC_ID, TopicPartition("orders", 0)))
     for start, end, epochs, field in ((-1, 5, {0: 0}, "start_offset"), (5, 4, {0: 5}, "end_offset"),
                                       (0, 9, {}, "segment_leader_epochs")):  # fmt: skip
         with pytest.raises(ConfigError, match=field):
@@ -124,7 +126,8 @@ def test_segment_of_batches_without_epochs_takes_them_from_the_checkpoint(store,
 def test_one_then_two_segments_listed_by_base_offset(store, rlmm, tmp_path) -> None:
     directory = write_partition(tmp_path, "orders-3", numbered_segments(3))
     tp, segments = read_partition_dir(directory)
-    assert tp == TopicPartition("orders", 3) and [s.active for s in segments] == [False, False, True]
+    assert tp == TopicIdPartition(TOPIC_ID, TopicPartition("orders", 3))
+    assert [s.active for s in segments] == [False, False, True]
     rsm = manager_for(store, rlmm)
     rsm.copy_log_segment(tp, segments[1].data)
     assert [s.start_offset for s in rsm.list_remote_segments(tp)] == [100]
@@ -185,7 +188,7 @@ def test_transaction_index_present_is_returned(store, rlmm, tmp_path) -> None:
 
 
 def test_never_copied_segment_is_not_found(store) -> None:
-    tp = TopicPartition("ghost", 0)
+    tp = TopicIdPartition(TOPIC_ID, TopicPartition("ghost", 0))
     never = RemoteLogSegmentMetadata(RemoteLogSegmentId.generate(tp), 0, 9, 1, 0, 0, 100, {0: 0})
     rsm = manager_for(store)
     with pytest.raises(NotFoundError, match="never copied"):
@@ -220,11 +223,11 @@ def test_delete_topic_partition_removes_everything(store, rlmm, tmp_path) -> Non
         rsm.copy_log_segment(tp, segment.data)
     rsm.copy_log_segment(other_tp, other[0].data)
     # A copy that died half way (no manifest) is removed too.
-    store.write("tiered/orders-0/00000000000000000200-AAAAAAAAAAAAAAAAAAAAAA.log", [b"x"], metadata={})
+    store.write(f"tiered/orders-0-{TOPIC_ID}/00000000000000000200-AAAAAAAAAAAAAAAAAAAAAA.log", [b"x"], metadata={})
     rsm.delete_topic_partition(tp)
     assert rlmm.remote_partition_delete_state(tp) is RemotePartitionDeleteState.DELETE_PARTITION_FINISHED
     assert rsm.list_remote_segments(tp) == []
-    assert [k for k in keys(store) if "/orders-0/" in k] == []
+    assert [k for k in keys(store) if "/orders-0-" in k] == []
     assert len(rsm.list_remote_segments(other_tp)) == 1
 
 

@@ -10,7 +10,7 @@ from offload_core.offload.reading.read_ahead import ReadAheadPool
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteLogSegmentMetadata, RemoteStorageManager, read_partition_dir
 from tests.offload.test_read_ahead import settled
-from tests.rsm.segments import numbered_segments, write_partition
+from tests.rsm.segments import TOPIC_ID, numbered_segments, write_partition
 
 RANGE = 8 * 1024
 
@@ -72,7 +72,7 @@ def test_a_reader_starts_the_next_segments_download_before_it_finishes_this_one(
         rsm.copy_log_segment(tp, segment.data)
     reader = RemoteLogReader(rsm, tp)
     second = reader.segments[1]
-    second_key = f"orders-0/{second.start_offset:020d}-{second.segment_id.id}.log"
+    second_key = f"orders-0-{TOPIC_ID}/{second.start_offset:020d}-{second.segment_id.id}.log"
     seen_ahead = False
     offsets = []
     for remote in reader.records(0):

@@ -17,9 +17,11 @@ from offload_core.spark.kafka_remote import plan_partitions
 from tests.kafka_vectors import b64, kafka_cases
 from tests.legacy_message_sets import upgraded_topic
 from tests.rsm.segments import (
+    TOPIC_ID,
     SegmentSpec,
     fixture_partition,
     numbered_segments,
+    plain_batch,
     recompressed,
     transactional_segment,
     undecided_transaction_segments,
@@ -27,6 +29,7 @@ from tests.rsm.segments import (
 )
 
 pytestmark = pytest.mark.spark
+REBORN = "tvHCaSDsQZWsjr5rbtCjxA"
 
 # Spark's Kafka source with includeHeaders=true, as its docs give it.
 SPARK_KAFKA_SCHEMA = ("struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
@@ -53,6 +56,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     # Only the rolled segment: producer 77's transaction stays undecided in the remote log.
     tp, (rolled, _) = read_partition_dir(write_partition(root, "undecided-0", undecided_transaction_segments()))
     rsm.copy_log_segment(tp, rolled.data)
+    # reborn-0, deleted and created again: two topic ids under one name.
+    for topic_id, count in ((TOPIC_ID, 5), (REBORN, 3)):
+        batch = plain_batch(0, count, timestamp=1_700_000_000_000, size=10)
+        tp, (only,) = read_partition_dir(write_partition(root / topic_id, "reborn-0", [SegmentSpec([batch])],
+                                                         topic_id=topic_id))  # fmt: skip
+        rsm.copy_log_segment(tp, only.data)
     return url
 
 
@@ -140,3 +149,13 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         plan_partitions({"url": f"file://{tmp_path}", "topic": "../x"})
     with pytest.raises(ConfigError, match="startingOffsets"):
         plan_partitions({"url": f"file://{tmp_path}", "topic": "t", "startingOffsets": "{oops"})
+
+
+def test_a_recreated_topic_is_read_by_its_topic_id(spark, store) -> None:
+    from offload_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reborn-0 has 2 topic ids in the store \(.*\).*topicId"):
+        plan_partitions({"url": store, "prefix": "tiered", "topic": "reborn"})
+    for topic_id, count in ((TOPIC_ID, 5), (REBORN, 3)):
+        rows = read(spark, store, topic="reborn", topicId=topic_id).orderBy("offset").collect()
+        assert [r.offset for r in rows] == list(range(count))

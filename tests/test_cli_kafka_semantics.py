@@ -1,0 +1,87 @@
+"""`offload kafka ...` with Kafka's semantics where brokers leave them:
+topic ids (a topic deleted and recreated is another topic)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.kafka_vectors import kafka_cases
+from tests.rsm.segments import TOPIC_ID, SegmentSpec, fixture_partition, plain_batch, write_partition
+from tests.test_cli_kafka import offload
+
+REBORN = "tvHCaSDsQZWsjr5rbtCjxA"
+
+
+def lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_copy_takes_the_topic_id_from_partition_metadata_or_the_option(tmp_path: Path) -> None:
+    case = kafka_cases()[0]
+    url = f"file://{tmp_path / 'store'}"
+    bare = fixture_partition(case, tmp_path / "bare", topic_id=None)
+    refused = offload("copy", str(bare), url, "--all")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert "partition.metadata" in refused.stderr and "--topic-id" in refused.stderr
+    copied = offload("copy", str(bare), url, "--all", "--topic-id", REBORN)
+    assert copied.returncode == 0 and f"(topic id {REBORN}): copied 1 segment(s)" in copied.stdout, copied.stderr
+    listed = lines(offload("ls", url, "--json").stdout)
+    assert [(r["topic_partition"], r["topic_id"]) for r in listed] == [(bare.name, REBORN)]
+    assert (tmp_path / "store" / f"{bare.name}-{REBORN}").is_dir()
+
+
+def test_a_recreated_topic_needs_its_topic_id_and_never_mixes(tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    old = write_partition(tmp_path / "old", "orders-0", [SegmentSpec([plain_batch(0, 5, timestamp=1_000)])])
+    new = write_partition(tmp_path / "new", "orders-0", [SegmentSpec([plain_batch(0, 3, timestamp=9_000)])],
+                          topic_id=REBORN)  # fmt: skip
+    for directory in (old, new):
+        assert offload("copy", str(directory), url, "--all").returncode == 0
+    listed = lines(offload("ls", url, "orders-0", "--json").stdout)
+    assert sorted((r["topic_id"], r["end_offset"]) for r in listed) == sorted([(TOPIC_ID, 4), (REBORN, 2)])
+    for verb in (["read", url, "orders-0", "--offset", "0"], ["offsets", url, "orders-0", "--timestamp", "0"],
+                 ["fetch-index", url, "orders-0", "0", "--type", "offset"],
+                 ["cleanup", url, "orders-0", "--until", "1"]):  # fmt: skip
+        ambiguous = offload(*verb)
+        assert ambiguous.returncode == 1 and ambiguous.stderr.count("\n") == 1, (verb, ambiguous.stderr)
+        assert "orders-0 has 2 topic ids in the store" in ambiguous.stderr and "--topic-id" in ambiguous.stderr
+        assert TOPIC_ID in ambiguous.stderr and REBORN in ambiguous.stderr
+    for topic_id, expected in (
+        (TOPIC_ID, [(o, 1_000 + o) for o in range(5)]),
+        (REBORN, [(o, 9_000 + o) for o in range(3)]),
+    ):
+        read = offload("read", url, "orders-0", "--offset", "0", "--json", "--topic-id", topic_id)
+        assert [(r["offset"], r["timestamp"]) for r in lines(read.stdout)] == expected
+    answer = offload("offsets", url, "orders-0", "--timestamp", "9001", "--topic-id", REBORN)
+    assert json.loads(answer.stdout) == {"offset": 1, "timestamp": 9001}
+    cleaned = offload("cleanup", url, "orders-0", "--until", "2000", "--topic-id", TOPIC_ID)
+    assert json.loads(cleaned.stdout)["deleted_segments"] == 1
+    # One incarnation left: no id needed.
+    assert len(lines(offload("read", url, "orders-0", "--offset", "0", "--json").stdout)) == 3
+
+
+def test_segments_copied_before_topic_ids_list_as_unknown(tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    directory = write_partition(tmp_path, "orders-0", [SegmentSpec([plain_batch(0, 5, timestamp=1_000)])])
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    stored = tmp_path / "store" / f"orders-0-{TOPIC_ID}"
+    legacy = stored.rename(tmp_path / "store" / "orders-0")
+    for manifest in legacy.glob("*.rsm-manifest"):
+        body = json.loads(manifest.read_bytes())
+        del body["topic_id"]
+        manifest.write_text(json.dumps(body))
+    (row,) = lines(offload("ls", url, "--json").stdout)
+    assert row["topic_id"] is None and row["end_offset"] == 4
+    assert "\tunknown\t" in offload("ls", url).stdout
+    assert [r["offset"] for r in lines(offload("read", url, "orders-0", "--offset", "0", "--json").stdout)] == [
+        0, 1, 2, 3, 4
+    ]  # fmt: skip
+    # Copied again under its id, the name has two: the old copy is named 'unknown'.
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    ambiguous = offload("read", url, "orders-0", "--offset", "0")
+    assert "(5fEBmixCR5-dMntYSLIr1g, unknown)" in ambiguous.stderr or "(unknown, 5fEBmixCR5-dMntYSLIr1g)" in (
+        ambiguous.stderr
+    )
+    chosen = offload("read", url, "orders-0", "--offset", "3", "--json", "--topic-id", "unknown")
+    assert [r["offset"] for r in lines(chosen.stdout)] == [3, 4]
