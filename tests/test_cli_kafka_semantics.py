@@ -1,13 +1,22 @@
 """`offload kafka ...` with Kafka's semantics where brokers leave them:
-topic ids (a topic deleted and recreated is another topic)."""
+topic ids (a topic deleted and recreated is another topic), and
+overlapping copies after a leader change (each offset read once)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from offload_core.formats import kafka
 from tests.kafka_vectors import kafka_cases
-from tests.rsm.segments import TOPIC_ID, SegmentSpec, fixture_partition, plain_batch, write_partition
+from tests.rsm.segments import (
+    TOPIC_ID,
+    SegmentSpec,
+    fixture_partition,
+    overlapping_copies,
+    plain_batch,
+    write_partition,
+)
 from tests.test_cli_kafka import offload
 
 REBORN = "tvHCaSDsQZWsjr5rbtCjxA"
@@ -85,3 +94,42 @@ def test_segments_copied_before_topic_ids_list_as_unknown(tmp_path: Path) -> Non
     )
     chosen = offload("read", url, "orders-0", "--offset", "3", "--json", "--topic-id", "unknown")
     assert [r["offset"] for r in lines(chosen.stdout)] == [3, 4]
+
+
+def test_overlapping_copies_of_a_leader_change_read_each_offset_once(tmp_path: Path) -> None:
+    case = kafka_cases()[0]
+    old, new, cut = overlapping_copies(case, tmp_path)  # 0..51 in epoch 0, then 20..51 in epoch 1
+    url = f"file://{tmp_path / 'store'}"
+    for directory in (old, new):
+        assert offload("copy", str(directory), url, "--all").returncode == 0
+    listed = lines(offload("ls", url, "--json").stdout)
+    assert [(r["base_offset"], r["end_offset"], r["state"]) for r in listed] == [
+        (0, 51, "COPY_SEGMENT_FINISHED"),
+        (cut, 51, "COPY_SEGMENT_FINISHED"),
+    ]
+    read = lines(offload("read", url, old.name, "--offset", "0", "--json").stdout)
+    expected = [r for batch in case.spec["batches"] for r in batch["records"]]
+    assert [(r["offset"], r["timestamp"], r["key_b64"], r["value_b64"]) for r in read] == [
+        (r["offset"], r["timestamp"], r["key"], r["value"]) for r in expected
+    ]
+    assert [r["offset"] for r in lines(offload("read", url, old.name, "--offset", "25", "--json").stdout)] == list(
+        range(25, 52)
+    )
+
+
+def test_an_older_copy_replaced_by_a_newer_one_is_listed_unreferenced(tmp_path: Path) -> None:
+    case = kafka_cases()[0]
+    url = f"file://{tmp_path / 'store'}"
+    batches = list(kafka.iter_batches(case.log))
+    lagging = [case.log[b.position : b.position + b.size_in_bytes] for b in batches[1:6]]  # offsets 1..19
+    name = f"{case.spec['topic']}-{case.spec['partition']}"
+    for directory in (write_partition(tmp_path / "old", name, [SegmentSpec(lagging)]),
+                      fixture_partition(case, tmp_path / "new")):  # fmt: skip
+        assert offload("copy", str(directory), url, "--all").returncode == 0
+    listed = lines(offload("ls", url, "--json").stdout)
+    assert [(r["base_offset"], r["state"]) for r in listed] == [
+        (0, "COPY_SEGMENT_FINISHED"),
+        (1, "COPY_SEGMENT_FINISHED, unreferenced (newer overlapping copies serve its offsets)"),
+    ]
+    read = lines(offload("read", url, name, "--offset", "0", "--json").stdout)
+    assert [r["offset"] for r in read] == list(range(52))

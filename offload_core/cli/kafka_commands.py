@@ -133,6 +133,9 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
 
 
+_UNREFERENCED = "COPY_SEGMENT_FINISHED, unreferenced (newer overlapping copies serve its offsets)"
+
+
 def _named(tp: TopicIdPartition) -> str:
     return f"{tp.topic_partition} (topic id {tp.topic_id})" if tp.known else str(tp.topic_partition)
 
@@ -164,7 +167,9 @@ def _row(meta: RemoteLogSegmentMetadata, state: str) -> dict[str, Any]:
 def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
     """List remote segments: topic id, offsets, max timestamp, size, state.
     Segments copied before topic ids were kept list their topic id as
-    unknown (null in JSON)."""
+    unknown (null in JSON); an older copy that newer overlapping ones
+    replace (after a leader change) is listed as unreferenced: no offset is
+    read from it, and cleanup removes it once it is old enough."""
     driver = _open(url, options)
     partitions = list_partitions(driver, prefix)
     if topic_partition:
@@ -173,7 +178,9 @@ def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: b
     rows = []
     for tp in partitions:
         listing = list_partition(driver, prefix, tp)
-        rows += [_row(m.metadata, "COPY_SEGMENT_FINISHED") for m in listing.segments]
+        serving = {served.segment.segment_id for served in listing.served()}
+        rows += [_row(m.metadata, "COPY_SEGMENT_FINISHED" if m.metadata.segment_id in serving else _UNREFERENCED)
+                 for m in listing.segments]  # fmt: skip
         for base, segment_id, count, size in listing.uncommitted:
             state = f"incomplete ({count} objects, no manifest: copying, failed or being deleted)"
             rows.append({"topic_partition": str(tp.topic_partition), "topic_id": _topic_id(tp), "base_offset": base,

@@ -3,19 +3,23 @@ on, across segments, with read-committed isolation, and the first offset
 at a timestamp. Built on :class:`RemoteStorageManager`'s verbs only
 (manifests, ``fetch_index``, lazy ``fetch_log_segment``), so a read from
 the middle of a 1 GiB segment costs the offset index once, then one GET
-per read buffer.
+per read buffer. Where copies overlap (leaders that rolled at other
+offsets), each offset is read from the one segment serving it
+(:meth:`RemoteStorageManager.served_ranges`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
 from ..errors import FormatError, InvalidRangeError, NotFoundError
 from ..formats import kafka
+from .epoch_state import ServedRange
 from .index_check import check_entry_batch, entry_error
 from .layout import segment_key
 from .log_batches import read_batches
@@ -43,12 +47,20 @@ class RemoteRecord:
 
 
 class RemoteLogReader:
-    """One partition's committed remote segments, read in offset order."""
+    """One partition's committed remote segments, read in offset order:
+    :attr:`ranges` are the offsets each serves, :attr:`segments` those
+    segments in that order."""
 
     def __init__(self, rsm: RemoteStorageManager, topic_id_partition: TopicIdPartition) -> None:
         self.rsm = rsm
         self.topic_id_partition = topic_id_partition
-        self.segments = rsm.list_remote_segments(topic_id_partition)
+        self.ranges = rsm.served_ranges(topic_id_partition)
+        self.segments: list[RemoteLogSegmentMetadata] = []
+        self._numbers: dict[RemoteLogSegmentId, int] = {}
+        for served in self.ranges:
+            if served.segment.segment_id not in self._numbers:
+                self._numbers[served.segment.segment_id] = len(self.segments)
+                self.segments.append(served.segment)
         self._txn_indexes: dict[RemoteLogSegmentId, list[kafka.AbortedTxn]] = {}
         self._aborted: dict[int, list[kafka.AbortedTxn]] = {}
 
@@ -57,29 +69,37 @@ class RemoteLogReader:
     ) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
         """Whole batches whose last offset is at least ``start_offset``
         (and base offset at most ``end_offset``), with their bytes; at most
-        ``max_bytes`` of them, but always the first."""
-        for _, batch, data in self._walk(start_offset, max_bytes, end_offset):
+        ``max_bytes`` of them, but always the first. A batch that straddles
+        the offset where one overlapping copy hands over to the next is
+        yielded from both (whole batches; :meth:`records` gives each offset
+        once)."""
+        for _, batch, data, _ in self._walk(start_offset, max_bytes, end_offset):
             yield batch, data
 
     def _walk(
         self, start_offset: int, max_bytes: int | None, end_offset: int | None
-    ) -> Iterator[tuple[int, kafka.BatchHeader, bytes]]:
-        """:meth:`batches`, each with the number of its segment in :attr:`segments`."""
-        wanted = [(n, s) for n, s in enumerate(self.segments) if s.end_offset >= start_offset
-                  and (end_offset is None or s.start_offset <= end_offset)]  # fmt: skip
+    ) -> Iterator[tuple[int, kafka.BatchHeader, bytes, ServedRange]]:
+        """:meth:`batches`, each with the number of its segment in
+        :attr:`segments` and the range of offsets it is read for."""
+        wanted = [r for r in self.ranges if r.last >= start_offset and (end_offset is None or r.first <= end_offset)]
         served = 0
         ahead: dict[int, IO[bytes]] = {}  # next segments' streams, opened early so their read-ahead starts
         try:
-            for number, (index, segment) in enumerate(wanted):
-                following = wanted[number + 1][1] if number + 1 < len(wanted) else None
+            for number, span in enumerate(wanted):
+                following = wanted[number + 1].segment if number + 1 < len(wanted) else None
                 near_end = functools.partial(self._open_ahead, following, number + 1, ahead)
-                for batch, data in self._segment_batches(segment, start_offset, ahead.pop(number, None), near_end):
-                    if end_offset is not None and batch.base_offset > end_offset:
-                        return
-                    if max_bytes is not None and served and served + batch.size_in_bytes > max_bytes:
-                        return
-                    served += batch.size_in_bytes
-                    yield index, batch, data
+                first = max(start_offset, span.first)
+                batches = self._segment_batches(span.segment, first, ahead.pop(number, None), near_end)
+                with contextlib.closing(batches):
+                    for batch, data in batches:
+                        if batch.base_offset > span.last:
+                            break
+                        if end_offset is not None and batch.base_offset > end_offset:
+                            return
+                        if max_bytes is not None and served and served + batch.size_in_bytes > max_bytes:
+                            return
+                        served += batch.size_in_bytes
+                        yield self._numbers[span.segment.segment_id], batch, data, span
         finally:
             for stream in ahead.values():
                 stream.close()  # a read stopped early: give back what was read ahead
@@ -94,7 +114,7 @@ class RemoteLogReader:
         start_offset: int,
         opened: IO[bytes] | None = None,
         near_end: Callable[[], None] | None = None,
-    ) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
+    ) -> Generator[tuple[kafka.BatchHeader, bytes]]:
         """Batches of one segment from ``start_offset``; ``opened`` is its
         stream from byte 0 if one was opened ahead. With read-ahead on,
         ``near_end`` is called once the reader is within one read-ahead
@@ -175,14 +195,15 @@ class RemoteLogReader:
             end_offset = stable - 1 if end_offset is None else min(end_offset, stable - 1)
             if end_offset < start_offset:
                 return
-        for number, batch, data in self._walk(start_offset, max_bytes, end_offset):
+        for number, batch, data, span in self._walk(start_offset, max_bytes, end_offset):
             if batch.is_control:
                 continue
             if committed and batch.is_transactional and kafka.is_aborted(self._aborted_in(number), batch):
                 continue
             epoch = batch.partition_leader_epoch
+            first, last = max(start_offset, span.first), span.last if end_offset is None else min(end_offset, span.last)
             for record in kafka.iter_records(data, batch, limit=max_decompressed_bytes):
-                if record.offset >= start_offset and (end_offset is None or record.offset <= end_offset):
+                if first <= record.offset <= last:
                     yield RemoteRecord(record, epoch, batch.log_append_time)
 
     @functools.cached_property
@@ -190,10 +211,9 @@ class RemoteLogReader:
         """The producer whose transaction, open at the end of the remote log
         (its COMMIT or ABORT marker not tiered yet, or not written), began
         first: from the producer snapshot of the last remote segment."""
-        if not self.segments:
+        if not self.ranges:
             return None
-        last = max(self.segments, key=lambda s: s.end_offset)
-        raw = self.rsm.fetch_index(last, IndexType.PRODUCER_SNAPSHOT).read()
+        raw = self.rsm.fetch_index(self.ranges[-1].segment, IndexType.PRODUCER_SNAPSHOT).read()
         return kafka.first_undecided(kafka.decode_producer_snapshot(raw))
 
     @property
@@ -223,12 +243,12 @@ class RemoteLogReader:
     @property
     def log_start_offset(self) -> int | None:
         """The first offset of the remote log (``None`` without segments)."""
-        return min((s.start_offset for s in self.segments), default=None)
+        return self.ranges[0].first if self.ranges else None
 
     @property
     def log_end_offset(self) -> int | None:
         """One past the last offset of the remote log (``None`` without segments)."""
-        return max((s.end_offset + 1 for s in self.segments), default=None)
+        return self.ranges[-1].last + 1 if self.ranges else None
 
     def offset_for_timestamp(
         self, timestamp: int, *, max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
@@ -243,17 +263,20 @@ class RemoteLogReader:
         :class:`InvalidRangeError` naming it."""
         if timestamp < 0:
             return self._special_offset(timestamp, max_decompressed_bytes)
-        for segment in self.segments:
+        for span in self.ranges:
+            segment = span.segment
             if segment.max_timestamp_ms < timestamp:
                 continue
             raw = self.rsm.fetch_index(segment, IndexType.TIMESTAMP).read()
             times = kafka.decode_time_index(raw, segment.start_offset)
             floor = kafka.lookup_time(times, timestamp, segment.start_offset)
-            for batch, data in self._segment_batches(segment, floor.offset):
+            for batch, data in self._segment_batches(segment, max(floor.offset, span.first)):
+                if batch.base_offset > span.last:
+                    break
                 at_zero = replace(batch, position=0)
-                found = kafka.first_record_at_or_after(data, at_zero, timestamp, segment.start_offset,
+                found = kafka.first_record_at_or_after(data, at_zero, timestamp, span.first,
                                                       limit=max_decompressed_bytes)  # fmt: skip
-                if found is not None:
+                if found is not None and found.offset <= span.last:
                     return found
         return None
 
@@ -261,7 +284,7 @@ class RemoteLogReader:
         if timestamp not in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP):
             raise InvalidRangeError(f"timestamp {timestamp} is neither milliseconds since the epoch nor one of "
                                     "Kafka's -1 (latest), -2 (earliest), -3 (max timestamp)")  # fmt: skip
-        if not self.segments:
+        if not self.ranges:
             return None
         if timestamp == MAX_TIMESTAMP:
             largest = max(s.max_timestamp_ms for s in self.segments)
@@ -272,10 +295,8 @@ class RemoteLogReader:
                 else None
             )
         if timestamp == EARLIEST_TIMESTAMP:
-            segment = min(self.segments, key=lambda s: s.start_offset)
-            offset = segment.start_offset
+            segment, offset = self.ranges[0].segment, self.ranges[0].first
         else:
-            segment = max(self.segments, key=lambda s: s.end_offset)
-            offset = segment.end_offset + 1
+            segment, offset = self.ranges[-1].segment, self.ranges[-1].last + 1
         epochs = [epoch for epoch, start in segment.segment_leader_epochs.items() if start <= offset]
         return kafka.TimestampAndOffset(-1, offset, max(epochs, default=None))  # ListOffsets gives no timestamp

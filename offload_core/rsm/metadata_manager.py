@@ -6,9 +6,14 @@ Each segment is one versioned record (JSON) at
 ids were kept are), each
 partition's delete state one record beside them; every change is a
 compare-and-set on the record's version, so two processes (a copier and a
-cleaner) never lose each other's updates. Segments in COPY_SEGMENT_STARTED
-are invisible to lookups; DELETE_SEGMENT_FINISHED removes the record, as
-Kafka's cache forgets them.
+cleaner) never lose each other's updates. DELETE_SEGMENT_FINISHED removes
+the record, as Kafka's cache forgets them.
+
+Lookups answer as Kafka's ``RemoteLogMetadataCache`` does, from its
+per-epoch state (:mod:`.epoch_state`): each segment's record keeps the
+sequence number its copy finished with (a per-partition counter), so the
+state is rebuilt by replaying the finished copies in order, and where
+copies overlap each offset is served by one of them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from ..errors import AlreadyExistsError, ConflictError, FormatError, NotFoundError, StateError
 from ..managed_ledger.metadata_store import MetadataStore, SqliteMetadataStore
+from .epoch_state import EpochState, ServedRange, epoch_states, served_ranges
 from .types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -43,8 +49,9 @@ def _segment_path(segment_id: RemoteLogSegmentId) -> str:
     return f"{_partition_path(segment_id.topic_id_partition)}/segments/{segment_id.id}"
 
 
-def _encode(meta: RemoteLogSegmentMetadata) -> bytes:
+def _encode(meta: RemoteLogSegmentMetadata, finished_seq: int | None) -> bytes:
     body: dict[str, Any] = {
+        "finished_seq": finished_seq,
         "start_offset": meta.start_offset,
         "end_offset": meta.end_offset,
         "max_timestamp_ms": meta.max_timestamp_ms,
@@ -56,6 +63,13 @@ def _encode(meta: RemoteLogSegmentMetadata) -> bytes:
         "custom_metadata": meta.custom_metadata.hex() if meta.custom_metadata is not None else None,
     }
     return json.dumps(body).encode()
+
+
+def _finished_seq(raw: bytes) -> int | None:
+    """The sequence number the record's copy finished with (``None``: never
+    finished, or recorded before sequence numbers were kept)."""
+    value = json.loads(raw).get("finished_seq")
+    return None if value is None else int(value)
 
 
 def _decode(segment_id: RemoteLogSegmentId, raw: bytes) -> RemoteLogSegmentMetadata:
@@ -109,7 +123,7 @@ class RemoteLogMetadataManager:
                 "a new segment starts in COPY_SEGMENT_STARTED"
             )
         try:
-            self._store.create(_segment_path(metadata.segment_id), _encode(metadata))
+            self._store.create(_segment_path(metadata.segment_id), _encode(metadata, None))
         except AlreadyExistsError:
             raise AlreadyExistsError(
                 f"segment id {metadata.segment_id.id} of {metadata.topic_id_partition} is already recorded: "
@@ -138,11 +152,14 @@ class RemoteLogMetadataManager:
                 raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_id_partition} was never recorded")
             current = _decode(segment_id, record.value)
             updated = current.with_state(state, event_timestamp_ms=event_timestamp_ms, broker_id=broker_id)
+            sequence = _finished_seq(record.value)
+            if state is _FINISHED and current.state is not _FINISHED:
+                sequence = self._next_sequence(segment_id.topic_id_partition)
             try:
                 if state is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
                     self._store.delete(path, record.version)
                 else:
-                    self._store.set(path, _encode(updated), record.version)
+                    self._store.set(path, _encode(updated, sequence), record.version)
                 return updated
             except ConflictError:
                 continue
@@ -165,24 +182,68 @@ class RemoteLogMetadataManager:
         return sorted(found, key=lambda s: (s.start_offset, s.end_offset, s.segment_id.id))
 
     def _segments(self, topic_id_partition: TopicIdPartition) -> Iterator[RemoteLogSegmentMetadata]:
+        for segment, _ in self._records(topic_id_partition):
+            yield segment
+
+    def _records(self, topic_id_partition: TopicIdPartition) -> Iterator[tuple[RemoteLogSegmentMetadata, int | None]]:
         prefix = f"{_partition_path(topic_id_partition)}/segments/"
         for path in self._store.children(prefix):
             record = self._store.get(path)
             if record is not None:
-                yield _decode(RemoteLogSegmentId(topic_id_partition, path[len(prefix) :]), record.value)
+                segment_id = RemoteLogSegmentId(topic_id_partition, path[len(prefix) :])
+                yield _decode(segment_id, record.value), _finished_seq(record.value)
+
+    def _next_sequence(self, topic_id_partition: TopicIdPartition) -> int:
+        path = f"{_partition_path(topic_id_partition)}/finish-sequence"
+        for _ in range(_CAS_ATTEMPTS):
+            record = self._store.get(path)
+            try:
+                if record is None:
+                    self._store.create(path, b"1")
+                    return 1
+                following = int(record.value) + 1
+                self._store.set(path, str(following).encode(), record.version)
+                return following
+            except (ConflictError, AlreadyExistsError):
+                continue
+        raise ConflictError(f"{topic_id_partition}: {_CAS_ATTEMPTS} concurrent copies finished in a row; try again")
+
+    def _epoch_states(
+        self, topic_id_partition: TopicIdPartition
+    ) -> tuple[dict[int, EpochState], dict[RemoteLogSegmentId, RemoteLogSegmentMetadata]]:
+        finished: list[tuple[int, int, str, RemoteLogSegmentMetadata]] = []
+        unfinished = []
+        for segment, sequence in self._records(topic_id_partition):
+            if sequence is None and segment.state is not _FINISHED:
+                unfinished.append(segment)
+            else:
+                # Copies finished before sequence numbers were kept come first, by time.
+                order = -1 if sequence is None else sequence
+                finished.append((order, segment.event_timestamp_ms, segment.segment_id.id, segment))
+        ordered = [segment for *_, segment in sorted(finished, key=lambda row: row[:3])]
+        states = epoch_states(ordered, unfinished)
+        return states, {s.segment_id: s for s in [*ordered, *unfinished]}
+
+    def served_ranges(self, topic_id_partition: TopicIdPartition) -> list[ServedRange]:
+        """Every copied offset of the partition with the one segment serving
+        it (see :func:`.epoch_state.served_ranges`), in offset order."""
+        return served_ranges(*self._epoch_states(topic_id_partition))
 
     def remote_log_segment_metadata(
         self, topic_id_partition: TopicIdPartition, leader_epoch: int, offset: int
     ) -> RemoteLogSegmentMetadata | None:
-        """The copied segment holding ``offset`` written in ``leader_epoch``
-        (Kafka's ``remoteLogSegmentMetadata``), or ``None``."""
-        best = None
-        for segment in self.list_remote_log_segments(topic_id_partition, leader_epoch):
-            epoch_start = segment.segment_leader_epochs[leader_epoch]
-            epoch_end = segment.epoch_end_offset(leader_epoch)
-            if epoch_start <= offset and epoch_end is not None and offset <= epoch_end:
-                best = segment
-        return best
+        """The copied segment serving ``offset`` in ``leader_epoch``, as
+        Kafka's ``remoteLogSegmentMetadata`` finds it: the one mapped at the
+        greatest start offset at or before ``offset`` in the epoch, if the
+        epoch reaches ``offset`` in it; else ``None``."""
+        states, segments = self._epoch_states(topic_id_partition)
+        state = states.get(leader_epoch)
+        found = state.floor(offset) if state is not None else None
+        if found is None:
+            return None
+        segment = segments[found]
+        end = segment.epoch_end_offset(leader_epoch)
+        return segment if end is not None and offset <= end else None
 
     def highest_offset_for_epoch(self, topic_id_partition: TopicIdPartition, leader_epoch: int) -> int | None:
         """The highest copied offset written in ``leader_epoch``, or ``None``."""

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, FormatError, NotFoundError
 from ..storage import StorageDriver
+from .epoch_state import ServedRange, epoch_states, served_ranges
 from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_manifest, parse_name, partition_prefix
-from .types import UNKNOWN_TOPIC_ID, TopicIdPartition, TopicPartition, check_uuid
+from .types import UNKNOWN_TOPIC_ID, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, check_uuid
 
 __all__ = [
     "PartitionListing",
@@ -28,14 +29,27 @@ UNKNOWN_NAME = "unknown"
 
 @dataclass(frozen=True)
 class PartitionListing:
-    """A partition's committed segments by start offset (the newest copy
-    where a segment was copied twice) and the copy attempts without a
-    manifest (in progress, failed, or half deleted), as ``(base offset,
-    segment id, object count, bytes)``."""
+    """A partition's committed segments by start offset (every copy, also
+    where copies overlap) and the copy attempts without a manifest (in
+    progress, failed, or half deleted), as ``(base offset, segment id,
+    object count, bytes)``."""
 
     topic_id_partition: TopicIdPartition
     segments: list[SegmentManifest]
     uncommitted: list[tuple[int, str, int, int]] = field(default_factory=list)
+
+    def served(self) -> list[ServedRange]:
+        """Every offset with the one segment serving it, as Kafka's
+        leader-epoch state decides (:mod:`.epoch_state`): the copies
+        replayed in the order they were made (by the time the copy began,
+        then the highest leader epoch, as the newer leader's copy is the
+        later one)."""
+        ordered = sorted((m.metadata for m in self.segments), key=_copy_order)
+        return served_ranges(epoch_states(ordered), {s.segment_id: s for s in ordered})
+
+
+def _copy_order(segment: RemoteLogSegmentMetadata) -> tuple[int, int, str]:
+    return segment.event_timestamp_ms, max(segment.segment_leader_epochs), segment.segment_id.id
 
 
 def list_partitions(driver: StorageDriver, prefix: str = "") -> list[TopicIdPartition]:
@@ -98,7 +112,7 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
         name = parse_name(info.key[len(base_prefix) :])
         if name is not None:
             attempts[(name.base_offset, name.segment_id)].append((name.suffix, info.size, info.key))
-    newest: dict[int, SegmentManifest] = {}
+    committed = []
     uncommitted = []
     for (base, segment_id), objects in sorted(attempts.items()):
         manifest_key = next((key for suffix, _, key in objects if suffix == MANIFEST_SUFFIX), None)
@@ -111,7 +125,6 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
             continue  # deleted since the listing
         if manifest.metadata.segment_id.id != segment_id or manifest.metadata.topic_id_partition != topic_id_partition:
             raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
-        kept = newest.get(base)
-        if kept is None or manifest.metadata.event_timestamp_ms > kept.metadata.event_timestamp_ms:
-            newest[base] = manifest
-    return PartitionListing(topic_id_partition, [newest[base] for base in sorted(newest)], uncommitted)
+        committed.append(manifest)
+    committed.sort(key=lambda m: (m.metadata.start_offset, _copy_order(m.metadata)))
+    return PartitionListing(topic_id_partition, committed, uncommitted)

@@ -20,6 +20,7 @@ from ..hooks import Event
 from ..instrument import InstrumentedDriver
 from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
+from .epoch_state import ServedRange
 from .index_check import decoded_offset_index
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
 from .metadata_manager import RemoteLogMetadataManager
@@ -76,6 +77,7 @@ class ShippedRemoteStorageManager:
         self._copying: dict[TopicIdPartition, set[threading.Event]] = {}
         self._manifests: dict[RemoteLogSegmentId, SegmentManifest] = {}
         self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
+        self._served: dict[TopicIdPartition, list[ServedRange]] = {}
 
     # -- configuration -------------------------------------------------------
 

@@ -10,9 +10,11 @@ verbs; without one, the store's manifests are the only record.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..errors import ConfigError, InvalidRangeError, StateError
 from ..formats import kafka
+from .epoch_state import ServedRange
 from .layout import LOG_SUFFIX, segment_key
 from .remote_log import list_partition
 from .segment_copy import remove_attempt, scan_log_file
@@ -88,38 +90,64 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             for event in self._copying.get(topic_id_partition, ()):
                 event.set()
 
+    def served_ranges(self, topic_id_partition: TopicIdPartition) -> list[ServedRange]:
+        """Every copied offset of the partition with the one committed
+        segment serving it, in offset order, as Kafka's leader-epoch state
+        decides where copies overlap (:mod:`.epoch_state`): from the
+        metadata manager when there is one, else from the store's manifests."""
+        if self.metadata_manager is not None:
+            served = self.metadata_manager.served_ranges(topic_id_partition)
+        else:
+            listing = list_partition(self.driver, self.prefix, topic_id_partition)
+            for manifest in listing.segments:
+                self._manifests[manifest.metadata.segment_id] = manifest
+            served = listing.served()
+        self._served[topic_id_partition] = served
+        return served
+
     def list_remote_segments(
         self, topic_id_partition: TopicIdPartition, min_base_offset: int = 0
     ) -> list[RemoteLogSegmentMetadata]:
-        """Committed segments with a start offset of at least
-        ``min_base_offset``, by start offset: from the metadata manager when
-        there is one, else from the store's manifests."""
-        if self.metadata_manager is not None:
-            found = [s for s in self.metadata_manager.list_remote_log_segments(topic_id_partition)
-                     if s.state is _STATE.COPY_SEGMENT_FINISHED]  # fmt: skip
-        else:
-            manifests = list_partition(self.driver, self.prefix, topic_id_partition).segments
-            for manifest in manifests:
-                self._manifests[manifest.metadata.segment_id] = manifest
-            found = [m.metadata for m in manifests]
-        return [s for s in found if s.start_offset >= min_base_offset]
+        """The committed segments serving offsets (:meth:`served_ranges`;
+        older overlapping copies are not listed), with a start offset of
+        at least ``min_base_offset``, by start offset."""
+        found: dict[RemoteLogSegmentId, RemoteLogSegmentMetadata] = {}
+        for served in self.served_ranges(topic_id_partition):
+            found.setdefault(served.segment.segment_id, served.segment)
+        return sorted((s for s in found.values() if s.start_offset >= min_base_offset), key=lambda s: s.start_offset)
 
     def get_remote_log_index_entries(self, segment: RemoteLogSegmentMetadata) -> list[RemoteLogIndexEntry]:
-        """The index entries recorded when ``segment`` was copied."""
-        return list(self.manifest(segment).index_entries)
+        """The index entries recorded when ``segment`` was copied, narrowed
+        to the offsets it serves (an entry's ``first_offset`` and
+        ``last_offset``; :meth:`read` keeps to them): where copies overlap,
+        the entries of all segments give each offset once."""
+        served = self._served.get(segment.topic_id_partition)
+        if served is None:
+            served = self.served_ranges(segment.topic_id_partition)
+        spans = [r for r in served if r.segment.segment_id == segment.segment_id]
+        entries = []
+        for entry in self.manifest(segment).index_entries:
+            for span in spans:
+                first, last = max(entry.first_offset, span.first), min(entry.last_offset, span.last)
+                if first <= last:
+                    entries.append(replace(entry, first_offset=first, last_offset=last))
+        return entries
 
     def read(self, index_entry: RemoteLogIndexEntry, max_bytes: int, start_offset: int, min_one_message: bool) -> bytes:
-        """Whole batches of one index entry (one ranged GET), from the first
-        whose last offset is at least ``start_offset``, up to ``max_bytes``;
-        the first batch even if larger when ``min_one_message``; never a
-        partial batch. Raises :class:`FormatError` for damaged batches."""
+        """Whole batches of one index entry (one ranged GET) holding its
+        offsets, from the first whose last offset is at least
+        ``start_offset``, up to ``max_bytes``; the first batch even if
+        larger when ``min_one_message``; never a partial batch. Raises
+        :class:`FormatError` for damaged batches."""
         if max_bytes < 0:
             raise InvalidRangeError(f"max_bytes must be >= 0, got {max_bytes}")
         key = segment_key(self.prefix, index_entry.segment_id, index_entry.segment_start_offset, LOG_SUFFIX)
         data = self.driver.read(key, index_entry.position, index_entry.position + index_entry.length)
         out = bytearray()
         for batch in kafka.iter_batches(data):
-            if batch.last_offset < start_offset:
+            if batch.base_offset > index_entry.last_offset:
+                break
+            if batch.last_offset < max(start_offset, index_entry.first_offset):
                 continue
             if len(out) + batch.size_in_bytes > max_bytes and not (min_one_message and not out):
                 break
@@ -156,10 +184,16 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
     def cleanup_log_until(self, topic_id_partition: TopicIdPartition, cleanup_until_ms: int) -> int:
         """Delete the oldest segments whose newest record is older than
         ``cleanup_until_ms``, stopping at the first that is not (a log is
-        trimmed from its start). Returns the new remote log start offset:
-        the first offset still held, or one past the last deleted segment
-        when none is left (0 for a partition with no segments)."""
+        trimmed from its start), and every older overlapping copy no offset
+        is read from (unreferenced) whose newest record is older. Returns
+        the new remote log start offset: the first offset still held, or
+        one past the last deleted segment when none is left (0 for a
+        partition with no segments)."""
         segments = self.list_remote_segments(topic_id_partition)
+        serving = {s.segment_id for s in segments}
+        for copy in self._committed(topic_id_partition):
+            if copy.segment_id not in serving and copy.max_timestamp_ms < cleanup_until_ms:
+                self.delete_log_segment(copy)
         start = segments[0].start_offset if segments else 0
         for segment in segments:
             if segment.max_timestamp_ms >= cleanup_until_ms:
@@ -169,6 +203,13 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         return start
 
     # -- helpers of the seed verbs -------------------------------------------
+
+    def _committed(self, topic_id_partition: TopicIdPartition) -> list[RemoteLogSegmentMetadata]:
+        """Every committed copy, those no offset is read from included."""
+        if self.metadata_manager is not None:
+            recorded = self.metadata_manager.list_remote_log_segments(topic_id_partition)
+            return [s for s in recorded if s.state is _STATE.COPY_SEGMENT_FINISHED]
+        return [m.metadata for m in list_partition(self.driver, self.prefix, topic_id_partition).segments]
 
     def _copies_of(self, topic_id_partition: TopicIdPartition, base: int) -> list[RemoteLogSegmentMetadata]:
         if self.metadata_manager is not None:

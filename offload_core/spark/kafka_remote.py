@@ -53,7 +53,7 @@ from ..rsm.log_batches import read_batches
 from ..rsm.remote_log import list_partition, list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE
-from ..rsm.types import IndexType, TopicIdPartition, TopicPartition
+from ..rsm.types import IndexType, RemoteLogSegmentId, TopicIdPartition, TopicPartition
 from .read_options import DEFAULT_BYTES_PER_PARTITION
 from .source import KAFKA_SCHEMA
 
@@ -156,15 +156,24 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
                 one_topic_id(listed, tp.topic_partition, '.option("topicId", ID)')
             elif tp.topic_id not in parsed.topic_ids:
                 continue
-            segments = list_partition(driver, parsed.prefix, tp).segments
+            listing = list_partition(driver, parsed.prefix, tp)
+            manifests = {m.metadata.segment_id: m for m in listing.segments}
+            # Where copies overlap, each offset is read from the one segment serving it.
+            served = listing.served()
+            numbers: dict[RemoteLogSegmentId, int] = {}
+            for span in served:
+                numbers.setdefault(span.segment.segment_id, len(numbers))
+            segments = [manifests[segment_id] for segment_id in numbers]
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
             end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
             transactions = _Transactions(driver, parsed.prefix, segments) if parsed.read_committed else None
             if transactions is not None:
                 stable = transactions.last_stable_offset()
                 end = end if stable is None else min(end, stable)
-            for number, manifest in enumerate(segments):
-                planned += _segment_partitions(parsed, manifest, first, end, transactions, number)
+            for span in served:
+                number = numbers[span.segment.segment_id]
+                planned += _segment_partitions(parsed, segments[number], max(first, span.first),
+                                               min(end, span.last + 1), transactions, number)  # fmt: skip
     return planned
 
 
@@ -194,7 +203,7 @@ class _Transactions:
     def last_stable_offset(self) -> int | None:
         if not self._segments:
             return None
-        last = max(self._segments, key=lambda m: m.metadata.end_offset)
+        last = self._segments[-1]  # the segment serving the last offset
         snapshot = kafka.decode_producer_snapshot(self._read(last, IndexType.PRODUCER_SNAPSHOT.suffix))
         undecided = kafka.first_undecided(snapshot)
         return None if undecided is None else undecided.current_txn_first_offset
@@ -224,7 +233,7 @@ def _segment_partitions(
     number: int,
 ) -> list[SegmentRangePartition]:
     meta = manifest.metadata
-    if meta.end_offset < first or meta.start_offset >= end:
+    if first >= end or meta.end_offset < first or meta.start_offset >= end:
         return []
     key = segment_key(parsed.prefix, meta.segment_id, meta.start_offset, LOG_SUFFIX)
     wanted = [e for e in manifest.index_entries if e.last_offset >= first and e.first_offset < end]

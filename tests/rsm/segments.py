@@ -155,3 +155,23 @@ def recompressed(log: bytes, codec: int, compress: Callable[[bytes], bytes]) -> 
                            google_crc32c.value(tail))  # fmt: skip
         out.append(head + tail)
     return out
+
+
+def restamped(batch: bytes, leader_epoch: int) -> bytes:
+    """``batch`` as a leader of ``leader_epoch`` appends it (the partition
+    leader epoch, bytes 12-15, is outside the CRC-32C)."""
+    return batch[:12] + struct.pack(">i", leader_epoch) + batch[16:]
+
+
+def overlapping_copies(case: KafkaCase, root: Path, *, cut_batch: int = 6, epoch: int = 1) -> tuple[Path, Path, int]:
+    """One partition as two leaders left it after a leader change: the old
+    leader's directory holds the fixture's segment (epoch 0), the new
+    leader's a segment rolled at batch ``cut_batch`` holding the fixture's
+    batches from there, appended in ``epoch``. Returns both directories and
+    the offset the new leader's segment starts at."""
+    old = fixture_partition(case, root / "old-leader")
+    batches = list(kafka.iter_batches(case.log))
+    tail = [restamped(case.log[b.position : b.position + b.size_in_bytes], epoch) for b in batches[cut_batch:]]
+    start = batches[cut_batch].base_offset
+    new = write_partition(root / "new-leader", old.name, [SegmentSpec(tail)], epochs=f"0\n2\n0 0\n{epoch} {start}\n")
+    return old, new, start

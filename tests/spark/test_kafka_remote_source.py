@@ -21,6 +21,7 @@ from tests.rsm.segments import (
     SegmentSpec,
     fixture_partition,
     numbered_segments,
+    overlapping_copies,
     plain_batch,
     recompressed,
     transactional_segment,
@@ -159,3 +160,21 @@ def test_a_recreated_topic_is_read_by_its_topic_id(spark, store) -> None:
     for topic_id, count in ((TOPIC_ID, 5), (REBORN, 3)):
         rows = read(spark, store, topic="reborn", topicId=topic_id).orderBy("offset").collect()
         assert [r.offset for r in rows] == list(range(count))
+
+
+def test_overlapping_copies_of_a_leader_change_give_each_offset_once(spark, tmp_path) -> None:
+    case = kafka_cases()[0]
+    old, new, cut = overlapping_copies(case, tmp_path)  # 0..51 in epoch 0, then 20..51 in epoch 1
+    url = f"file://{tmp_path / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url), prefix="tiered")
+    for directory in (old, new):
+        tp, (segment,) = read_partition_dir(directory)
+        rsm.copy_log_segment(tp, segment.data)
+    rows = read(spark, url, topic=case.spec["topic"]).orderBy("offset").collect()
+    expected = [r for batch in case.spec["batches"] for r in batch["records"]]
+    assert [(row.offset, row.key, row.value, int(row.timestamp.timestamp() * 1000)) for row in rows] == [
+        (want["offset"], b64(want["key"]), b64(want["value"]), want["timestamp"]) for want in expected
+    ]
+    ranged = read(spark, url, topic=case.spec["topic"], startingOffsets=json.dumps({case.spec["topic"]: {"0": 15}}),
+                  endingOffsets=json.dumps({case.spec["topic"]: {"0": 30}}))  # fmt: skip
+    assert sorted(r.offset for r in ranged.select("offset").collect()) == list(range(15, 30))
