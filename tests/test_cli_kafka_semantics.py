@@ -1,6 +1,7 @@
 """`offload kafka ...` with Kafka's semantics where brokers leave them:
 topic ids (a topic deleted and recreated is another topic), and
-overlapping copies after a leader change (each offset read once)."""
+overlapping copies after a leader change (each offset read once), and
+Kafka's copy contracts (end offsets, one copier a partition)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ import json
 from pathlib import Path
 
 from offload_core.formats import kafka
+from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteLogMetadataManager, RemoteLogSegmentState, RemoteStorageManager, read_partition_dir
+from offload_core.testing.faults import FaultyDriver
 from tests.kafka_vectors import kafka_cases
 from tests.rsm.segments import (
     TOPIC_ID,
     SegmentSpec,
     fixture_partition,
+    numbered_segments,
     overlapping_copies,
     plain_batch,
     write_partition,
 )
-from tests.test_cli_kafka import offload
+from tests.test_cli_kafka import Ran, offload
 
 REBORN = "tvHCaSDsQZWsjr5rbtCjxA"
 
@@ -133,3 +138,54 @@ def test_an_older_copy_replaced_by_a_newer_one_is_listed_unreferenced(tmp_path: 
     ]
     read = lines(offload("read", url, name, "--offset", "0", "--json").stdout)
     assert [r["offset"] for r in read] == list(range(52))
+
+
+def test_a_copy_ends_where_the_next_segment_begins(tmp_path: Path) -> None:
+    # Segment 0 holds offsets 0..94 (compaction removed 95..99); the next begins at 100.
+    first = SegmentSpec([plain_batch(base, 5, timestamp=1_000 + base, size=20) for base in range(0, 95, 5)])
+    second = SegmentSpec([plain_batch(100, 5, timestamp=2_000, size=20)])
+    directory = write_partition(tmp_path, "orders-0", [first, second])
+    (directory / f"{95:020d}.snapshot").rename(directory / f"{100:020d}.snapshot")
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url).returncode == 0
+    (row,) = lines(offload("ls", url, "--json").stdout)
+    assert (row["base_offset"], row["end_offset"]) == (0, 99)  # Kafka's copy: next segment's base - 1
+    assert json.loads(offload("offsets", url, "orders-0", "--timestamp", "-1").stdout)["offset"] == 100
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    assert [r["end_offset"] for r in lines(offload("ls", url, "--json").stdout)] == [99, 104]
+
+
+def test_a_second_copy_of_a_partition_stops_without_damage(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(3))
+    url = f"file://{tmp_path / 'store'}"
+    rlmm_path = tmp_path / "rlmm.sqlite"
+    tp, segments = read_partition_dir(directory)
+    second_run: list[Ran] = []
+
+    class SecondRunMidway(FaultyDriver):
+        """The first copy's store: a second `kafka copy` runs while its first object uploads."""
+
+        def _write(self, key, parts, metadata, if_absent):  # type: ignore[no-untyped-def]
+            if not second_run:
+                second_run.append(offload("copy", str(directory), url, "--metadata", str(rlmm_path)))
+            return super()._write(key, parts, metadata, if_absent)
+
+    rlmm = RemoteLogMetadataManager(rlmm_path)
+    first_run = RemoteStorageManager(SecondRunMidway(open_driver(url), []), metadata_manager=rlmm)
+    for segment in segments[:2]:
+        first_run.copy_log_segment(tp, segment.data)
+    (loser,) = second_run
+    assert loser.returncode == 1 and loser.stderr.count("\n") == 1, loser.stderr
+    assert "another copy holds" in loser.stderr and "orders-0" in loser.stderr
+    # Nothing damaged: the first run's copies are whole, recorded once, and read back.
+    listed = lines(offload("ls", url, "--json").stdout)
+    assert [(r["base_offset"], r["end_offset"], r["state"]) for r in listed] == [
+        (0, 99, "COPY_SEGMENT_FINISHED"),
+        (100, 199, "COPY_SEGMENT_FINISHED"),
+    ]
+    assert {s.state for s in rlmm.list_remote_log_segments(tp)} == {RemoteLogSegmentState.COPY_SEGMENT_FINISHED}
+    assert len(lines(offload("read", url, "orders-0", "--offset", "0", "--json").stdout)) == 200
+    rlmm.close()
+    # Once the first run is done, the second goes ahead.
+    again = offload("copy", str(directory), url, "--metadata", str(rlmm_path))
+    assert again.returncode == 0 and "0 segment(s), 2 already there" in again.stdout, again.stderr

@@ -112,21 +112,26 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
     with open_driver(url, **parse_driver_options(options)) as driver:
         sweep_before_rerun(driver)
         rsm = _manager(driver, prefix, metadata_path)
-        done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
-                for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip
         copied = empty = 0
         name = topic_partition.topic_partition
-        with click.progressbar(chosen, label=f"copying {name}", file=sys.stderr) as progress:
-            for segment in progress:
-                size = segment.data.log_segment.stat().st_size
-                if size == 0:
-                    empty += 1  # Kafka tiers no empty segment: it holds no offset
-                    continue
-                if (segment.base_offset, size) in done:
-                    continue
-                rsm.copy_log_segment(topic_partition, segment.data)
-                copied += 1
-        rsm.close()
+        try:
+            with (
+                rsm.holding_partition(topic_partition),
+                click.progressbar(chosen, label=f"copying {name}", file=sys.stderr) as progress,
+            ):
+                done = {(m.metadata.start_offset, m.metadata.segment_size_in_bytes)
+                        for m in list_partition(driver, prefix, topic_partition).segments}  # fmt: skip
+                for segment in progress:
+                    size = segment.data.log_segment.stat().st_size
+                    if size == 0:
+                        empty += 1  # Kafka tiers no empty segment: it holds no offset
+                        continue
+                    if (segment.base_offset, size) in done:
+                        continue
+                    rsm.copy_log_segment(topic_partition, segment.data, next_offset=segment.next_offset)
+                    copied += 1
+        finally:
+            rsm.close()
     click.echo(f"{name} (topic id {topic_partition.topic_id}): copied {copied} segment(s), "
                f"{len(chosen) - copied - empty} already there"
                + (f", {empty} empty segment(s) skipped" if empty else "")

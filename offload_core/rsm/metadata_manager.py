@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import AlreadyExistsError, ConflictError, FormatError, NotFoundError, StateError
 from ..managed_ledger.metadata_store import MetadataStore, SqliteMetadataStore
+from .copy_lease import give_back, take
 from .epoch_state import EpochState, ServedRange, epoch_states, served_ranges
 from .types import (
     RemoteLogSegmentId,
@@ -160,6 +161,8 @@ class RemoteLogMetadataManager:
                     self._store.delete(path, record.version)
                 else:
                     self._store.set(path, _encode(updated, sequence), record.version)
+                if state is _FINISHED:
+                    self._raise_highest(updated)
                 return updated
             except ConflictError:
                 continue
@@ -174,11 +177,13 @@ class RemoteLogMetadataManager:
         self, topic_id_partition: TopicIdPartition, leader_epoch: int | None = None
     ) -> list[RemoteLogSegmentMetadata]:
         """Every recorded segment of the partition by start offset (any state
-        but deleted); with ``leader_epoch``, only COPY_SEGMENT_FINISHED ones
-        holding that epoch."""
+        but deleted); with ``leader_epoch``, those holding that epoch, in
+        every state but deleted, as Kafka's ``listRemoteLogSegments(epoch)``
+        lists them: copies still in COPY_SEGMENT_STARTED or
+        DELETE_SEGMENT_STARTED are there for cleanups to retry."""
         found = list(self._segments(topic_id_partition))
         if leader_epoch is not None:
-            found = [s for s in found if s.state is _FINISHED and leader_epoch in s.segment_leader_epochs]
+            found = [s for s in found if leader_epoch in s.segment_leader_epochs]
         return sorted(found, key=lambda s: (s.start_offset, s.end_offset, s.segment_id.id))
 
     def _segments(self, topic_id_partition: TopicIdPartition) -> Iterator[RemoteLogSegmentMetadata]:
@@ -246,11 +251,47 @@ class RemoteLogMetadataManager:
         return segment if end is not None and offset <= end else None
 
     def highest_offset_for_epoch(self, topic_id_partition: TopicIdPartition, leader_epoch: int) -> int | None:
-        """The highest copied offset written in ``leader_epoch``, or ``None``."""
-        ends = [
-            s.epoch_end_offset(leader_epoch) for s in self.list_remote_log_segments(topic_id_partition, leader_epoch)
-        ]
-        return max((end for end in ends if end is not None), default=None)
+        """The highest offset of ``leader_epoch`` ever copied (a copy that
+        reached COPY_SEGMENT_FINISHED), or ``None``. As in Kafka, it never
+        decreases: deleting segments does not lower it."""
+        states, _ = self._epoch_states(topic_id_partition)
+        state = states.get(leader_epoch)
+        highest = [h for h in (self._highest_offsets(topic_id_partition).get(leader_epoch),
+                               state.highest if state is not None else None) if h is not None]  # fmt: skip
+        return max(highest, default=None)
+
+    def _highest_offsets(self, topic_id_partition: TopicIdPartition) -> dict[int, int]:
+        record = self._store.get(f"{_partition_path(topic_id_partition)}/highest-offsets")
+        return {} if record is None else {int(e): int(o) for e, o in json.loads(record.value).items()}
+
+    def _raise_highest(self, segment: RemoteLogSegmentMetadata) -> None:
+        """Record the segment's end in each of its epochs, where it is the highest yet."""
+        path = f"{_partition_path(segment.topic_id_partition)}/highest-offsets"
+        for _ in range(_CAS_ATTEMPTS):
+            record = self._store.get(path)
+            highest = {} if record is None else json.loads(record.value)
+            for epoch in segment.segment_leader_epochs:
+                end = segment.epoch_end_offset(epoch)
+                if end is not None and end > highest.get(str(epoch), -1):
+                    highest[str(epoch)] = end
+            try:
+                if record is None:
+                    self._store.create(path, json.dumps(highest).encode())
+                else:
+                    self._store.set(path, json.dumps(highest).encode(), record.version)
+                return
+            except (ConflictError, AlreadyExistsError):
+                continue
+        raise ConflictError(f"{segment.topic_id_partition}: {_CAS_ATTEMPTS} concurrent copies finished in a row")
+
+    def take_copy_lease(self, topic_id_partition: TopicIdPartition, owner: str, now_ms: int) -> None:
+        """Take or renew the partition's copier lease for ``owner``
+        (:mod:`.copy_lease`): :class:`ConflictError` when another live
+        copier holds it."""
+        take(self._store, f"{_partition_path(topic_id_partition)}/copier", owner, now_ms, str(topic_id_partition))
+
+    def give_back_copy_lease(self, topic_id_partition: TopicIdPartition, owner: str) -> None:
+        give_back(self._store, f"{_partition_path(topic_id_partition)}/copier", owner)
 
     def remote_log_size(self, topic_id_partition: TopicIdPartition, leader_epoch: int | None = None) -> int:
         """Bytes of the copied segments (holding ``leader_epoch``, if given)."""

@@ -41,6 +41,16 @@ class LocalSegment:
     def active(self) -> bool:
         return self.next_base_offset is None
 
+    @property
+    def next_offset(self) -> int:
+        """The offset after the segment, which Kafka's RemoteLogManager makes
+        its end offset + 1: the next segment's base offset, or for the
+        active segment the log end offset its last producer snapshot is
+        named by (a broker writes one there when it stops)."""
+        if self.next_base_offset is not None:
+            return self.next_base_offset
+        return int(self.data.producer_snapshot_index.name[:20])
+
 
 def parse_partition_metadata(text: str, where: str) -> str:
     """The topic id in the text of a ``partition.metadata`` file, read as

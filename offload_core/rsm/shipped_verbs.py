@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Self
@@ -78,6 +79,8 @@ class ShippedRemoteStorageManager:
         self._manifests: dict[RemoteLogSegmentId, SegmentManifest] = {}
         self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
         self._served: dict[TopicIdPartition, list[ServedRange]] = {}
+        self._owner = uuid.uuid4().hex  # this manager's copier leases
+        self._holding: dict[TopicIdPartition, int] = {}
 
     # -- configuration -------------------------------------------------------
 

@@ -10,6 +10,8 @@ verbs; without one, the store's manifests are the only record.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from ..errors import ConfigError, InvalidRangeError, StateError
@@ -42,14 +44,48 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
     construction, configuration and events."""
 
     def copy_log_segment(
-        self, topic_id_partition: TopicIdPartition, segment: LogSegmentData
+        self, topic_id_partition: TopicIdPartition, segment: LogSegmentData, *, next_offset: int | None = None
     ) -> list[RemoteLogIndexEntry]:
         """Copy one rolled segment under a fresh segment id, recording its
-        states, and return its index entries. A retry overwrites: once the
-        new copy is committed, older copies of the same segment are deleted.
-        Raises :class:`FormatError` for damaged files, :class:`StateError`
-        for a segment without records, and :class:`CopyCancelledError` when
-        cancelled; nothing of the attempt remains then."""
+        states, and return its index entries. Its end offset is
+        ``next_offset - 1``, as Kafka's RemoteLogManager gives it: the next
+        segment's base offset (the log end offset for the active segment;
+        without it, one past the segment's last batch), or the last batch's
+        offset if that is later. A retry overwrites: once the new copy is
+        committed, older copies of the same segment are deleted. With a
+        metadata manager it holds the partition's copier lease
+        (:meth:`holding_partition`). Raises :class:`FormatError` for
+        damaged files, :class:`StateError` for a segment without records,
+        :class:`CopyCancelledError` when cancelled (nothing of the attempt
+        remains then), and :class:`ConflictError` when another copier holds
+        the partition (nothing is done then)."""
+        with self.holding_partition(topic_id_partition):
+            return self._copy_held(topic_id_partition, segment, next_offset)
+
+    @contextmanager
+    def holding_partition(self, topic_id_partition: TopicIdPartition) -> Iterator[None]:
+        """Hold the partition's copier lease in the metadata manager (taken,
+        or renewed, on entry; given back when the outermost hold ends), so
+        no other copier works on it meanwhile; without a metadata manager,
+        nothing. Raises :class:`ConflictError` naming the holder when
+        another live copier holds it."""
+        manager = self.metadata_manager
+        with self._lock:
+            self._holding[topic_id_partition] = self._holding.get(topic_id_partition, 0) + 1
+        try:
+            if manager is not None:
+                manager.take_copy_lease(topic_id_partition, self._owner, self._now_ms())
+            yield
+        finally:
+            with self._lock:
+                self._holding[topic_id_partition] -= 1
+                last = self._holding[topic_id_partition] == 0
+            if last and manager is not None:
+                manager.give_back_copy_lease(topic_id_partition, self._owner)
+
+    def _copy_held(
+        self, topic_id_partition: TopicIdPartition, segment: LogSegmentData, next_offset: int | None
+    ) -> list[RemoteLogIndexEntry]:
         name = segment.log_segment.name
         if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
             raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
@@ -60,11 +96,12 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         # Batches older than KIP-101 (magic 0/1, or epoch -1) carry no leader
         # epoch: then the segment's epochs are the checkpoint's, as Kafka's
         # RemoteLogManager takes them from its leader-epoch cache.
+        end = summary.last_offset if next_offset is None else max(summary.last_offset, next_offset - 1)
         epochs = summary.leader_epochs or dict(
-            kafka.epochs_in_range(kafka.decode_leader_epochs(segment.leader_epoch_index), base, summary.last_offset + 1)
+            kafka.epochs_in_range(kafka.decode_leader_epochs(segment.leader_epoch_index), base, end + 1)
         )
         metadata = RemoteLogSegmentMetadata(
-            RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=summary.last_offset,
+            RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=end,
             max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
             segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=epochs,
         )  # fmt: skip

@@ -197,7 +197,11 @@ class RemotePartitionDeleteState(enum.Enum):
     DELETE_PARTITION_FINISHED = 2
 
     def check_move(self, target: RemotePartitionDeleteState, what: str) -> None:
-        if target.value not in (self.value, self.value + 1):
+        """:class:`StateError` unless ``target`` is this state (a retry) or
+        the next; after DELETE_PARTITION_FINISHED a deletion may start
+        again at DELETE_PARTITION_MARKED (Kafka forgets a finished one)."""
+        again = self is RemotePartitionDeleteState.DELETE_PARTITION_FINISHED and target.value == 0
+        if target.value not in (self.value, self.value + 1) and not again:
             raise StateError(f"{what}: cannot move from {self.name} to {target.name}")
 
 

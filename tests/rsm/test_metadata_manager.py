@@ -116,8 +116,11 @@ def test_partition_delete_states(rlmm) -> None:
     rlmm.put_remote_partition_delete_state(TP, P.DELETE_PARTITION_STARTED)
     rlmm.put_remote_partition_delete_state(TP, P.DELETE_PARTITION_FINISHED)
     with pytest.raises(StateError):
-        rlmm.put_remote_partition_delete_state(TP, P.DELETE_PARTITION_MARKED)
+        rlmm.put_remote_partition_delete_state(TP, P.DELETE_PARTITION_STARTED)
     assert rlmm.remote_partition_delete_state(TP) is P.DELETE_PARTITION_FINISHED
+    # Kafka forgets a finished deletion: the partition can be deleted again.
+    rlmm.put_remote_partition_delete_state(TP, P.DELETE_PARTITION_MARKED)
+    assert rlmm.remote_partition_delete_state(TP) is P.DELETE_PARTITION_MARKED
 
 
 WORKER = """
@@ -156,3 +159,34 @@ def test_compare_and_set_across_processes(tmp_path) -> None:
     shared = {m.segment_id for m in metas}
     assert {s.state for s in listed if s.segment_id in shared} == {S.DELETE_SEGMENT_STARTED}
     assert len([s for s in listed if s.segment_id not in shared]) == 80
+
+
+def test_listing_by_epoch_includes_copies_in_progress_and_being_deleted(rlmm) -> None:
+    started, finished, deleting = segment(0, 9, {0: 0}), segment(10, 19, {0: 10}), segment(20, 29, {0: 20, 1: 25})
+    for meta in (started, finished, deleting):
+        rlmm.add_remote_log_segment_metadata(meta)
+    for meta in (finished, deleting):
+        move(rlmm, meta, S.COPY_SEGMENT_FINISHED)
+    move(rlmm, deleting, S.DELETE_SEGMENT_STARTED)
+    # Kafka's listRemoteLogSegments(epoch): every state but deleted, so cleanups can retry.
+    assert [(s.start_offset, s.state) for s in rlmm.list_remote_log_segments(TP, 0)] == [
+        (0, S.COPY_SEGMENT_STARTED),
+        (10, S.COPY_SEGMENT_FINISHED),
+        (20, S.DELETE_SEGMENT_STARTED),
+    ]
+    assert [s.start_offset for s in rlmm.list_remote_log_segments(TP, 1)] == [20]
+    assert rlmm.remote_log_segment_metadata(TP, 0, 22) is None  # not for reads, though
+
+
+def test_highest_offset_for_an_epoch_never_decreases(rlmm) -> None:
+    first, second = segment(0, 99, {0: 0}), segment(100, 149, {0: 100, 1: 120})
+    for meta in (first, second):
+        rlmm.add_remote_log_segment_metadata(meta)
+        move(rlmm, meta, S.COPY_SEGMENT_FINISHED)
+    assert (rlmm.highest_offset_for_epoch(TP, 0), rlmm.highest_offset_for_epoch(TP, 1)) == (119, 149)
+    for state in (S.DELETE_SEGMENT_STARTED, S.DELETE_SEGMENT_FINISHED):
+        move(rlmm, second, state)
+    assert (rlmm.highest_offset_for_epoch(TP, 0), rlmm.highest_offset_for_epoch(TP, 1)) == (119, 149)
+    for state in (S.DELETE_SEGMENT_STARTED, S.DELETE_SEGMENT_FINISHED):
+        move(rlmm, first, state)
+    assert rlmm.list_remote_log_segments(TP) == [] and rlmm.highest_offset_for_epoch(TP, 0) == 119

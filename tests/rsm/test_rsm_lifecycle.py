@@ -229,6 +229,9 @@ def test_delete_topic_partition_removes_everything(store, rlmm, tmp_path) -> Non
     assert rsm.list_remote_segments(tp) == []
     assert [k for k in keys(store) if "/orders-0-" in k] == []
     assert len(rsm.list_remote_segments(other_tp)) == 1
+    rsm.delete_topic_partition(tp)  # deleting it again is harmless, as in Kafka
+    assert rlmm.remote_partition_delete_state(tp) is RemotePartitionDeleteState.DELETE_PARTITION_FINISHED
+    assert len(rsm.list_remote_segments(other_tp)) == 1
 
 
 def test_retry_overwrites_with_a_new_segment_id(store, rlmm, tmp_path) -> None:
