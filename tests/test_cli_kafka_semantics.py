@@ -20,6 +20,7 @@ from tests.rsm.segments import (
     numbered_segments,
     overlapping_copies,
     plain_batch,
+    undecided_transaction_segments,
     write_partition,
 )
 from tests.test_cli_kafka import Ran, offload
@@ -189,3 +190,23 @@ def test_a_second_copy_of_a_partition_stops_without_damage(tmp_path: Path) -> No
     # Once the first run is done, the second goes ahead.
     again = offload("copy", str(directory), url, "--metadata", str(rlmm_path))
     assert again.returncode == 0 and "0 segment(s), 2 already there" in again.stdout, again.stderr
+
+
+def test_copy_tiers_nothing_from_the_last_stable_offset_it_can_prove(tmp_path: Path) -> None:
+    """Producer 77's transaction from offset 2 is open in the directory's
+    newest producer snapshot: no segment holding offsets from 2 on is tiered
+    (before, both were, and a read_committed reader had nothing to stop it),
+    until the ABORT marker is in the directory."""
+    undecided, aborted = undecided_transaction_segments()
+    open_entry = undecided.snapshot[0]
+    still_open = SegmentSpec([plain_batch(7, 2, timestamp=1_700_000_000_007, size=20)], snapshot=[open_entry])
+    url = f"file://{tmp_path / 'store'}"
+    waiting = write_partition(tmp_path / "waiting", "orders-0", [undecided, still_open])
+    held = offload("copy", str(waiting), url, "--all")
+    assert held.returncode == 0 and "copied 0 segment(s)" in held.stdout, held.stderr
+    assert "producer 77's transaction from offset 2 is not decided" in held.stderr
+    assert "last stable offset" in held.stderr and "stopping before segment 0" in held.stderr
+    assert lines(offload("ls", url, "--json").stdout) == []
+    decided = write_partition(tmp_path / "decided", "orders-0", [undecided, aborted])
+    copied = offload("copy", str(decided), url, "--all")
+    assert copied.returncode == 0 and "copied 2 segment(s)" in copied.stdout and "stable" not in copied.stderr

@@ -28,6 +28,7 @@ from ..rsm import (
 )
 from ..rsm.index_check import checked_index
 from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
+from ..rsm.partition_dir import undecided_transaction
 from ..rsm.remote_log import resolve_partition
 from ..rsm.types import RemoteLogSegmentMetadata
 from .ledger_commands import _open, sweep_before_rerun
@@ -109,6 +110,16 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
     topic_partition, segments = read_partition_dir(partition_dir, topic_id)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
+    undecided = undecided_transaction(partition_dir)
+    if undecided is not None and any(s.next_offset > undecided.current_txn_first_offset for s in chosen):
+        stable = undecided.current_txn_first_offset
+        held = [s for s in chosen if s.next_offset > stable]
+        chosen = chosen[: len(chosen) - len(held)]
+        click.echo(f"{topic_partition.topic_partition}: stopping before segment {held[0].base_offset}: producer "
+                   f"{undecided.producer_id}'s transaction from offset {stable} is not decided in the newest producer "
+                   f"snapshot of {partition_dir}, so {stable} is the last stable offset the directory proves and "
+                   "nothing from there is tiered (as Kafka); copy again once its marker is in a rolled segment",
+                   err=True)  # fmt: skip
     with open_driver(url, **parse_driver_options(options)) as driver:
         sweep_before_rerun(driver)
         rsm = _manager(driver, prefix, metadata_path)

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, FormatError, NotFoundError
-from ..formats.kafka import decode_leader_epochs, encode_leader_epochs
+from ..formats.kafka import ProducerSnapshotEntry, decode_leader_epochs, decode_producer_snapshot, encode_leader_epochs
 from .types import UNKNOWN_TOPIC_ID, LogSegmentData, TopicIdPartition, TopicPartition, check_uuid
 
-__all__ = ["LocalSegment", "parse_partition_metadata", "read_partition_dir"]
+__all__ = ["LocalSegment", "parse_partition_metadata", "read_partition_dir", "undecided_transaction"]
 
 _OFFSET_FILE = re.compile(r"(\d{20})\.(log|snapshot)")
 _FIELD = re.compile(r":\s+")
@@ -103,6 +103,25 @@ def read_partition_dir(path: Path, topic_id: str | None = None) -> tuple[TopicId
         following = logs[position + 1] if position + 1 < len(logs) else None
         segments.append(LocalSegment(base, following, _segment_data(path, base, following, snapshots, epochs)))
     return topic_id_partition, segments
+
+
+def undecided_transaction(path: Path) -> ProducerSnapshotEntry | None:
+    """The transaction the partition directory cannot prove decided, that
+    began first: an open one in its newest producer snapshot (``None``
+    when there is none, or no snapshot). Its first offset is the last
+    stable offset the directory proves: Kafka tiers no offset from there
+    on, since a read_committed reader must not be served past it.
+    :class:`FormatError` naming the snapshot if it does not decode."""
+    newest = max((entry for entry in path.iterdir() if (match := _OFFSET_FILE.fullmatch(entry.name))
+                  and match.group(2) == "snapshot"), default=None)  # fmt: skip
+    if newest is None:
+        return None
+    try:
+        entries = decode_producer_snapshot(newest.read_bytes())
+    except FormatError as exc:
+        raise FormatError(f"producer snapshot {newest}: {exc}") from None
+    return min((e for e in entries if e.current_txn_first_offset >= 0), key=lambda e: e.current_txn_first_offset,
+               default=None)  # fmt: skip
 
 
 def _topic_id(path: Path, given: str | None) -> str:
