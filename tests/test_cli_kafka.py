@@ -200,8 +200,14 @@ def test_fetch_index_refuses_a_cut_or_altered_index(tmp_path: Path) -> None:
             entries[3].offset, entries[3].position + kafka.decode_batch_header(log, entries[3].position).size_in_bytes
         )
     ]
+    last_batch = 0
+    while (after := last_batch + kafka.decode_batch_header(log, last_batch).size_in_bytes) < len(log):
+        last_batch = after
+    inside_last = kafka.IndexEntry(kafka.decode_batch_header(log, last_batch).base_offset, last_batch + 5)
+    inside = kafka.encode_offset_index(entries[:-1] + [inside_last], 0)
     for damaged, file, kind in ((good[:-8], index, "offset"), (time_index.read_bytes()[:-12], time_index, "timestamp"),
-                                (kafka.encode_offset_index(moved + entries[4:], 0), index, "offset")):  # fmt: skip
+                                (kafka.encode_offset_index(moved + entries[4:], 0), index, "offset"),
+                                (inside, index, "offset")):  # fmt: skip
         original = file.read_bytes()
         file.write_bytes(damaged)
         fetched = offload("fetch-index", url, "orders-0", "0", "--type", kind, binary=True)

@@ -127,3 +127,5 @@ def _check_against_log(
                 entry = next(pending, None)
             if entry is None:
                 return
+    if entry is not None:  # past the last batch's start, inside it: no batch begins there
+        raise entry_error(key, entry, "does not point at the start of a batch")

@@ -91,6 +91,13 @@ class RoomModel(RuleBasedStateMachine):
         served = self.ledger.read(Position(self.ledger.ledgers()[0].ledger_id, 0), 10**6,
                                   priority=ReadPriority.OFFLOADED_FIRST)  # fmt: skip
         assert [e.data for e in served] == self.entries
+        at = 0
+        for state in self.ledger.ledgers():  # the segments themselves, with no fallback to the hot copies
+            if "offloaded" in state.tier:
+                from_segments = self.ledger.read_tiered(Position(state.ledger_id, 0), state.entries,
+                                                        priority=ReadPriority.OFFLOADED_ONLY)  # fmt: skip
+                assert [e.entry.data for e in from_segments] == self.entries[at : at + state.entries]
+            at += state.entries
 
 
 def test_streaming_never_stalls_on_room_and_keeps_every_entry_once() -> None:
