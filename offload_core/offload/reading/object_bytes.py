@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import CancelledError
 
 from ...errors import FormatError
 from ...storage import StorageDriver
@@ -166,7 +165,7 @@ class ObjectBytes:
         the reader asks once more and meets the store as it is now."""
         try:
             return shared.future.result()
-        except (CancelledError, Exception):
+        except Exception:  # CancelledError too: its pool was closed under the reader
             return self._driver.read(self._key, shared.start, shared.end)
 
     def _extend(self, pool: ReadAheadPool, stream: Stream, *, needed: bool) -> bool:
