@@ -5,6 +5,7 @@ Two plugins claiming one name is an error naming both."""
 from __future__ import annotations
 
 import difflib
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,7 @@ def offloader_registrar(registries: Registries, info: PluginInfo) -> hooks.Offlo
 
 def transform_registrar(registries: Registries, info: PluginInfo) -> hooks.TransformRegistrar:
     def register(transform: Transform) -> None:
+        _check_transform_api(transform, info)
         existing = registries.transforms.get(transform.name)
         if existing is not None:
             raise PluginLoadError(
@@ -116,6 +118,25 @@ def transform_registrar(registries: Registries, info: PluginInfo) -> hooks.Trans
         registries.transforms[transform.name] = (transform, info)
 
     return register
+
+
+def _check_transform_api(transform: Transform, info: PluginInfo) -> None:
+    """:class:`PluginLoadError` for a transform written against the API before
+    chunks were bound to their object (its methods would fail with a bare
+    ``TypeError`` at the first write or read)."""
+    wanted = {"for_writing": {"object_id"}, "for_reading": {"version", "object_id"}}
+    for method, names in wanted.items():
+        try:
+            parameters = inspect.signature(getattr(transform, method)).parameters
+        except (AttributeError, TypeError, ValueError):
+            raise PluginLoadError(f"block transform of {info.describe()} has no {method} method") from None
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        if not takes_any and not names <= set(parameters):
+            raise PluginLoadError(
+                f"block transform {getattr(transform, 'name', '?')!r} of {info.describe()} has {method} without "
+                f"{', '.join(sorted(names - set(parameters)))}: it was written for an offload-core whose chunks were "
+                "not bound to their object; upgrade it (docs/plugin-authors.md: Transforms)"
+            )
 
 
 def not_installed(message: str, wanted: str, registries: Registries) -> DriverNotInstalledError:

@@ -420,3 +420,27 @@ def test_the_broker_finds_offloaders_by_the_driver_they_serve() -> None:
     assert manager.offloader_for_driver("memory://").name == "packed"
     with pytest.raises(DriverNotInstalledError):
         manager.offloader_for_driver("nonesuch")
+
+
+def test_a_transform_written_before_chunks_were_bound_is_refused_by_name() -> None:
+    """Its methods lack ``object_id`` (and ``version``): before, the first
+    write failed with a bare TypeError, a traceback from the CLI."""
+
+    class OldReverse:
+        name, version, distribution = "old-reverse", 1, "old-reverse-plugin"
+
+        def for_writing(self):  # type: ignore[no-untyped-def]
+            raise AssertionError("never called")
+
+        def for_reading(self, params):  # type: ignore[no-untyped-def]
+            raise AssertionError("never called")
+
+    class Plugin:
+        @hookimpl
+        def offload_core_register_transforms(self, register):  # type: ignore[no-untyped-def]
+            register(OldReverse())
+
+    manager = PluginManager(load_entry_points=False)
+    manager.register(Plugin())
+    with pytest.raises(PluginLoadError, match="'old-reverse'.*for_writing without object_id.*upgrade it"):
+        manager.transform("old-reverse")
