@@ -185,7 +185,9 @@ def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: b
     Segments copied before topic ids were kept list their topic id as
     unknown (null in JSON); an older copy that newer overlapping ones
     replace (after a leader change) is listed as unreferenced: no offset is
-    read from it, and cleanup removes it once it is old enough."""
+    read from it, and cleanup removes it once it is old enough. An empty
+    segment an earlier version tiered is listed as empty: it holds no
+    offset, and deleting the partition removes it."""
     driver = _open(url, options)
     partitions = list_partitions(driver, prefix)
     if topic_partition:
@@ -197,8 +199,10 @@ def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: b
         serving = {served.segment.segment_id for served in listing.served()}
         rows += [_row(m.metadata, "COPY_SEGMENT_FINISHED" if m.metadata.segment_id in serving else _UNREFERENCED)
                  for m in listing.segments]  # fmt: skip
-        for base, segment_id, count, size in listing.uncommitted:
-            state = f"incomplete ({count} objects, no manifest: copying, failed or being deleted)"
+        leftovers = [(u, f"incomplete ({u[2]} objects, no manifest: copying, failed or being deleted)")
+                     for u in listing.uncommitted]  # fmt: skip
+        leftovers += [(e, "empty (tiered by an earlier version; holds no offset)") for e in listing.legacy_empty]
+        for (base, segment_id, _, size), state in leftovers:
             rows.append({"topic_partition": str(tp.topic_partition), "topic_id": _topic_id(tp), "base_offset": base,
                          "end_offset": None, "max_timestamp_ms": None, "bytes": size, "leader_epochs": None,
                          "segment_id": segment_id, "state": state})  # fmt: skip

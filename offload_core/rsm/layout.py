@@ -39,6 +39,7 @@ __all__ = [
     "SegmentManifest",
     "SegmentName",
     "decode_manifest",
+    "decode_stored_manifest",
     "encode_manifest",
     "parse_name",
     "partition_prefix",
@@ -117,12 +118,28 @@ def encode_manifest(manifest: SegmentManifest) -> bytes:
 
 def decode_manifest(data: bytes, *, key: str = "manifest") -> SegmentManifest:
     """The manifest in ``data``; :class:`FormatError` naming ``key`` if it is
-    not one (damaged JSON, missing fields, another format version). One
+    not one (damaged JSON, missing fields, another format version) or is
+    that of a legacy empty segment (:func:`decode_stored_manifest`). One
     written before topic ids were kept has the unknown topic id."""
+    manifest = decode_stored_manifest(data, key=key)
+    if manifest is None:
+        raise FormatError(f"{key} commits an empty segment an earlier version tiered: it holds no offset; "
+                          "`offload kafka ls` lists it, deleting the partition removes it")  # fmt: skip
+    return manifest
+
+
+def decode_stored_manifest(data: bytes, *, key: str = "manifest") -> SegmentManifest | None:
+    """As :func:`decode_manifest`, but ``None`` for the manifest of an empty
+    (active) segment that versions before Kafka's copy contract tiered
+    (``end_offset = start_offset - 1`` and no leader epochs, which
+    :class:`RemoteLogSegmentMetadata` now refuses): it holds no offset, so
+    readers skip it rather than fail the whole partition."""
     try:
         body = json.loads(data)
         if body.get("format") != MANIFEST_FORMAT:
             raise FormatError(f"{key}: format {body.get('format')!r} is not {MANIFEST_FORMAT!r}")
+        if int(body["end_offset"]) == int(body["start_offset"]) - 1 and not body["segment_leader_epochs"]:
+            return None
         topic_partition = TopicPartition(body["topic"], int(body["partition"]))
         topic_id = body.get("topic_id", UNKNOWN_TOPIC_ID)
         segment_id = RemoteLogSegmentId(TopicIdPartition(topic_id, topic_partition), body["segment_id"])

@@ -73,9 +73,15 @@ def _finished_seq(raw: bytes) -> int | None:
     return None if value is None else int(value)
 
 
-def _decode(segment_id: RemoteLogSegmentId, raw: bytes) -> RemoteLogSegmentMetadata:
+def _decode(segment_id: RemoteLogSegmentId, raw: bytes) -> RemoteLogSegmentMetadata | None:
+    """The record's metadata; ``None`` for an empty segment earlier versions
+    recorded (``end_offset = start_offset - 1``, no leader epochs, which
+    :class:`RemoteLogSegmentMetadata` now refuses): it holds no offset.
+    :class:`FormatError` for a damaged record."""
     try:
         body = json.loads(raw)
+        if body["end_offset"] == body["start_offset"] - 1 and not body["segment_leader_epochs"]:
+            return None
         custom = body["custom_metadata"]
         return RemoteLogSegmentMetadata(
             segment_id,
@@ -152,6 +158,9 @@ class RemoteLogMetadataManager:
                     )
                 raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_id_partition} was never recorded")
             current = _decode(segment_id, record.value)
+            if current is None:
+                raise NotFoundError(f"segment {segment_id.id} of {segment_id.topic_id_partition} is an empty segment "
+                                    "an earlier version recorded: it holds no offset")  # fmt: skip
             updated = current.with_state(state, event_timestamp_ms=event_timestamp_ms, broker_id=broker_id)
             sequence = _finished_seq(record.value)
             if state is _FINISHED and current.state is not _FINISHED:
@@ -169,7 +178,8 @@ class RemoteLogMetadataManager:
         raise ConflictError(f"segment {segment_id.id}: {_CAS_ATTEMPTS} concurrent updates in a row; try again")
 
     def segment(self, segment_id: RemoteLogSegmentId) -> RemoteLogSegmentMetadata | None:
-        """A segment in any recorded state, or ``None``."""
+        """A segment in any recorded state, or ``None`` (also for an empty
+        segment an earlier version recorded)."""
         record = self._store.get(_segment_path(segment_id))
         return None if record is None else _decode(segment_id, record.value)
 
@@ -196,7 +206,9 @@ class RemoteLogMetadataManager:
             record = self._store.get(path)
             if record is not None:
                 segment_id = RemoteLogSegmentId(topic_id_partition, path[len(prefix) :])
-                yield _decode(segment_id, record.value), _finished_seq(record.value)
+                segment = _decode(segment_id, record.value)
+                if segment is not None:
+                    yield segment, _finished_seq(record.value)
 
     def _next_sequence(self, topic_id_partition: TopicIdPartition) -> int:
         path = f"{_partition_path(topic_id_partition)}/finish-sequence"

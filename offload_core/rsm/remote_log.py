@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError, FormatError, NotFoundError
 from ..storage import StorageDriver
 from .epoch_state import ServedRange, epoch_states, served_ranges
-from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_manifest, parse_name, partition_prefix
+from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_stored_manifest, parse_name, partition_prefix
 from .types import UNKNOWN_TOPIC_ID, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, check_uuid
 
 __all__ = [
@@ -31,12 +31,14 @@ UNKNOWN_NAME = "unknown"
 class PartitionListing:
     """A partition's committed segments by start offset (every copy, also
     where copies overlap) and the copy attempts without a manifest (in
-    progress, failed, or half deleted), as ``(base offset, segment id,
-    object count, bytes)``."""
+    progress, failed, or half deleted) and the empty segments earlier
+    versions tiered (:func:`.layout.decode_stored_manifest`: they hold no
+    offset), both as ``(base offset, segment id, object count, bytes)``."""
 
     topic_id_partition: TopicIdPartition
     segments: list[SegmentManifest]
     uncommitted: list[tuple[int, str, int, int]] = field(default_factory=list)
+    legacy_empty: list[tuple[int, str, int, int]] = field(default_factory=list)
 
     def served(self) -> list[ServedRange]:
         """Every offset with the one segment serving it, as Kafka's
@@ -114,17 +116,22 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
             attempts[(name.base_offset, name.segment_id)].append((name.suffix, info.size, info.key))
     committed = []
     uncommitted = []
+    legacy_empty = []
     for (base, segment_id), objects in sorted(attempts.items()):
+        summary = (base, segment_id, len(objects), sum(size for _, size, _ in objects))
         manifest_key = next((key for suffix, _, key in objects if suffix == MANIFEST_SUFFIX), None)
         if manifest_key is None:
-            uncommitted.append((base, segment_id, len(objects), sum(size for _, size, _ in objects)))
+            uncommitted.append(summary)
             continue
         try:
-            manifest = decode_manifest(driver.read(manifest_key), key=manifest_key)
+            manifest = decode_stored_manifest(driver.read(manifest_key), key=manifest_key)
         except NotFoundError:
             continue  # deleted since the listing
+        if manifest is None:
+            legacy_empty.append(summary)
+            continue
         if manifest.metadata.segment_id.id != segment_id or manifest.metadata.topic_id_partition != topic_id_partition:
             raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
         committed.append(manifest)
     committed.sort(key=lambda m: (m.metadata.start_offset, _copy_order(m.metadata)))
-    return PartitionListing(topic_id_partition, committed, uncommitted)
+    return PartitionListing(topic_id_partition, committed, uncommitted, legacy_empty)

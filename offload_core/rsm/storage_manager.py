@@ -200,7 +200,8 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
 
     def delete_topic_partition(self, topic_id_partition: TopicIdPartition) -> None:
         """Delete every segment of the partition in any state, leftovers of
-        failed copies included (partition states MARKED -> STARTED -> FINISHED)."""
+        failed copies and empty segments earlier versions tiered included
+        (partition states MARKED -> STARTED -> FINISHED)."""
         manager = self.metadata_manager
         if manager is not None:
             manager.put_remote_partition_delete_state(topic_id_partition, _DELETE.DELETE_PARTITION_MARKED)
@@ -210,7 +211,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         listing = list_partition(self.driver, self.prefix, topic_id_partition)
         for manifest in listing.segments:
             self.delete_log_segment_data(manifest.metadata)
-        for base, segment_id, _, _ in listing.uncommitted:
+        for base, segment_id, _, _ in listing.uncommitted + listing.legacy_empty:
             # All remove_attempt needs of a segment is its id and base offset.
             stub_id = RemoteLogSegmentId(topic_id_partition, segment_id)
             stub = RemoteLogSegmentMetadata(stub_id, base, base, -1, 0, 0, 0, {0: base})
