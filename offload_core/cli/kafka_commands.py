@@ -66,9 +66,12 @@ def kafka() -> None:
     """Kafka log segments in a store (KIP-405 tiered storage)."""
 
 
-def _manager(driver: Any, prefix: str, metadata_path: Path | None) -> RemoteStorageManager:
+def _manager(
+    driver: Any, prefix: str, metadata_path: Path | None, max_decompressed_bytes: int = DEFAULT_DECOMPRESSED_LIMIT
+) -> RemoteStorageManager:
     rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
-    return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=default_plugin_manager().emit)
+    return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=default_plugin_manager().emit,
+                                max_decompressed_bytes=max_decompressed_bytes)  # fmt: skip
 
 
 def _topic_partition(text: str) -> TopicPartition:
@@ -95,10 +98,11 @@ def _resolved(driver: Any, prefix: str, text: str, topic_id: str | None) -> Topi
 )
 @prefix_option
 @metadata_option
+@decompressed_option
 @driver_options
 @metrics_port_option
 def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | None, prefix: str,
-         metadata_path: Path | None, options: tuple[str, ...]) -> None:  # fmt: skip
+         metadata_path: Path | None, max_decompressed_bytes: int, options: tuple[str, ...]) -> None:  # fmt: skip
     """Tier the rolled segments of a Kafka partition directory to URL, under
     the topic's id (from --topic-id, else from the directory's
     partition.metadata, as Kafka writes it).
@@ -122,7 +126,7 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                    err=True)  # fmt: skip
     with open_driver(url, **parse_driver_options(options)) as driver:
         sweep_before_rerun(driver)
-        rsm = _manager(driver, prefix, metadata_path)
+        rsm = _manager(driver, prefix, metadata_path, max_decompressed_bytes)
         copied = empty = 0
         name = topic_partition.topic_partition
         try:

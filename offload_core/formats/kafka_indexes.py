@@ -342,7 +342,7 @@ def find_offset_by_timestamp(
     start_offset = base_offset if starting_offset is None else starting_offset
     floor = lookup_time(time_index, timestamp, base_offset)
     position = lookup_offset(offset_index, max(floor.offset, start_offset), base_offset).position
-    for batch in iter_batches(log, position):
+    for batch in iter_batches(log, position, limit=limit):
         found = first_record_at_or_after(log, batch, timestamp, start_offset, limit=limit)
         if found is not None:
             return found

@@ -20,6 +20,7 @@ from ..errors import FormatError
 from ..formats.kafka import (
     BATCH_HEADER_LENGTH,
     BATCH_PREFIX_LENGTH,
+    DEFAULT_DECOMPRESSED_LIMIT,
     BatchHeader,
     batch_crc,
     batch_magic,
@@ -39,12 +40,20 @@ class BatchScanner:
     checked batch header in order. Raises :class:`FormatError` at the batch
     that is damaged (CRC, magic, length) or, from :meth:`finish`, if the log
     ends inside a batch. With ``log_size``, a batch claiming to run past it
-    is refused at once, before anything of it is buffered."""
+    is refused at once, before anything of it is buffered. A magic 0/1
+    compressed wrapper is decompressed to read its header: past ``limit``
+    bytes, :class:`FormatError`."""
 
     def __init__(
-        self, on_batch: Callable[[BatchHeader], None], *, start_position: int = 0, log_size: int | None = None
+        self,
+        on_batch: Callable[[BatchHeader], None],
+        *,
+        start_position: int = 0,
+        log_size: int | None = None,
+        limit: int = DEFAULT_DECOMPRESSED_LIMIT,
     ) -> None:
         self._on_batch = on_batch
+        self._limit = limit
         self.batch_count = 0
         self._position = start_position  # of the next byte fed
         self._log_size = log_size
@@ -94,7 +103,7 @@ class BatchScanner:
 
     def _start_batch(self) -> None:
         start = self._position - len(self._header)
-        header = replace(decode_batch_header(bytes(self._header)), position=start)
+        header = replace(decode_batch_header(bytes(self._header), limit=self._limit), position=start)
         if not self._legacy:
             self._current = header
             self._crc = google_crc32c.value(bytes(self._header[_CRC_START:]))

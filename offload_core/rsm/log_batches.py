@@ -17,10 +17,14 @@ __all__ = ["read_batches"]
 _LENGTH = struct.Struct(">i")
 
 
-def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
+def read_batches(
+    stream: IO[bytes], position: int, size: int, *, limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
+) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
     """Whole, CRC-checked batches of any magic from ``stream`` (at byte
     ``position`` of its log, a batch start) up to byte ``size``, one at a
-    time; a :class:`FormatError` for a damaged or cut batch."""
+    time; a :class:`FormatError` for a damaged or cut batch, or a magic 0/1
+    compressed wrapper whose header (its inner messages) decompresses past
+    ``limit`` bytes."""
     while position < size:
         head = _read_exactly(stream, kafka.LOG_OVERHEAD)
         if len(head) < kafka.LOG_OVERHEAD:
@@ -32,7 +36,7 @@ def read_batches(stream: IO[bytes], position: int, size: int) -> Iterator[tuple[
         data = head + _read_exactly(stream, length)
         if len(data) != kafka.LOG_OVERHEAD + length:
             raise FormatError(f"remote log ends inside the batch at byte {position}: the segment is damaged")
-        header = kafka.decode_batch_header(data)
+        header = kafka.decode_batch_header(data, limit=limit)
         if kafka.batch_crc(data) != header.crc:
             raise FormatError(f"remote batch at byte {position} (offset {header.base_offset}) fails its "
                               f"{kafka.crc_name(header.magic)}")  # fmt: skip

@@ -65,19 +65,25 @@ class RemoteLogReader:
         self._aborted: dict[int, list[kafka.AbortedTxn]] = {}
 
     def batches(
-        self, start_offset: int, *, max_bytes: int | None = None, end_offset: int | None = None
+        self,
+        start_offset: int,
+        *,
+        max_bytes: int | None = None,
+        end_offset: int | None = None,
+        max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
     ) -> Iterator[tuple[kafka.BatchHeader, bytes]]:
         """Whole batches whose last offset is at least ``start_offset``
         (and base offset at most ``end_offset``), with their bytes; at most
         ``max_bytes`` of them, but always the first. A batch that straddles
         the offset where one overlapping copy hands over to the next is
         yielded from both (whole batches; :meth:`records` gives each offset
-        once)."""
-        for _, batch, data, _ in self._walk(start_offset, max_bytes, end_offset):
+        once). A magic 0/1 compressed wrapper is decompressed to read its
+        header: past ``max_decompressed_bytes``, :class:`FormatError`."""
+        for _, batch, data, _ in self._walk(start_offset, max_bytes, end_offset, max_decompressed_bytes):
             yield batch, data
 
     def _walk(
-        self, start_offset: int, max_bytes: int | None, end_offset: int | None
+        self, start_offset: int, max_bytes: int | None, end_offset: int | None, limit: int
     ) -> Iterator[tuple[int, kafka.BatchHeader, bytes, ServedRange]]:
         """:meth:`batches`, each with the number of its segment in
         :attr:`segments` and the range of offsets it is read for."""
@@ -89,7 +95,7 @@ class RemoteLogReader:
                 following = wanted[number + 1].segment if number + 1 < len(wanted) else None
                 near_end = functools.partial(self._open_ahead, following, number + 1, ahead)
                 first = max(start_offset, span.first)
-                batches = self._segment_batches(span.segment, first, ahead.pop(number, None), near_end)
+                batches = self._segment_batches(span.segment, first, limit, ahead.pop(number, None), near_end)
                 with contextlib.closing(batches):
                     for batch, data in batches:
                         if batch.base_offset > span.last:
@@ -112,6 +118,7 @@ class RemoteLogReader:
         self,
         segment: RemoteLogSegmentMetadata,
         start_offset: int,
+        limit: int,
         opened: IO[bytes] | None = None,
         near_end: Callable[[], None] | None = None,
     ) -> Generator[tuple[kafka.BatchHeader, bytes]]:
@@ -134,7 +141,7 @@ class RemoteLogReader:
         pool = self.rsm.read_ahead
         margin = pool.range_size if pool is not None else None
         with opened if opened is not None else self.rsm.fetch_log_segment(segment, position) as stream:
-            batches = read_batches(stream, position, size)
+            batches = read_batches(stream, position, size, limit=limit)
             if position:
                 batches = self._from_index_entry(segment, floor, batches)
             for batch, data in batches:
@@ -195,7 +202,7 @@ class RemoteLogReader:
             end_offset = stable - 1 if end_offset is None else min(end_offset, stable - 1)
             if end_offset < start_offset:
                 return
-        for number, batch, data, span in self._walk(start_offset, max_bytes, end_offset):
+        for number, batch, data, span in self._walk(start_offset, max_bytes, end_offset, max_decompressed_bytes):
             if batch.is_control:
                 continue
             if committed and batch.is_transactional and kafka.is_aborted(self._aborted_in(number), batch):
@@ -270,7 +277,7 @@ class RemoteLogReader:
             raw = self.rsm.fetch_index(segment, IndexType.TIMESTAMP).read()
             times = kafka.decode_time_index(raw, segment.start_offset)
             floor = kafka.lookup_time(times, timestamp, segment.start_offset)
-            for batch, data in self._segment_batches(segment, max(floor.offset, span.first)):
+            for batch, data in self._segment_batches(segment, max(floor.offset, span.first), max_decompressed_bytes):
                 if batch.base_offset > span.last:
                     break
                 at_zero = replace(batch, position=0)

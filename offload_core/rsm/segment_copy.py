@@ -26,11 +26,12 @@ from .types import IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteLo
 __all__ = ["scan_log_file", "upload_segment"]
 
 
-def scan_log_file(path: Path, base_offset: int) -> LogSummary:
+def scan_log_file(path: Path, base_offset: int, *, limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT) -> LogSummary:
     """The offsets, max timestamp and leader epochs of a ``.log`` from its
     batch headers alone (one small read per v2 batch, payloads skipped; a
-    magic 0/1 entry is read whole).
-    Raises :class:`FormatError` for a damaged or truncated header."""
+    magic 0/1 entry is read whole, a compressed one decompressed up to
+    ``limit`` bytes). Raises :class:`FormatError` for a damaged or
+    truncated header, or a wrapper expanding past ``limit``."""
     summary = LogSummary(base_offset)
     size = os.path.getsize(path)
     with open(path, "rb") as log:
@@ -43,7 +44,7 @@ def scan_log_file(path: Path, base_offset: int) -> LogSummary:
                 raise FormatError(f"{path}: the batch at byte {position} runs past the end of the file ({size} bytes)")
             if span > len(head):
                 head += log.read(span - len(head))
-            header = replace(kafka.decode_batch_header(head[:span]), position=position)
+            header = replace(kafka.decode_batch_header(head[:span], limit=limit), position=position)
             if position + header.size_in_bytes > size:
                 raise FormatError(f"{path}: the batch at byte {position} runs past the end of the file ({size} bytes)")
             summary.add(header)
@@ -91,6 +92,7 @@ def upload_segment(
     buffer_size: int,
     index_entry_bytes: int,
     cancelled: Callable[[], bool] = lambda: False,
+    limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
 ) -> SegmentManifest:
     """Upload ``data`` as the segment ``metadata`` describes and commit it
     with its manifest. Raises :class:`FormatError` if the files are damaged
@@ -108,7 +110,7 @@ def upload_segment(
             summary.add(batch)
             builder.add(batch)
 
-        scanner = BatchScanner(on_batch, log_size=os.path.getsize(data.log_segment))
+        scanner = BatchScanner(on_batch, log_size=os.path.getsize(data.log_segment), limit=limit)
         parts = _log_parts(data.log_segment, scanner, buffer_size, cancelled, what)
         sizes = {LOG_SUFFIX: driver.write(segment_key(prefix, segment_id, base, LOG_SUFFIX), parts, metadata={}).size}
         _check_agrees(metadata, summary, sizes[LOG_SUFFIX], what)

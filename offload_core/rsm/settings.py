@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
 
 __all__ = [
     "DEFAULT_BUFFER_SIZE",
@@ -23,7 +24,7 @@ DEFAULT_INDEX_ENTRY_BYTES = 1024 * 1024
 DEFAULT_RANGE_BYTES = 16 * 2**20
 KNOWN_KEYS = ("storage.url", "storage.option.<name>", "key.prefix", "metadata.path", "broker.id",
               "index.entry.bytes", "fetch.buffer.bytes", "read.ahead.bytes", "read.ahead.bytes.per.reader",
-              "read.ahead.range.bytes")  # fmt: skip
+              "read.ahead.range.bytes", "max.decompressed.bytes")  # fmt: skip
 _OPTION = "storage.option."
 
 
@@ -37,6 +38,7 @@ class RsmSettings:
     index_entry_bytes: int
     buffer_size: int
     read_ahead: tuple[int, int, int] | None  # total, per reader, range size
+    max_decompressed_bytes: int
 
 
 def positive(key: str, value: int) -> int:
@@ -76,4 +78,7 @@ def parse_settings(configs: Mapping[str, Any]) -> RsmSettings:
         index_entry_bytes=positive("index.entry.bytes", _int(configs, "index.entry.bytes", DEFAULT_INDEX_ENTRY_BYTES)),
         buffer_size=positive("fetch.buffer.bytes", _int(configs, "fetch.buffer.bytes", DEFAULT_BUFFER_SIZE)),
         read_ahead=read_ahead,
+        max_decompressed_bytes=positive(
+            "max.decompressed.bytes", _int(configs, "max.decompressed.bytes", DEFAULT_DECOMPRESSED_LIMIT)
+        ),
     )

@@ -61,6 +61,7 @@ class ShippedRemoteStorageManager:
         index_entry_bytes: int = DEFAULT_INDEX_ENTRY_BYTES,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         read_ahead: ReadAheadPool | None = None,
+        max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
         clock: Callable[[], float] = time.time,
         emit: Callable[[Event], None] | None = None,
     ) -> None:
@@ -72,6 +73,7 @@ class ShippedRemoteStorageManager:
         self.index_entry_bytes = positive("index.entry.bytes", index_entry_bytes)
         self.buffer_size = positive("fetch.buffer.bytes", buffer_size)
         self.read_ahead = read_ahead
+        self.max_decompressed_bytes = positive("max.decompressed.bytes", max_decompressed_bytes)
         self._clock = clock
         self._owned: list[Any] = []
         self._lock = threading.Lock()
@@ -90,7 +92,9 @@ class ShippedRemoteStorageManager:
         ``key.prefix``, ``metadata.path`` (SQLite file of the metadata
         manager), ``broker.id``, ``index.entry.bytes``, ``fetch.buffer.bytes``,
         ``read.ahead.bytes`` (turns read-ahead on; with
-        ``read.ahead.bytes.per.reader`` and ``read.ahead.range.bytes``).
+        ``read.ahead.bytes.per.reader`` and ``read.ahead.range.bytes``),
+        ``max.decompressed.bytes`` (the cap on a compressed batch's records,
+        which a magic 0/1 wrapper's header needs decompressed).
         Raises :class:`ConfigError` naming an unknown or invalid key."""
         from ..plugins import default_plugin_manager
 
@@ -104,6 +108,7 @@ class ShippedRemoteStorageManager:
         self.broker_id = settings.broker_id
         self.index_entry_bytes = settings.index_entry_bytes
         self.buffer_size = settings.buffer_size
+        self.max_decompressed_bytes = settings.max_decompressed_bytes
         if settings.metadata_path is not None:
             self.metadata_manager = RemoteLogMetadataManager(settings.metadata_path)
             self._owned.append(self.metadata_manager)
@@ -143,7 +148,8 @@ class ShippedRemoteStorageManager:
         try:
             with self._copy_scope(metadata.topic_id_partition) as cancelled:
                 manifest = upload_segment(self.driver, self.prefix, metadata, data, buffer_size=self.buffer_size,
-                                          index_entry_bytes=self.index_entry_bytes, cancelled=cancelled)  # fmt: skip
+                                          index_entry_bytes=self.index_entry_bytes, cancelled=cancelled,
+                                          limit=self.max_decompressed_bytes)  # fmt: skip
         except Exception as exc:
             self._event("copy_failed", metadata, started, error=f"{type(exc).__name__}: {exc}")
             raise

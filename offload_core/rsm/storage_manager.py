@@ -90,7 +90,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
             raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
         base = int(name[:20])
-        summary = scan_log_file(segment.log_segment, base)
+        summary = scan_log_file(segment.log_segment, base, limit=self.max_decompressed_bytes)
         if summary.batch_count == 0:
             raise StateError(f"{segment.log_segment} holds no records: an empty segment has nothing to tier")
         # Batches older than KIP-101 (magic 0/1, or epoch -1) carry no leader
@@ -181,7 +181,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         key = segment_key(self.prefix, index_entry.segment_id, index_entry.segment_start_offset, LOG_SUFFIX)
         data = self.driver.read(key, index_entry.position, index_entry.position + index_entry.length)
         out = bytearray()
-        for batch in kafka.iter_batches(data):
+        for batch in kafka.iter_batches(data, limit=self.max_decompressed_bytes):
             if batch.base_offset > index_entry.last_offset:
                 break
             if batch.last_offset < max(start_offset, index_entry.first_offset):
