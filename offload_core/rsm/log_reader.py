@@ -229,6 +229,14 @@ class RemoteLogReader:
         undecided = self.undecided_transaction
         return None if undecided is None else undecided.current_txn_first_offset
 
+    def aborted_transactions(self, segment: RemoteLogSegmentMetadata) -> list[kafka.AbortedTxn]:
+        """The aborted transactions overlapping ``segment`` (one of
+        :attr:`segments`), collected as Kafka does from its ``.txnindex``
+        and those of the segments after it, each fetched once through
+        :meth:`RemoteStorageManager.fetch_index` (:class:`FormatError`
+        naming an index that is not the size its manifest recorded)."""
+        return self._aborted_in(self._numbers[segment.segment_id])
+
     def _aborted_in(self, number: int) -> list[kafka.AbortedTxn]:
         """Aborted transactions overlapping segment ``number``, collected as Kafka does."""
         if number not in self._aborted:

@@ -22,8 +22,10 @@ Options:
   are dropped (the ``.txnindex`` of a range's segment and the ones after
   it), and nothing is read from the last stable offset on, where a
   transaction whose marker is not in the remote log begins (the last
-  segment's producer snapshot names it); control records are never rows,
-  as in Spark;
+  segment's producer snapshot names it), both read as the CLI's
+  :class:`RemoteLogReader` reads them (an object that is not the size its
+  manifest recorded fails the read, naming it); control records are never
+  rows, as in Spark;
 - ``includeHeaders``: ``true`` (default) or ``false`` (drops the column);
 - ``bytesPerPartition`` (default 128 MiB): one Spark partition per remote
   segment, or per run of its index entries of about this many bytes;
@@ -50,10 +52,11 @@ from ..formats import kafka
 from ..plugins import open_driver
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
 from ..rsm.log_batches import read_batches
-from ..rsm.remote_log import list_partition, list_partitions, one_topic_id, parse_topic_id
+from ..rsm.log_reader import RemoteLogReader
+from ..rsm.remote_log import list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
-from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE
-from ..rsm.types import IndexType, RemoteLogSegmentId, TopicIdPartition, TopicPartition
+from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
+from ..rsm.types import TopicIdPartition, TopicPartition
 from .read_options import DEFAULT_BYTES_PER_PARTITION
 from .source import KAFKA_SCHEMA
 
@@ -77,7 +80,7 @@ class SegmentRangePartition(InputPartition):
     stop: int
     first: int
     end: int
-    aborted: tuple[tuple[int, int, int], ...] = ()  # (producer id, first offset, last offset)
+    aborted: tuple[kafka.AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,24 +159,18 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
                 one_topic_id(listed, tp.topic_partition, '.option("topicId", ID)')
             elif tp.topic_id not in parsed.topic_ids:
                 continue
-            listing = list_partition(driver, parsed.prefix, tp)
-            manifests = {m.metadata.segment_id: m for m in listing.segments}
-            # Where copies overlap, each offset is read from the one segment serving it.
-            served = listing.served()
-            numbers: dict[RemoteLogSegmentId, int] = {}
-            for span in served:
-                numbers.setdefault(span.segment.segment_id, len(numbers))
-            segments = [manifests[segment_id] for segment_id in numbers]
+            # The CLI's reader: where copies overlap, each offset is read from
+            # the one segment serving it; read_committed reads the producer
+            # snapshot and .txnindex objects through fetch_index's size check.
+            reader = RemoteLogReader(RemoteStorageManager(driver, prefix=parsed.prefix), tp)
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
             end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
-            transactions = _Transactions(driver, parsed.prefix, segments) if parsed.read_committed else None
-            if transactions is not None:
-                stable = transactions.last_stable_offset()
-                end = end if stable is None else min(end, stable)
-            for span in served:
-                number = numbers[span.segment.segment_id]
-                planned += _segment_partitions(parsed, segments[number], max(first, span.first),
-                                               min(end, span.last + 1), transactions, number)  # fmt: skip
+            stable = reader.last_stable_offset if parsed.read_committed else None
+            end = end if stable is None else min(end, stable)
+            for span in reader.ranges:
+                aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
+                planned += _segment_partitions(parsed, reader.rsm.manifest(span.segment), max(first, span.first),
+                                               min(end, span.last + 1), aborted)  # fmt: skip
     return planned
 
 
@@ -184,53 +181,12 @@ def _bound(given: Mapping[str, Mapping[int, int]] | None, tp: TopicIdPartition, 
     return default if value in (_EARLIEST, _LATEST) else value
 
 
-class _Transactions:
-    """What read_committed needs of one partition's segments, as Kafka
-    decides it: the last stable offset (from the last segment's producer
-    snapshot) and the aborted transactions of a range (from the
-    ``.txnindex`` of its segment and the ones after it), each object read once."""
-
-    def __init__(self, driver: Any, prefix: str, segments: list[SegmentManifest]) -> None:
-        self._driver = driver
-        self._prefix = prefix
-        self._segments = segments
-        self._indexes: dict[int, list[kafka.AbortedTxn]] = {}
-
-    def _read(self, manifest: SegmentManifest, suffix: str) -> bytes:
-        meta = manifest.metadata
-        return bytes(self._driver.read(segment_key(self._prefix, meta.segment_id, meta.start_offset, suffix)))
-
-    def last_stable_offset(self) -> int | None:
-        if not self._segments:
-            return None
-        last = self._segments[-1]  # the segment serving the last offset
-        snapshot = kafka.decode_producer_snapshot(self._read(last, IndexType.PRODUCER_SNAPSHOT.suffix))
-        undecided = kafka.first_undecided(snapshot)
-        return None if undecided is None else undecided.current_txn_first_offset
-
-    def _index(self, number: int) -> list[kafka.AbortedTxn]:
-        if number not in self._indexes:
-            manifest = self._segments[number]
-            suffix = IndexType.TRANSACTION.suffix
-            raw = self._read(manifest, suffix) if manifest.object_sizes.get(suffix) else b""
-            self._indexes[number] = kafka.decode_txn_index(raw)
-        return self._indexes[number]
-
-    def aborted(self, number: int, first: int, last: int) -> tuple[tuple[int, int, int], ...]:
-        """``(producer id, first offset, last offset)`` of the aborted
-        transactions overlapping offsets ``first..last`` of segment ``number``."""
-        indexes = (self._index(n) for n in range(number, len(self._segments)))
-        found = kafka.collect_aborted_txns(indexes, first, last + 1)
-        return tuple((t.producer_id, t.first_offset, t.last_offset) for t in found)
-
-
 def _segment_partitions(
     parsed: KafkaReadOptions,
     manifest: SegmentManifest,
     first: int,
     end: int,
-    transactions: _Transactions | None,
-    number: int,
+    aborted: list[kafka.AbortedTxn],
 ) -> list[SegmentRangePartition]:
     meta = manifest.metadata
     if first >= end or meta.end_offset < first or meta.start_offset >= end:
@@ -248,8 +204,8 @@ def _segment_partitions(
         SegmentRangePartition(parsed.url, parsed.driver_options, key, tp.topic, tp.partition, run[0].position,
                               run[-1].position + run[-1].length, max(first, run[0].first_offset),
                               min(end, run[-1].last_offset + 1),
-                              transactions.aborted(number, run[0].first_offset, run[-1].last_offset)
-                              if transactions is not None else ())
+                              tuple(t for t in aborted
+                                    if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset))
         for run in runs
     ]  # fmt: skip
 
@@ -264,8 +220,7 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
             for batch, data in read_batches(stream, partition.start, partition.stop):
                 if batch.is_control or batch.last_offset < partition.first or batch.base_offset >= partition.end:
                     continue
-                if batch.is_transactional and any(p == batch.producer_id and lo <= batch.base_offset <= hi
-                                                   for p, lo, hi in partition.aborted):  # fmt: skip
+                if batch.is_transactional and kafka.is_aborted(partition.aborted, batch):
                     continue
                 # Spark's timestampType is Kafka's TimestampType id: magic 0 has none (-1).
                 kind = -1 if batch.magic == 0 else 1 if batch.log_append_time else 0

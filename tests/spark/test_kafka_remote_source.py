@@ -178,3 +178,15 @@ def test_overlapping_copies_of_a_leader_change_give_each_offset_once(spark, tmp_
     ranged = read(spark, url, topic=case.spec["topic"], startingOffsets=json.dumps({case.spec["topic"]: {"0": 15}}),
                   endingOffsets=json.dumps({case.spec["topic"]: {"0": 30}}))  # fmt: skip
     assert sorted(r.offset for r in ranged.select("offset").collect()) == list(range(15, 30))
+
+
+def test_read_committed_refuses_a_cut_transaction_index(spark, tmp_path) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    tp, (segment,) = read_partition_dir(write_partition(tmp_path, "txn-0", [transactional_segment()]))
+    RemoteStorageManager(open_driver(url), prefix="tiered").copy_log_segment(tp, segment.data)
+    (txn_index,) = (tmp_path / "store" / "tiered").glob("*/*.txnindex")
+    txn_index.write_bytes(txn_index.read_bytes()[:-34])  # one whole entry (i16 version, four i64) less
+    key = str(txn_index.relative_to(tmp_path / "store"))
+    with pytest.raises(Exception, match="FormatError") as refused:
+        read(spark, url, topic="txn", **{"kafka.isolation.level": "read_committed"}).collect()
+    assert f"{key} holds 0 bytes but its segment's manifest recorded 34" in str(refused.value)
