@@ -138,7 +138,8 @@ def _too_big(limit: int) -> FormatError:
     return FormatError(
         f"compressed records expand past the decompression cap of {limit} bytes (max_decompressed_bytes of "
         "RemoteLogReader and RemoteStorageManager, max.decompressed.bytes of its configure(); "
-        "--max-decompressed-bytes of `offload kafka copy`, `read` and `offsets`): the batch is damaged or "
+        "--max-decompressed-bytes of `offload kafka copy`, `read` and `offsets`, maxDecompressedBytes of "
+        "Spark's kafka-remote): the batch is damaged or "
         "hostile, or raise the cap"
     )
 

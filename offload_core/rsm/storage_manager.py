@@ -93,13 +93,8 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         summary = scan_log_file(segment.log_segment, base, limit=self.max_decompressed_bytes)
         if summary.batch_count == 0:
             raise StateError(f"{segment.log_segment} holds no records: an empty segment has nothing to tier")
-        # Batches older than KIP-101 (magic 0/1, or epoch -1) carry no leader
-        # epoch: then the segment's epochs are the checkpoint's, as Kafka's
-        # RemoteLogManager takes them from its leader-epoch cache.
         end = summary.last_offset if next_offset is None else max(summary.last_offset, next_offset - 1)
-        epochs = summary.leader_epochs or dict(
-            kafka.epochs_in_range(kafka.decode_leader_epochs(segment.leader_epoch_index), base, end + 1)
-        )
+        epochs = _segment_epochs(summary.leader_epochs, segment.leader_epoch_index, base, end)
         metadata = RemoteLogSegmentMetadata(
             RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=end,
             max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
@@ -255,3 +250,21 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             return [s for s in recorded if s.start_offset == base]
         listing = list_partition(self.driver, self.prefix, topic_id_partition)
         return [m.metadata for m in listing.segments if m.metadata.start_offset == base]
+
+
+def _segment_epochs(carried: dict[int, int], checkpoint: bytes, base: int, end: int) -> dict[int, int]:
+    """The segment's leader epochs (epoch -> first offset). Batches older
+    than KIP-101 (magic 0/1, or epoch -1) carry none: their offsets take the
+    checkpoint's, as Kafka's RemoteLogManager takes a segment's epochs from
+    its leader-epoch cache; a segment of such batches followed by newer
+    ones (a topic upgraded mid-segment) needs both, or its first offsets
+    belong to no epoch and are never served."""
+    first_carried = min(carried.values(), default=end + 1)
+    if first_carried <= base:
+        return dict(carried)
+    epochs = dict(carried)
+    for epoch, offset in kafka.epochs_in_range(kafka.decode_leader_epochs(checkpoint), base, first_carried):
+        epochs[epoch] = min(offset, epochs.get(epoch, offset))
+    if min(epochs.values(), default=base) > base:  # the checkpoint has nothing before: the first epoch begins at base
+        epochs[min(epochs, key=lambda e: epochs[e])] = base
+    return epochs

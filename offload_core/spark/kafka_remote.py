@@ -29,6 +29,9 @@ Options:
 - ``includeHeaders``: ``true`` (default) or ``false`` (drops the column);
 - ``bytesPerPartition`` (default 128 MiB): one Spark partition per remote
   segment, or per run of its index entries of about this many bytes;
+- ``maxDecompressedBytes`` (default 256 MiB): the most a compressed batch
+  (or a magic 0/1 wrapper) may expand to before it is refused as damaged
+  or hostile;
 - ``driver.<name>``: storage-driver options.
 
 A schema given with ``.schema(...)`` may name a subset of the columns
@@ -81,6 +84,7 @@ class SegmentRangePartition(InputPartition):
     first: int
     end: int
     aborted: tuple[kafka.AbortedTxn, ...] = ()
+    max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class KafkaReadOptions:
     read_committed: bool
     bytes_per_partition: int
     driver_options: tuple[tuple[str, str], ...]
+    max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
 
 
 def _offsets(options: Mapping[str, str], name: str) -> Mapping[str, Mapping[int, int]] | None:
@@ -138,8 +143,14 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
     driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
+    try:
+        cap = int(options.get("maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT))
+    except ValueError:
+        cap = 0
+    if cap <= 0:
+        raise ConfigError(f"maxDecompressedBytes={options['maxDecompressedBytes']!r} is not a positive number of bytes")
     return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
-                            isolation == "read_committed", max(per_partition, 1), driver)  # fmt: skip
+                            isolation == "read_committed", max(per_partition, 1), driver, cap)  # fmt: skip
 
 
 def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[SegmentRangePartition]:
@@ -205,7 +216,8 @@ def _segment_partitions(
                               run[-1].position + run[-1].length, max(first, run[0].first_offset),
                               min(end, run[-1].last_offset + 1),
                               tuple(t for t in aborted
-                                    if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset))
+                                    if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset),
+                              parsed.max_decompressed_bytes)
         for run in runs
     ]  # fmt: skip
 
@@ -217,14 +229,15 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
         raw = RemoteSegmentStream(driver, partition.log_key, partition.start, partition.stop,
                                   buffer_size=DEFAULT_BUFFER_SIZE)  # fmt: skip
         with io.BufferedReader(raw, buffer_size=64 * 1024) as stream:
-            for batch, data in read_batches(stream, partition.start, partition.stop):
+            cap = partition.max_decompressed_bytes
+            for batch, data in read_batches(stream, partition.start, partition.stop, limit=cap):
                 if batch.is_control or batch.last_offset < partition.first or batch.base_offset >= partition.end:
                     continue
                 if batch.is_transactional and kafka.is_aborted(partition.aborted, batch):
                     continue
                 # Spark's timestampType is Kafka's TimestampType id: magic 0 has none (-1).
                 kind = -1 if batch.magic == 0 else 1 if batch.log_append_time else 0
-                for record in kafka.iter_records(data, batch):
+                for record in kafka.iter_records(data, batch, limit=cap):
                     if partition.first <= record.offset < partition.end:
                         row = (record.key, record.value, partition.topic, partition.partition, record.offset,
                                _EPOCH + timedelta(milliseconds=record.timestamp), kind)  # fmt: skip

@@ -190,3 +190,21 @@ def test_read_committed_refuses_a_cut_transaction_index(spark, tmp_path) -> None
     with pytest.raises(Exception, match="FormatError") as refused:
         read(spark, url, topic="txn", **{"kafka.isolation.level": "read_committed"}).collect()
     assert f"{key} holds 0 bytes but its segment's manifest recorded 34" in str(refused.value)
+
+
+def test_the_decompression_cap_is_an_option(spark, tmp_path) -> None:
+    """A magic 1 gzip wrapper expanding to 2 MiB: refused under a 1 MiB cap
+    (naming the option), read with it raised. Before, Spark took no cap and
+    always used the 256 MiB default."""
+    from tests.test_cli_kafka_decompression_cap import RAISED, SMALL, wrapper_then_batch
+
+    url = f"file://{tmp_path / 'store'}"
+    tp, (segment,) = read_partition_dir(wrapper_then_batch(tmp_path))
+    RemoteStorageManager(open_driver(url), prefix="tiered", max_decompressed_bytes=int(RAISED)).copy_log_segment(
+        tp, segment.data
+    )
+    with pytest.raises(Exception, match="decompression cap of 1048576 bytes") as refused:
+        read(spark, url, topic="old", maxDecompressedBytes=SMALL).collect()
+    assert "maxDecompressedBytes" in str(refused.value)
+    rows = read(spark, url, topic="old", maxDecompressedBytes=RAISED).select("offset").collect()
+    assert [row.offset for row in rows] == [0, 1, 2]
