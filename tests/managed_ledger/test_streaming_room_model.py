@@ -37,6 +37,8 @@ CONFIG = {
 
 
 class RoomModel(RuleBasedStateMachine):
+    compared = [0]  # entry reads compared, over every run (the reliability campaign reports it)
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="room-model-"))
@@ -91,12 +93,14 @@ class RoomModel(RuleBasedStateMachine):
         served = self.ledger.read(Position(self.ledger.ledgers()[0].ledger_id, 0), 10**6,
                                   priority=ReadPriority.OFFLOADED_FIRST)  # fmt: skip
         assert [e.data for e in served] == self.entries
+        RoomModel.compared[0] += len(served)
         at = 0
         for state in self.ledger.ledgers():  # the segments themselves, with no fallback to the hot copies
             if "offloaded" in state.tier:
                 from_segments = self.ledger.read_tiered(Position(state.ledger_id, 0), state.entries,
                                                         priority=ReadPriority.OFFLOADED_ONLY)  # fmt: skip
                 assert [e.entry.data for e in from_segments] == self.entries[at : at + state.entries]
+                RoomModel.compared[0] += len(from_segments)
             at += state.entries
 
 
