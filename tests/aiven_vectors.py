@@ -1,25 +1,22 @@
 """Loading the objects Aiven's tiered-storage plugin wrote, in
-../shared/vectors/aiven (next to the repository; OFFLOAD_SHARED_VECTORS
-names another place), with the Kafka segment they hold."""
+tests/vectors/aiven (a copy of the shared golden vectors, beside the
+Kafka-written segment they hold, tests/vectors/kafka/a-uncompressed)."""
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SHARED = Path(os.environ.get("OFFLOAD_SHARED_VECTORS", Path(__file__).resolve().parents[2] / "shared" / "vectors"))
-AIVEN = SHARED / "aiven"
+AIVEN = Path(__file__).parent / "vectors" / "aiven"
 PRIVATE_KEY_PAIR = "oracle-key-1"
 
 
 def _require() -> Path:
     if not (AIVEN / "manifest.json").is_file():
         raise FileNotFoundError(
-            f"Aiven golden vectors not found at {AIVEN}: check out the shared vectors next to the repository "
-            "(../shared/vectors) or set OFFLOAD_SHARED_VECTORS to their folder"
+            f"Aiven golden vectors not found at {AIVEN}: restore tests/vectors/aiven from the repository"
         )
     return AIVEN
 
