@@ -1,0 +1,106 @@
+"""What `offload --version` and `offload --help` import, and that the lazy
+verb table lists every verb group with its own help. No timing: start-up
+time is bench/bench_startup.py's to measure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+import offload_core
+from offload_core.cli import _VERBS, main
+
+# Modules that take most of a start-up to import, or an SDK's: neither flag needs them.
+HEAVY = (
+    "offload_core.rsm",
+    "offload_core.formats.kafka",
+    "offload_core.transforming_driver",
+    "offload_core.offload",
+    "pyspark",
+    "boto3",
+    "s3fs",
+    "gcsfs",
+    "adlfs",
+)
+
+# Runs the command as `python -m offload_core.cli` does, then names what it imported.
+PROBE = """
+import runpy, sys
+sys.argv = ["offload", *sys.argv[1:]]
+try:
+    runpy.run_module("offload_core.cli", run_name="__main__")
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+print("\\n".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def imported_by(*args: str) -> tuple[str, set[str]]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True, timeout=120)
+    return done.stdout, set(done.stderr.split())
+
+
+def heavy_among(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") or m.startswith(h + "_") for h in HEAVY))
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V", "--help"])
+def test_version_and_help_import_no_verb_module(flag: str) -> None:
+    output, modules = imported_by(flag)
+    assert output.strip()
+    assert heavy_among(modules) == []
+    assert not any(m.startswith("offload_core.cli.") and m.endswith("_commands") for m in modules)
+
+
+def test_version_prints_the_installed_version() -> None:
+    output, _ = imported_by("--version")
+    assert output == f"offload, version {offload_core.__version__}\n"
+
+
+def test_help_lists_every_verb_group_with_its_help() -> None:
+    output, _ = imported_by("--help")
+    commands = output.split("Commands:\n", 1)[1]
+    for name, verb in _VERBS.items():
+        line = next(line for line in commands.splitlines() if line.split()[:1] == [name])
+        shown = line.split(None, 1)[1].removesuffix("...")
+        assert verb.short_help.startswith(shown)
+
+
+@pytest.mark.parametrize("name", sorted(_VERBS))
+def test_lazy_table_matches_each_groups_own_help(name: str) -> None:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None
+    assert command.name == name
+    assert _VERBS[name].short_help == command.get_short_help_str(limit=1000)
+
+
+def test_topics_still_has_the_policy_verbs() -> None:
+    topics = main.get_command(click.Context(main), "topics")
+    assert isinstance(topics, click.Group)
+    assert {"list", "produce", "set-offload-threshold"} <= set(topics.commands)
+
+
+def test_package_import_leaves_heavy_modules_unloaded() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, offload_core; print('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert heavy_among(set(done.stdout.split())) == []
+
+
+@pytest.mark.parametrize("name", offload_core.__all__)
+def test_every_public_name_imports(name: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(f"from offload_core import {name}", namespace)
+    assert namespace[name] is getattr(offload_core, name)
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        offload_core.no_such_name  # noqa: B018 - the lookup is what is tested
