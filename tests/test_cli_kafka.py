@@ -254,10 +254,27 @@ def test_cleanup_and_errors(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
     assert [r["base_offset"] for r in rows] == [0, 100]
     # Segment 0's newest record is at 1_700_000_000_000 + 99 s.
-    result = offload("cleanup", url, "orders-0", "--until", "2023-11-14T22:15:00Z", "--metadata", metadata)
+    until = ("--until", "2023-11-14T22:15:00Z", "--metadata", metadata)
+    dry = offload("cleanup", url, "orders-0", *until)
+    assert dry.returncode == 0, dry.stderr
+    summary = json.loads(dry.stdout)
+    assert summary == {"dry_run": True, "segments": 1, "bytes": rows[0]["bytes"], "deleted_segments": 0,
+                       "log_start_offset": 100}  # fmt: skip
+    assert (
+        f"would delete segment 0-99 of orders-0 (topic id {rows[0]['topic_id']}) ({rows[0]['bytes']} bytes"
+        in dry.stderr
+    )
+    assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    still = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
+    assert still == rows
+    result = offload("cleanup", url, "orders-0", *until, "--execute")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"deleted_segments": 1, "log_start_offset": 100}
-    assert json.loads(offload("cleanup", url, "orders-0", "--until", "1").stdout)["deleted_segments"] == 0
+    assert json.loads(result.stdout) == {"dry_run": False, "segments": 1, "bytes": rows[0]["bytes"],
+                                         "deleted_segments": 1, "log_start_offset": 100}  # fmt: skip
+    left = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
+    assert [r["base_offset"] for r in left] == [100]
+    nothing = json.loads(offload("cleanup", url, "orders-0", "--until", "1", "--execute").stdout)
+    assert nothing["deleted_segments"] == 0
     bad = offload("cleanup", url, "orders-0", "--until", "yesterday")
     assert bad.returncode == 2 and "neither milliseconds nor an ISO time" in bad.stderr
     escape = offload("read", url, "../etc-0", "--offset", "0")

@@ -70,7 +70,7 @@ def test_a_recreated_topic_needs_its_topic_id_and_never_mixes(tmp_path: Path) ->
         assert [(r["offset"], r["timestamp"]) for r in lines(read.stdout)] == expected
     answer = offload("offsets", url, "orders-0", "--timestamp", "9001", "--topic-id", REBORN)
     assert json.loads(answer.stdout) == {"offset": 1, "timestamp": 9001}
-    cleaned = offload("cleanup", url, "orders-0", "--until", "2000", "--topic-id", TOPIC_ID)
+    cleaned = offload("cleanup", url, "orders-0", "--until", "2000", "--topic-id", TOPIC_ID, "--execute")
     assert json.loads(cleaned.stdout)["deleted_segments"] == 1
     # One incarnation left: no id needed.
     assert len(lines(offload("read", url, "orders-0", "--offset", "0", "--json").stdout)) == 3

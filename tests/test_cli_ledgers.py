@@ -121,11 +121,26 @@ def test_two_offloads_of_one_ledger_need_a_uuid(bucket: str) -> None:
     assert chosen.stdout == "other attempt"
 
 
-def test_rm_deletes_both_objects(bucket: str) -> None:
-    result = offload("ledgers", "rm", bucket, "3", "--yes")
+def test_rm_is_a_dry_run_without_execute(bucket: str) -> None:
+    before = [(info.key, info.size) for info in open_driver(bucket).list("")]
+    keys = (v1.data_key(U1, 3), v1.index_key(U1, 3))
+    size = sum(s for k, s in before if k in keys)
+    dry = offload("ledgers", "rm", bucket, "3")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout == f"would delete ledger 3 ({U1}): {keys[0]}, {keys[1]} ({size} bytes)\n"
+    assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    as_json = json.loads(offload("ledgers", "rm", bucket, "3", "--json").stdout)
+    assert as_json == {"ledger_id": 3, "uuid": U1, "dry_run": True, "bytes": size, "would_delete": list(keys)}
+    assert [(info.key, info.size) for info in open_driver(bucket).list("")] == before
+
+
+@pytest.mark.parametrize("flag", ["--execute", "--yes"])
+def test_rm_deletes_both_objects(bucket: str, flag: str) -> None:
+    result = offload("ledgers", "rm", bucket, "3", flag, "--json")
     assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["dry_run"] is False
     assert [info.key for info in open_driver(bucket).list("")] == [v1.data_key(U2, 2**35), v1.index_key(U2, 2**35)]
-    assert offload("ledgers", "rm", bucket, "3", "--yes").returncode == 1
+    assert offload("ledgers", "rm", bucket, "3", flag).returncode == 1
 
 
 def test_tools_work_on_objects_pulsar_wrote(tmp_path: Path) -> None:
@@ -159,7 +174,8 @@ def test_verify_help_says_exactly_what_is_checked() -> None:
     assert "Not checked: payload bytes" in text
 
 
-def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flag", ["--execute", "--delete"])
+def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path, flag: str) -> None:
     from offload_core.managed_ledger import Broker, parse_config
 
     data = tmp_path / "data"
@@ -172,13 +188,19 @@ def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path) -> None:
     BlobStoreLedgerOffloader(open_driver(bucket), max_block_size=4096).offload(
         InMemoryReadHandle(99, entries_of(99)), uuid.UUID(U1)
     )
+    before = {info.key: info.size for info in open_driver(bucket).list("")}
+    size = sum(s for k, s in before.items() if U1 in k)
     listed = offload("ledgers", "orphans", bucket, "--data-dir", str(data), "--json")
     assert listed.returncode == 0, listed.stderr
     (orphan,) = map(json.loads, listed.stdout.splitlines())
-    assert (orphan["ledger_id"], orphan["uuid"], orphan["action"]) == (99, U1, "keep")
-    assert "dry run" in listed.stderr
-    deleted = offload("ledgers", "orphans", bucket, "--data-dir", str(data), "--delete")
+    assert (orphan["ledger_id"], orphan["uuid"], orphan["action"], orphan["dry_run"]) == (99, U1, "delete", True)
+    assert orphan["bytes"] == size
+    assert f"1 orphan ledger(s) found, {size} bytes" in listed.stderr
+    assert listed.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    assert {info.key: info.size for info in open_driver(bucket).list("")} == before
+    deleted = offload("ledgers", "orphans", bucket, "--data-dir", str(data), flag, "--json")
     assert deleted.returncode == 0 and "1 orphan ledger(s) deleted" in deleted.stderr
+    assert json.loads(deleted.stdout)["dry_run"] is False and "dry run" not in deleted.stderr
     remaining = {info.key for info in open_driver(bucket).list("")}
     assert not any(U1 in key for key in remaining) and len(remaining) == 4  # two referenced ledgers, two objects each
     assert offload("ledgers", "orphans", bucket, "--data-dir", str(tmp_path / "nowhere")).returncode != 0

@@ -32,7 +32,7 @@ from ..rsm.partition_dir import undecided_transaction
 from ..rsm.remote_log import resolve_partition
 from ..rsm.types import RemoteLogSegmentMetadata
 from .ledger_commands import _open, sweep_before_rerun
-from .options import driver_options, metrics_port_option, parse_driver_options
+from .options import driver_options, dry_run_footer, execute_option, metrics_port_option, parse_driver_options
 
 _INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
                 "producer-snapshot": IndexType.PRODUCER_SNAPSHOT, "transaction": IndexType.TRANSACTION,
@@ -355,18 +355,33 @@ def _until_ms(text: str) -> int:
 @click.argument("url")
 @click.argument("topic_partition")
 @click.option("--until", "until", required=True, help="Delete segments whose newest record is older (ISO time or ms).")
+@execute_option()
 @topic_id_option
 @prefix_option
 @metadata_option
 @driver_options
-def cleanup(url: str, topic_partition: str, until: str, topic_id: str | None, prefix: str,
+def cleanup(url: str, topic_partition: str, until: str, execute: bool, topic_id: str | None, prefix: str,
             metadata_path: Path | None, options: tuple[str, ...]) -> None:  # fmt: skip
-    """Delete the oldest segments older than --until; print the new log start offset."""
+    """Delete the oldest segments older than --until (and the unreferenced
+    older copies that are), with --execute; without it, a dry run. Each
+    segment that goes (or would) is named on stderr; stdout is one JSON
+    object: dry_run, the segments and bytes that go, deleted_segments (0 in
+    a dry run) and the log start offset after the cleanup."""
     driver = _open(url, options)
     tp = _resolved(driver, prefix, topic_partition, topic_id)
     rsm = _manager(driver, prefix, metadata_path)
-    before = len(rsm.list_remote_segments(tp))
-    start = rsm.cleanup_log_until(tp, _until_ms(until))
-    after = len(rsm.list_remote_segments(tp))
-    rsm.close()
-    click.echo(json.dumps({"deleted_segments": before - after, "log_start_offset": start}))
+    try:
+        going, start = rsm.cleanup_plan(tp, _until_ms(until))
+        verb = "deleting" if execute else "would delete"
+        for segment in going:
+            click.echo(f"{verb} segment {segment.start_offset}-{segment.end_offset} of {_named(tp)} "
+                       f"({segment.segment_size_in_bytes} bytes, id {segment.segment_id.id})", err=True)  # fmt: skip
+            if execute:
+                rsm.delete_log_segment(segment)
+    finally:
+        rsm.close()
+    size = sum(segment.segment_size_in_bytes for segment in going)
+    click.echo(json.dumps({"dry_run": not execute, "segments": len(going), "bytes": size,
+                           "deleted_segments": len(going) if execute else 0, "log_start_offset": start}))  # fmt: skip
+    if not execute:
+        click.echo(dry_run_footer(f"these {len(going)} segment(s), {size} bytes"), err=True)

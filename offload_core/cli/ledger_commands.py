@@ -27,7 +27,7 @@ from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
 from ..offload.reading.read_handle import ReadHandle
 from ..plugins import default_plugin_manager, open_driver
 from ..storage import StorageDriver
-from .options import driver_options, parse_driver_options
+from .options import driver_options, dry_run_footer, execute_option, parse_driver_options
 
 _BATCH = 500
 
@@ -84,13 +84,13 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
 @click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True),
               help="The broker's data directory: its metadata says which ledgers are referenced.")  # fmt: skip
 @prefix_option
-@click.option("--delete", is_flag=True, help="Delete the orphans (default: a dry run that only lists them).")
+@execute_option("--delete")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per orphan, one per line.")
 @driver_options
-def orphans(url: str, data_dir: str, prefix: str, delete: bool, as_json: bool, options: tuple[str, ...]) -> None:
+def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, options: tuple[str, ...]) -> None:
     """List offloaded ledgers under URL that no managed ledger in DATA_DIR's
     metadata refers to (objects left by crashes, or by topics deleted
-    elsewhere), and with --delete delete them, data object before index.
+    elsewhere), and with --execute delete them, data object before index.
     The same decisions as `offload spark retention --delete-orphans`,
     without Spark; ledgers a topic refers to are never touched."""
     database = Path(data_dir) / "metadata.db"
@@ -103,26 +103,29 @@ def orphans(url: str, data_dir: str, prefix: str, delete: bool, as_json: bool, o
     finally:
         store.close()
     found = find_offloaded_ledgers(driver, prefix)
-    count = failed = 0
+    count = failed = size = 0
     for ledger in found:
         if (ledger.ledger_id, ledger.uuid) in references:
             continue
-        decision = decide(ledger, ledger_ctime_ms(driver, ledger), references, None, delete, dry_run=not delete)
+        decision = decide(ledger, ledger_ctime_ms(driver, ledger), references, None, True, dry_run=not execute)
         if decision.action == "deleted":
             error = delete_ledger_objects(driver, ledger)
             if error is not None:
                 decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
                 failed += 1
         count += 1
+        size += decision.size
         created = decision.created_ms
         if as_json:
             click.echo(json.dumps({"ledger_id": ledger.ledger_id, "uuid": ledger.uuid, "keys": decision.keys,
                                    "bytes": decision.size, "created_ms": created, "action": decision.action,
-                                   "reason": mask_secret_text(decision.reason)}))  # fmt: skip
+                                   "reason": mask_secret_text(decision.reason), "dry_run": not execute}))  # fmt: skip
         else:
             click.echo(f"{ledger.ledger_id:>12}  {ledger.uuid}  {decision.size:>12} bytes  {decision.action}")
-    verb = "deleted" if delete else "found (dry run; --delete deletes them)"
-    click.echo(f"{count} orphan ledger(s) {verb}" + (f", {failed} failed" if failed else ""), err=True)
+    verb = "deleted" if execute else "found"
+    click.echo(f"{count} orphan ledger(s) {verb}, {size} bytes" + (f", {failed} failed" if failed else ""), err=True)
+    if not execute:
+        click.echo(dry_run_footer(f"these {count} orphan ledger(s)"), err=True)
     if failed:
         raise SystemExit(1)
 
@@ -163,7 +166,9 @@ def sweep(url: str, older_than: float | None, config_path: str | None, dry_run: 
     the store at URL: at once when their run has provably ended, else once
     they are older than the grace period. Never a file a live writer holds,
     never a committed object or its metadata; a write that reached its
-    commit point is finished instead."""
+    commit point is finished instead. Unlike the verbs that delete data
+    (dry runs unless --execute), it removes by default: what it removes
+    holds no data, and the broker's maintenance runs the same sweep."""
     if older_than is None:
         older_than = float(load_config(config_path).leftover_grace_seconds) if config_path else DEFAULT_GRACE_SECONDS
     driver = _open(url, options)
@@ -357,20 +362,25 @@ def verify(
 @click.argument("ledger", type=int)
 @uuid_option
 @prefix_option
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object saying what was deleted.")
+@execute_option("--yes")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object saying what was (or would be) deleted.")
 @driver_options
 def remove(
-    url: str, ledger: int, uuid: str | None, prefix: str, yes: bool, as_json: bool, options: tuple[str, ...]
+    url: str, ledger: int, uuid: str | None, prefix: str, execute: bool, as_json: bool, options: tuple[str, ...]
 ) -> None:
-    """Delete both objects of offloaded LEDGER (idempotent)."""
+    """Delete both objects of offloaded LEDGER (idempotent) with --execute;
+    without it, a dry run that names them and their bytes."""
     driver = _open(url, options)
     chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
     keys = [chosen.data_key, chosen.index_key]
-    if not yes:
-        click.confirm(f"delete {keys[0]!r} and {keys[1]!r}?", abort=True, err=True)
-    driver.delete(keys)
+    size = sum(info.size for info in (chosen.data, chosen.index) if info is not None)
+    if execute:
+        driver.delete(keys)
     if as_json:
-        click.echo(json.dumps({"ledger_id": chosen.ledger_id, "uuid": chosen.uuid, "deleted": keys}))
+        click.echo(json.dumps({"ledger_id": chosen.ledger_id, "uuid": chosen.uuid, "dry_run": not execute,
+                               "bytes": size, "deleted" if execute else "would_delete": keys}))  # fmt: skip
     else:
-        click.echo(f"deleted ledger {chosen.ledger_id} ({chosen.uuid})")
+        verb = "deleted" if execute else "would delete"
+        click.echo(f"{verb} ledger {chosen.ledger_id} ({chosen.uuid}): {keys[0]}, {keys[1]} ({size} bytes)")
+    if not execute:
+        click.echo(dry_run_footer("them"), err=True)

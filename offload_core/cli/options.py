@@ -60,3 +60,22 @@ def metrics_port_option(command: F) -> F:
         default=None,
         help="Serve Prometheus metrics on 127.0.0.1:PORT while this runs (needs offload-plugin-prometheus).",
     )(serving)  # type: ignore[return-value]
+
+
+def execute_option(*aliases: str) -> Callable[[F], F]:
+    """Adds ``--execute``, the one flag with which a deleting verb really
+    deletes; without it the verb is a dry run that says what would go.
+    ``aliases`` are the verb's older flags, kept working for scripts."""
+    kept = f" ({' / '.join(aliases)}: the same, kept for compatibility)" if aliases else ""
+    return click.option(
+        "--execute",
+        *aliases,
+        "execute",
+        is_flag=True,
+        help=f"Really delete; without it, a dry run that only says what would be deleted{kept}.",
+    )
+
+
+def dry_run_footer(what: str) -> str:
+    """The last line of a deleting verb's dry run: how to really delete."""
+    return f"dry run: nothing deleted; add --execute to delete {what}"

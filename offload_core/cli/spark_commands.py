@@ -12,7 +12,7 @@ import click
 from ..errors import ConfigError, mask_secret_text
 from ..managed_ledger import SqliteMetadataStore, load_config
 from .broker_options import broker_options
-from .options import driver_options, metrics_port_option, parse_driver_options
+from .options import driver_options, execute_option, metrics_port_option, parse_driver_options
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -143,7 +143,7 @@ def _cutoff(older_than: str | None, before: str | None) -> datetime:
 @click.option("--data-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Broker data directory whose metadata says which ledgers are in use (finds orphans).")  # fmt: skip
 @click.option("--delete-orphans", is_flag=True, help="Also delete orphans of any age (needs --data-dir).")
-@click.option("--execute", is_flag=True, help="Really delete (the default is a dry run).")
+@execute_option()
 @click.option("--prefix", default="", help="Only keys starting with this prefix.")
 @driver_options
 @master_option

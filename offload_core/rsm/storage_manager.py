@@ -214,25 +214,34 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         if manager is not None:
             manager.put_remote_partition_delete_state(topic_id_partition, _DELETE.DELETE_PARTITION_FINISHED)
 
-    def cleanup_log_until(self, topic_id_partition: TopicIdPartition, cleanup_until_ms: int) -> int:
-        """Delete the oldest segments whose newest record is older than
-        ``cleanup_until_ms``, stopping at the first that is not (a log is
-        trimmed from its start), and every older overlapping copy no offset
-        is read from (unreferenced) whose newest record is older. Returns
-        the new remote log start offset: the first offset still held, or
-        one past the last deleted segment when none is left (0 for a
-        partition with no segments)."""
+    def cleanup_plan(
+        self, topic_id_partition: TopicIdPartition, cleanup_until_ms: int
+    ) -> tuple[list[RemoteLogSegmentMetadata], int]:
+        """What :meth:`cleanup_log_until` would delete, deleting nothing:
+        the unreferenced older copies whose newest record is older than
+        ``cleanup_until_ms``, then the oldest segments whose newest record
+        is older, stopping at the first that is not (a log is trimmed from
+        its start); and the remote log start offset after it (the first
+        offset still held, or one past the last segment deleted when none
+        is left; 0 for a partition with no segments)."""
         segments = self.list_remote_segments(topic_id_partition)
         serving = {s.segment_id for s in segments}
-        for copy in self._committed(topic_id_partition):
-            if copy.segment_id not in serving and copy.max_timestamp_ms < cleanup_until_ms:
-                self.delete_log_segment(copy)
+        going = [c for c in self._committed(topic_id_partition)
+                 if c.segment_id not in serving and c.max_timestamp_ms < cleanup_until_ms]  # fmt: skip
         start = segments[0].start_offset if segments else 0
         for segment in segments:
             if segment.max_timestamp_ms >= cleanup_until_ms:
-                return segment.start_offset
-            self.delete_log_segment(segment)
+                return going, segment.start_offset
+            going.append(segment)
             start = segment.end_offset + 1
+        return going, start
+
+    def cleanup_log_until(self, topic_id_partition: TopicIdPartition, cleanup_until_ms: int) -> int:
+        """Delete what :meth:`cleanup_plan` names, in its order; return the
+        new remote log start offset."""
+        going, start = self.cleanup_plan(topic_id_partition, cleanup_until_ms)
+        for segment in going:
+            self.delete_log_segment(segment)
         return start
 
     # -- helpers of the seed verbs -------------------------------------------
