@@ -60,7 +60,7 @@ from ..rsm.remote_log import list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
 from ..rsm.types import TopicIdPartition, TopicPartition
-from .read_options import DEFAULT_BYTES_PER_PARTITION
+from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
 from .source import KAFKA_SCHEMA
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
@@ -143,12 +143,7 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
     driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
-    try:
-        cap = int(options.get("maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT))
-    except ValueError:
-        cap = 0
-    if cap <= 0:
-        raise ConfigError(f"maxDecompressedBytes={options['maxDecompressedBytes']!r} is not a positive number of bytes")
+    cap = positive_option(options, "maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT, source="kafka-remote")
     return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
                             isolation == "read_committed", max(per_partition, 1), driver, cap)  # fmt: skip
 

@@ -77,11 +77,13 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     return ReadOptions(
         url=url,
         selection=EntrySelection(_ledger_ids(options.get("ledgers")), _ranges(options.get("entries"))),
-        blocks_per_partition=_positive(options, "blocksPerPartition", 1) if "blocksPerPartition" in options else None,
-        bytes_per_partition=_positive(options, "bytesPerPartition", DEFAULT_BYTES_PER_PARTITION),
+        blocks_per_partition=positive_option(options, "blocksPerPartition", 1)
+        if "blocksPerPartition" in options
+        else None,
+        bytes_per_partition=positive_option(options, "bytesPerPartition", DEFAULT_BYTES_PER_PARTITION),
         decode=decode,
         arrow=_boolean(options, "arrow", True),
-        max_records_per_batch=_positive(options, "maxRecordsPerBatch", 10_000),
+        max_records_per_batch=positive_option(options, "maxRecordsPerBatch", 10_000),
         filter_pushdown=_boolean(options, "filterPushdown", False),
         driver_options=tuple(
             sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
@@ -119,14 +121,16 @@ def _ranges(value: str | None) -> tuple[tuple[int, int, int | None], ...]:
     return tuple(ranges)
 
 
-def _positive(options: Mapping[str, str], name: str, default: int) -> int:
+def positive_option(options: Mapping[str, str], name: str, default: int, *, source: str = "pulsar-offload") -> int:
+    """Option ``name`` of a source as a positive integer (``default`` when
+    not given); :class:`ConfigError` naming the source and the option else."""
     raw = options.get(name, str(default))
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise ConfigError(f"pulsar-offload: {name} is a positive integer, not {raw!r}")
+        raise ConfigError(f"{source}: {name} is a positive integer, not {raw!r}")
     return value
 
 

@@ -150,6 +150,9 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         plan_partitions({"url": f"file://{tmp_path}", "topic": "../x"})
     with pytest.raises(ConfigError, match="startingOffsets"):
         plan_partitions({"url": f"file://{tmp_path}", "topic": "t", "startingOffsets": "{oops"})
+    for cap in ("0", "-5", "lots"):
+        with pytest.raises(ConfigError, match="kafka-remote: maxDecompressedBytes is a positive integer"):
+            plan_partitions({"url": f"file://{tmp_path}", "topic": "t", "maxDecompressedBytes": cap})
 
 
 def test_a_recreated_topic_is_read_by_its_topic_id(spark, store) -> None:
