@@ -114,7 +114,7 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
     topic_partition, segments = read_partition_dir(partition_dir, topic_id)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
-    undecided = undecided_transaction(partition_dir)
+    undecided = undecided_transaction(segments)
     if undecided is not None and any(s.next_offset > undecided.current_txn_first_offset for s in chosen):
         stable = undecided.current_txn_first_offset
         held = [s for s in chosen if s.next_offset > stable]

@@ -105,17 +105,18 @@ def read_partition_dir(path: Path, topic_id: str | None = None) -> tuple[TopicId
     return topic_id_partition, segments
 
 
-def undecided_transaction(path: Path) -> ProducerSnapshotEntry | None:
-    """The transaction the partition directory cannot prove decided, that
-    began first: an open one in its newest producer snapshot (``None``
-    when there is none, or no snapshot). Its first offset is the last
-    stable offset the directory proves: Kafka tiers no offset from there
-    on, since a read_committed reader must not be served past it.
-    :class:`FormatError` naming the snapshot if it does not decode."""
-    newest = max((entry for entry in path.iterdir() if (match := _OFFSET_FILE.fullmatch(entry.name))
-                  and match.group(2) == "snapshot"), default=None)  # fmt: skip
-    if newest is None:
+def undecided_transaction(segments: list[LocalSegment]) -> ProducerSnapshotEntry | None:
+    """The transaction a partition directory's ``segments`` (as
+    :func:`read_partition_dir` returns them) cannot prove decided, that
+    began first: an open one in the directory's newest producer snapshot,
+    the last segment's (``None`` when there is none, or no segment). Its
+    first offset is the last stable offset the directory proves: Kafka
+    tiers no offset from there on, since a read_committed reader must not
+    be served past it. :class:`FormatError` naming the snapshot if it does
+    not decode."""
+    if not segments:
         return None
+    newest = segments[-1].data.producer_snapshot_index
     try:
         entries = decode_producer_snapshot(newest.read_bytes())
     except FormatError as exc:
