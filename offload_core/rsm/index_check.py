@@ -15,31 +15,15 @@ from; :func:`checked_index` (``offload kafka fetch-index``) checks them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO, Protocol
 
 from ..errors import FormatError
 from ..formats import kafka
-from .layout import LOG_SUFFIX, SegmentManifest, segment_key
 from .log_batches import read_batches
+from .segment_source import IndexedSegments
 from .types import IndexType, RemoteLogSegmentMetadata
 
-__all__ = ["IndexedSegments", "check_entry_batch", "check_offset_entries", "checked_index", "decoded_offset_index",
+__all__ = ["check_entry_batch", "check_offset_entries", "checked_index", "decoded_offset_index",
            "entry_error"]  # fmt: skip
-
-
-class IndexedSegments(Protocol):
-    """What checking an index needs of the store it came from (a
-    :class:`~.storage_manager.RemoteStorageManager`)."""
-
-    prefix: str
-
-    def manifest(self, metadata: RemoteLogSegmentMetadata) -> SegmentManifest: ...
-
-    def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]: ...
-
-    def fetch_log_segment(
-        self, metadata: RemoteLogSegmentMetadata, start: int, end: int | None = None
-    ) -> IO[bytes]: ...
 
 
 def entry_error(key: str, entry: kafka.IndexEntry, problem: str) -> FormatError:
@@ -88,7 +72,7 @@ def checked_index(rsm: IndexedSegments, segment: RemoteLogSegmentMetadata, index
     checked against the log, which is read once. Raises :class:`FormatError`
     naming the object otherwise, and what ``fetch_index`` raises."""
     raw = rsm.fetch_index(segment, index_type).read()
-    key = segment_key(rsm.prefix, segment.segment_id, segment.start_offset, index_type.suffix)
+    key = rsm.index_key(segment, index_type)
     try:
         if index_type is IndexType.OFFSET:
             _check_against_log(rsm, segment, kafka.decode_offset_index(raw, segment.start_offset), key)
@@ -112,7 +96,7 @@ def checked_index(rsm: IndexedSegments, segment: RemoteLogSegmentMetadata, index
 def _check_against_log(
     rsm: IndexedSegments, segment: RemoteLogSegmentMetadata, entries: list[kafka.IndexEntry], key: str
 ) -> None:
-    size = rsm.manifest(segment).object_sizes[LOG_SUFFIX]
+    size = rsm.log_size(segment)
     check_offset_entries(entries, segment, size, key)
     if not entries:
         return

@@ -1,6 +1,6 @@
 """Reading a remote Kafka log as a consumer would: records from an offset
 on, across segments, with read-committed isolation, and the first offset
-at a timestamp. Built on :class:`RemoteStorageManager`'s verbs only
+at a timestamp. Built on the verbs of a :class:`~.segment_source.SegmentSource` only
 (manifests, ``fetch_index``, lazy ``fetch_log_segment``), so a read from
 the middle of a 1 GiB segment costs the offset index once, then one GET
 per read buffer. Where copies overlap (leaders that rolled at other
@@ -21,9 +21,8 @@ from ..errors import FormatError, InvalidRangeError, NotFoundError
 from ..formats import kafka
 from .epoch_state import ServedRange
 from .index_check import check_entry_batch, entry_error
-from .layout import segment_key
 from .log_batches import read_batches
-from .storage_manager import RemoteStorageManager
+from .segment_source import SegmentSource
 from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
 
 __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Isolation", "RemoteLogReader", "RemoteRecord"]
@@ -51,7 +50,7 @@ class RemoteLogReader:
     :attr:`ranges` are the offsets each serves, :attr:`segments` those
     segments in that order."""
 
-    def __init__(self, rsm: RemoteStorageManager, topic_id_partition: TopicIdPartition) -> None:
+    def __init__(self, rsm: SegmentSource, topic_id_partition: TopicIdPartition) -> None:
         self.rsm = rsm
         self.topic_id_partition = topic_id_partition
         self.ranges = rsm.served_ranges(topic_id_partition)
@@ -111,7 +110,7 @@ class RemoteLogReader:
                 stream.close()  # a read stopped early: give back what was read ahead
 
     def _open_ahead(self, segment: RemoteLogSegmentMetadata | None, number: int, ahead: dict[int, IO[bytes]]) -> None:
-        if segment is not None and number not in ahead and self.rsm.manifest(segment).object_sizes["log"] > 0:
+        if segment is not None and number not in ahead and self.rsm.log_size(segment) > 0:
             ahead[number] = self.rsm.fetch_log_segment(segment, 0)
 
     def _segment_batches(
@@ -131,7 +130,7 @@ class RemoteLogReader:
         if start_offset > segment.start_offset:
             floor = kafka.lookup_offset(self.rsm.offset_index(segment), start_offset, segment.start_offset)
         position = floor.position
-        size = self.rsm.manifest(segment).object_sizes["log"]
+        size = self.rsm.log_size(segment)
         if size == 0:
             if opened is not None:
                 opened.close()
@@ -160,7 +159,7 @@ class RemoteLogReader:
         """``batches``, read from an offset-index entry's position, once the
         first shows the entry points where it says (else records would be
         skipped): :class:`FormatError` naming the index otherwise."""
-        key = segment_key(self.rsm.prefix, segment.segment_id, segment.start_offset, IndexType.OFFSET.suffix)
+        key = self.rsm.index_key(segment, IndexType.OFFSET)
         try:
             first = next(batches, None)
         except FormatError as exc:

@@ -233,6 +233,15 @@ class ShippedRemoteStorageManager:
         self._manifests[metadata.segment_id] = manifest
         return manifest
 
+    def log_size(self, metadata: RemoteLogSegmentMetadata) -> int:
+        """The size of the segment's ``.log``, from its manifest (see
+        :meth:`manifest` for what is raised)."""
+        return self.manifest(metadata).object_sizes[LOG_SUFFIX]
+
+    def index_key(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> str:
+        """The key of the segment's index object of ``index_type``."""
+        return segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
+
     def offset_index(self, metadata: RemoteLogSegmentMetadata) -> list[kafka.IndexEntry]:
         """The segment's offset index, fetched once, checked and cached.
         Raises :class:`FormatError` naming the object for one of another

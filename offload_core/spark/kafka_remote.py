@@ -168,14 +168,15 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
             # The CLI's reader: where copies overlap, each offset is read from
             # the one segment serving it; read_committed reads the producer
             # snapshot and .txnindex objects through fetch_index's size check.
-            reader = RemoteLogReader(RemoteStorageManager(driver, prefix=parsed.prefix), tp)
+            rsm = RemoteStorageManager(driver, prefix=parsed.prefix)
+            reader = RemoteLogReader(rsm, tp)
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
             end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
             stable = reader.last_stable_offset if parsed.read_committed else None
             end = end if stable is None else min(end, stable)
             for span in reader.ranges:
                 aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                planned += _segment_partitions(parsed, reader.rsm.manifest(span.segment), max(first, span.first),
+                planned += _segment_partitions(parsed, rsm.manifest(span.segment), max(first, span.first),
                                                min(end, span.last + 1), aborted)  # fmt: skip
     return planned
 
