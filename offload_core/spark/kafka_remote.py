@@ -32,7 +32,14 @@ Options:
 - ``maxDecompressedBytes`` (default 256 MiB): the most a compressed batch
   (or a magic 0/1 wrapper) may expand to before it is refused as damaged
   or hostile;
-- ``driver.<name>``: storage-driver options.
+- ``driver.<name>``: storage-driver options;
+- ``layout``: ``ours`` (default: what ``offload kafka copy`` writes) or
+  ``aiven``: segments Aiven's tiered-storage plugin wrote, with ``config``
+  (the broker's properties file: its ``rsm.config.*`` keys give the store,
+  the key prefix and the key pairs, and ``url`` may be left out) and any
+  ``rsm.config.*`` key as an option of its own (replacing the file's).
+  Partitions are planned from each segment's decoded offset index; each
+  reads the chunks holding its bytes.
 
 A schema given with ``.schema(...)`` may name a subset of the columns
 (column pruning).
@@ -53,13 +60,16 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError
 from ..formats import kafka
 from ..plugins import open_driver
+from ..rsm.aiven.config import AivenConfig
+from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
 from ..rsm.log_batches import read_batches
 from ..rsm.log_reader import RemoteLogReader
 from ..rsm.remote_log import list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
-from ..rsm.types import TopicIdPartition, TopicPartition
+from ..rsm.types import RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition
+from .kafka_remote_aiven import AivenSegmentSpec, aiven_config, aiven_stream, planned_ranges, segment_spec
 from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
 from .source import KAFKA_SCHEMA
 
@@ -75,7 +85,7 @@ class SegmentRangePartition(InputPartition):
     ``[first, end)`` to keep from them."""
 
     url: str
-    driver_options: tuple[tuple[str, str], ...]
+    driver_options: tuple[tuple[str, Any], ...]
     log_key: str
     topic: str
     partition: int
@@ -85,6 +95,7 @@ class SegmentRangePartition(InputPartition):
     end: int
     aborted: tuple[kafka.AbortedTxn, ...] = ()
     max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
+    aiven: AivenSegmentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +109,9 @@ class KafkaReadOptions:
     ending: Mapping[str, Mapping[int, int]] | None
     read_committed: bool
     bytes_per_partition: int
-    driver_options: tuple[tuple[str, str], ...]
+    driver_options: tuple[tuple[str, Any], ...]
     max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
+    aiven: AivenConfig | None = None
 
 
 def _offsets(options: Mapping[str, str], name: str) -> Mapping[str, Mapping[int, int]] | None:
@@ -117,9 +129,15 @@ def _offsets(options: Mapping[str, str], name: str) -> Mapping[str, Mapping[int,
 
 def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
     """The source's options, checked; :class:`ConfigError` naming a bad one."""
-    url = options.get("url") or options.get("path")
+    layout = options.get("layout", "ours")
+    if layout not in ("ours", "aiven"):
+        raise ConfigError(f"layout={layout!r}: use ours (offload kafka copy's objects) or aiven (Aiven's plugin's)")
+    config = aiven_config(options) if layout == "aiven" else None
+    url = options.get("url") or options.get("path") or (config.url if config is not None else None)
     if not url:
-        raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)')
+        raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)'
+                          + (' or, with layout aiven, .option("config", "server.properties")' if layout == "aiven"
+                             else ""))  # fmt: skip
     topics = tuple(t.strip() for t in (options.get("topic") or options.get("subscribe") or "").split(",") if t.strip())
     if not topics:
         raise ConfigError('kafka-remote needs .option("topic", NAME) (or "subscribe", comma-separated topics)')
@@ -141,11 +159,16 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         per_partition = int(options.get("bytesPerPartition", DEFAULT_BYTES_PER_PARTITION))
     except ValueError:
         raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
-    driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
+    given = {k[len("driver.") :]: v for k, v in options.items() if k.startswith("driver.")}
+    from_config = config.driver_options if config is not None and not options.get("url") else {}
+    driver = tuple(sorted({**from_config, **given}.items()))
+    prefix = options.get("prefix", config.key_prefix if config is not None else "")
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
     cap = positive_option(options, "maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT, source="kafka-remote")
-    return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
-                            isolation == "read_committed", max(per_partition, 1), driver, cap)  # fmt: skip
+    if layout == "aiven" and config is None:
+        config = AivenConfig(str(url))  # a URL alone: an unencrypted store, no key pairs
+    return KafkaReadOptions(str(url), prefix, topics, topic_ids, partitions, starting, ending,
+                            isolation == "read_committed", max(per_partition, 1), driver, cap, config)  # fmt: skip
 
 
 def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[SegmentRangePartition]:
@@ -154,7 +177,10 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
     planned: list[SegmentRangePartition] = []
     driver_options: dict[str, Any] = dict(parsed.driver_options)
     with open_driver(parsed.url, **driver_options) as driver:
-        listed = list_partitions(driver, parsed.prefix)
+        aiven = None
+        if parsed.aiven is not None:
+            aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys)
+        listed = aiven.listing.partitions() if aiven is not None else list_partitions(driver, parsed.prefix)
         for tp in listed:
             if tp.topic not in parsed.topics or (
                 parsed.partitions is not None and tp.partition not in parsed.partitions
@@ -168,16 +194,19 @@ def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[Segme
             # The CLI's reader: where copies overlap, each offset is read from
             # the one segment serving it; read_committed reads the producer
             # snapshot and .txnindex objects through fetch_index's size check.
-            rsm = RemoteStorageManager(driver, prefix=parsed.prefix)
-            reader = RemoteLogReader(rsm, tp)
+            reader = RemoteLogReader(aiven if aiven is not None else RemoteStorageManager(driver, prefix=parsed.prefix),
+                                     tp)  # fmt: skip
             first = _bound(parsed.starting, tp, _EARLIEST, 0)
             end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
             stable = reader.last_stable_offset if parsed.read_committed else None
             end = end if stable is None else min(end, stable)
             for span in reader.ranges:
                 aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                planned += _segment_partitions(parsed, rsm.manifest(span.segment), max(first, span.first),
-                                               min(end, span.last + 1), aborted)  # fmt: skip
+                bounds = max(first, span.first), min(end, span.last + 1)
+                if aiven is not None:
+                    planned += _aiven_partitions(parsed, aiven, span.segment, *bounds, aborted)
+                elif isinstance(reader.rsm, RemoteStorageManager):
+                    planned += _segment_partitions(parsed, reader.rsm.manifest(span.segment), *bounds, aborted)
     return planned
 
 
@@ -218,12 +247,34 @@ def _segment_partitions(
     ]  # fmt: skip
 
 
+def _aiven_partitions(
+    parsed: KafkaReadOptions,
+    aiven: AivenRemoteStorage,
+    meta: RemoteLogSegmentMetadata,
+    first: int,
+    end: int,
+    aborted: list[kafka.AbortedTxn],
+) -> list[SegmentRangePartition]:
+    if first >= end:
+        return []
+    assert parsed.aiven is not None
+    spec = segment_spec(aiven, meta, parsed.aiven.private_keys)
+    tp = meta.topic_partition
+    return [SegmentRangePartition(parsed.url, parsed.driver_options, spec.manifest_key.with_suffix("log").key, tp.topic,
+                                  tp.partition, start, stop, first, end, tuple(aborted), parsed.max_decompressed_bytes,
+                                  spec)
+            for start, stop in planned_ranges(aiven, meta, first, end, parsed.bytes_per_partition)]  # fmt: skip
+
+
 def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:
     """Rows of :data:`KAFKA_SCHEMA`, in offset order."""
     options: dict[str, Any] = dict(partition.driver_options)
     with open_driver(partition.url, **options) as driver:
-        raw = RemoteSegmentStream(driver, partition.log_key, partition.start, partition.stop,
-                                  buffer_size=DEFAULT_BUFFER_SIZE)  # fmt: skip
+        if partition.aiven is not None:
+            raw = aiven_stream(partition.aiven, driver, partition.start, partition.stop)
+        else:
+            raw = RemoteSegmentStream(driver, partition.log_key, partition.start, partition.stop,
+                                      buffer_size=DEFAULT_BUFFER_SIZE)  # fmt: skip
         with io.BufferedReader(raw, buffer_size=64 * 1024) as stream:
             cap = partition.max_decompressed_bytes
             for batch, data in read_batches(stream, partition.start, partition.stop, limit=cap):
