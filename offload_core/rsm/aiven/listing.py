@@ -31,6 +31,7 @@ from ..types import (
     TopicIdPartition,
     TopicPartition,
 )
+from .chunk_index import stored_size
 from .keys import ObjectKey, parse_key
 from .manifest import SegmentManifest, decode_manifest
 
@@ -116,6 +117,7 @@ def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
         except NotFoundError:
             continue  # deleted since the listing
         manifest = decode_manifest(raw, manifest_key.key)
+        _check_sizes(manifest, found["log"], found["indexes"])
         metadata = segment_metadata(manifest.remote_log_segment_metadata, manifest_key, manifest)
         listing.segments.setdefault(partition, []).append(AivenSegment(manifest_key, manifest, raw, metadata, size))
     for segments in listing.segments.values():
@@ -123,6 +125,20 @@ def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
     for leftovers in listing.leftovers.values():
         leftovers.sort(key=lambda left: (left.key.start_offset, left.key.segment_id))
     return listing
+
+
+def _check_sizes(manifest: SegmentManifest, log: tuple[ObjectKey, int], indexes: tuple[ObjectKey, int]) -> None:
+    """:class:`FormatError` naming the object whose size is not what the
+    manifest's chunk index (``.log``) or index places (``.indexes``) add up to."""
+    expected = stored_size(manifest.chunk_index, log[0].key)
+    if log[1] != expected:
+        raise FormatError(f"{log[0].key!r} is {log[1]} bytes but its manifest's chunk index adds up to {expected}: "
+                          "the object was cut, grown or replaced")  # fmt: skip
+    places = [place for place in manifest.indexes.values() if place is not None]
+    end = max((place.position + place.size for place in places), default=0)
+    if indexes[1] != end:
+        raise FormatError(f"{indexes[0].key!r} is {indexes[1]} bytes but its manifest places indexes up to byte "
+                          f"{end}: the object was cut, grown or replaced")  # fmt: skip
 
 
 def segment_metadata(fields: Any, key: ObjectKey, manifest: SegmentManifest) -> RemoteLogSegmentMetadata:
