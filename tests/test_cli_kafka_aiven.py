@@ -143,3 +143,12 @@ def test_an_encrypted_run_reads_from_s3_configured_by_the_brokers_properties(
     _same_as_ours(ours, *store)
     fetched = offload("fetch-index", *store, TP, "0", "--type", "offset", binary=True)
     assert fetched.stdout == RUNS[2].input_bytes("offset_index")
+
+
+def test_our_layout_reads_from_a_brokers_properties_too(tmp_path: Path, ours: dict[str, str]) -> None:
+    root = tmp_path / "ours"
+    url = f"file://{root / 'store'}"
+    assert offload("copy", str(fixture_partition(CASE, root, TOPIC_ID)), url, "--all", "--prefix", "k/").returncode == 0
+    config = tmp_path / "server.properties"
+    config.write_text(f"broker.id=1\nrsm.config.storage.url={url}\nrsm.config.key.prefix=k/\n")
+    assert offload("read", "--config", str(config), TP, "--offset", "0", "--json").stdout == ours["read"]
