@@ -16,14 +16,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import CopyCancelledError, FormatError, OffloadError
+from ..errors import ConfigError, CopyCancelledError, FormatError, OffloadError, StateError
 from ..formats import kafka
 from ..storage import StorageDriver
 from .batch_scan import BatchScanner, IndexEntryBuilder, LogSummary
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, encode_manifest, partition_prefix, segment_key
-from .types import IndexType, LogSegmentData, RemoteLogSegmentMetadata, RemoteLogSegmentState
+from .types import (
+    IndexType,
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
 
-__all__ = ["scan_log_file", "upload_segment"]
+__all__ = ["new_segment_metadata", "scan_log_file", "upload_segment"]
 
 
 def scan_log_file(path: Path, base_offset: int, *, limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT) -> LogSummary:
@@ -50,6 +57,56 @@ def scan_log_file(path: Path, base_offset: int, *, limit: int = kafka.DEFAULT_DE
             summary.add(header)
             position += header.size_in_bytes
     return summary
+
+
+def new_segment_metadata(
+    topic_id_partition: TopicIdPartition,
+    segment: LogSegmentData,
+    *,
+    next_offset: int | None,
+    broker_id: int,
+    event_timestamp_ms: int,
+    limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
+) -> RemoteLogSegmentMetadata:
+    """The metadata of a new copy (a fresh segment id) of one rolled
+    segment, from its batch headers (:func:`scan_log_file`): its end offset
+    is ``next_offset - 1``, as Kafka's RemoteLogManager gives it (without
+    it, the last batch's offset; that one if it is later). Raises
+    :class:`ConfigError` for a file not named as Kafka names segments,
+    :class:`StateError` for one without records and what
+    :func:`scan_log_file` raises."""
+    name = segment.log_segment.name
+    if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
+        raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
+    base = int(name[:20])
+    summary = scan_log_file(segment.log_segment, base, limit=limit)
+    if summary.batch_count == 0:
+        raise StateError(f"{segment.log_segment} holds no records: an empty segment has nothing to tier")
+    end = summary.last_offset if next_offset is None else max(summary.last_offset, next_offset - 1)
+    epochs = _segment_epochs(summary.leader_epochs, segment.leader_epoch_index, base, end)
+    return RemoteLogSegmentMetadata(
+        RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=end,
+        max_timestamp_ms=summary.max_timestamp, broker_id=broker_id, event_timestamp_ms=event_timestamp_ms,
+        segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=epochs,
+    )  # fmt: skip
+
+
+def _segment_epochs(carried: dict[int, int], checkpoint: bytes, base: int, end: int) -> dict[int, int]:
+    """The segment's leader epochs (epoch -> first offset). Batches older
+    than KIP-101 (magic 0/1, or epoch -1) carry none: their offsets take the
+    checkpoint's, as Kafka's RemoteLogManager takes a segment's epochs from
+    its leader-epoch cache; a segment of such batches followed by newer
+    ones (a topic upgraded mid-segment) needs both, or its first offsets
+    belong to no epoch and are never served."""
+    first_carried = min(carried.values(), default=end + 1)
+    if first_carried <= base:
+        return dict(carried)
+    epochs = dict(carried)
+    for epoch, offset in kafka.epochs_in_range(kafka.decode_leader_epochs(checkpoint), base, first_carried):
+        epochs[epoch] = min(offset, epochs.get(epoch, offset))
+    if min(epochs.values(), default=base) > base:  # the checkpoint has nothing before: the first epoch begins at base
+        epochs[min(epochs, key=lambda e: epochs[e])] = base
+    return epochs
 
 
 def _log_parts(

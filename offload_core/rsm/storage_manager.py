@@ -9,17 +9,16 @@ verbs; without one, the store's manifests are the only record.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ..errors import ConfigError, InvalidRangeError, StateError
+from ..errors import InvalidRangeError
 from ..formats import kafka
 from .epoch_state import ServedRange
 from .layout import LOG_SUFFIX, segment_key
 from .remote_log import list_partition
-from .segment_copy import remove_attempt, scan_log_file
+from .segment_copy import new_segment_metadata, remove_attempt
 from .settings import DEFAULT_BUFFER_SIZE, DEFAULT_INDEX_ENTRY_BYTES
 from .shipped_verbs import ShippedRemoteStorageManager
 from .types import (
@@ -86,19 +85,9 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
     def _copy_held(
         self, topic_id_partition: TopicIdPartition, segment: LogSegmentData, next_offset: int | None
     ) -> list[RemoteLogIndexEntry]:
-        name = segment.log_segment.name
-        if len(name) != 24 or not name[:20].isdigit() or not name.endswith(".log"):
-            raise ConfigError(f"{segment.log_segment} is not a Kafka segment file (<20-digit base offset>.log)")
-        base = int(name[:20])
-        summary = scan_log_file(segment.log_segment, base, limit=self.max_decompressed_bytes)
-        if summary.batch_count == 0:
-            raise StateError(f"{segment.log_segment} holds no records: an empty segment has nothing to tier")
-        end = summary.last_offset if next_offset is None else max(summary.last_offset, next_offset - 1)
-        epochs = _segment_epochs(summary.leader_epochs, segment.leader_epoch_index, base, end)
-        metadata = RemoteLogSegmentMetadata(
-            RemoteLogSegmentId.generate(topic_id_partition), start_offset=base, end_offset=end,
-            max_timestamp_ms=summary.max_timestamp, broker_id=self.broker_id, event_timestamp_ms=self._now_ms(),
-            segment_size_in_bytes=os.path.getsize(segment.log_segment), segment_leader_epochs=epochs,
+        metadata = new_segment_metadata(
+            topic_id_partition, segment, next_offset=next_offset, broker_id=self.broker_id,
+            event_timestamp_ms=self._now_ms(), limit=self.max_decompressed_bytes,
         )  # fmt: skip
         if self.metadata_manager is not None:
             self.metadata_manager.add_remote_log_segment_metadata(metadata)
@@ -109,7 +98,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             self._move(metadata.segment_id, _STATE.DELETE_SEGMENT_FINISHED)
             raise
         self._move(metadata.segment_id, _STATE.COPY_SEGMENT_FINISHED)
-        for older in self._copies_of(topic_id_partition, base):
+        for older in self._copies_of(topic_id_partition, metadata.start_offset):
             if older.segment_id != metadata.segment_id:
                 self.delete_log_segment(older)
         return list(self._manifests[metadata.segment_id].index_entries)
@@ -259,21 +248,3 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
             return [s for s in recorded if s.start_offset == base]
         listing = list_partition(self.driver, self.prefix, topic_id_partition)
         return [m.metadata for m in listing.segments if m.metadata.start_offset == base]
-
-
-def _segment_epochs(carried: dict[int, int], checkpoint: bytes, base: int, end: int) -> dict[int, int]:
-    """The segment's leader epochs (epoch -> first offset). Batches older
-    than KIP-101 (magic 0/1, or epoch -1) carry none: their offsets take the
-    checkpoint's, as Kafka's RemoteLogManager takes a segment's epochs from
-    its leader-epoch cache; a segment of such batches followed by newer
-    ones (a topic upgraded mid-segment) needs both, or its first offsets
-    belong to no epoch and are never served."""
-    first_carried = min(carried.values(), default=end + 1)
-    if first_carried <= base:
-        return dict(carried)
-    epochs = dict(carried)
-    for epoch, offset in kafka.epochs_in_range(kafka.decode_leader_epochs(checkpoint), base, first_carried):
-        epochs[epoch] = min(offset, epochs.get(epoch, offset))
-    if min(epochs.values(), default=base) > base:  # the checkpoint has nothing before: the first epoch begins at base
-        epochs[min(epochs, key=lambda e: epochs[e])] = base
-    return epochs
