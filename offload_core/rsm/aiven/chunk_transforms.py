@@ -24,6 +24,8 @@ from ...errors import ConfigError, FormatError
 IV_SIZE = 12
 TAG_SIZE = 16
 DATA_KEY_SIZE = 32
+AAD_SIZE = 32
+"""The plugin draws its AAD as a second AES-256 key's bytes."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,32 @@ class ChunkTransform:
     compression: bool
     data_key: bytes | None = None
     aad: bytes = b""
+
+
+def _oaep(key: RSA.RsaKey) -> PKCS1_OAEP.PKCS1OAEP_Cipher:
+    # pycryptodomex's stubs give SHA3_512.new a signature their own hash protocols do not accept; it works at run time.
+    return PKCS1_OAEP.new(
+        key,
+        hashAlgo=SHA3_512,  # type: ignore[arg-type]
+        mgfunc=lambda seed, size: MGF1(seed, size, SHA3_512),  # type: ignore[arg-type]
+    )
+
+
+def wrap_data_key(data_key: bytes, public_key_pem: bytes, *, key_pair_id: str) -> bytes:
+    """``data_key`` wrapped for the public key of ``key_pair_id`` (OAEP draws
+    a fresh seed each time). Raises :class:`ConfigError` naming the key pair
+    when the PEM is not an RSA key or too small to wrap a data key."""
+    try:
+        public_key = RSA.import_key(public_key_pem).public_key()
+    except (ValueError, IndexError, TypeError):
+        raise ConfigError(f"public key of key pair {key_pair_id!r} is not an RSA public key PEM") from None
+    try:
+        return _oaep(public_key).encrypt(data_key)
+    except ValueError:
+        raise ConfigError(
+            f"public key of key pair {key_pair_id!r} is {public_key.size_in_bits()} bits, too small for "
+            "RSA-OAEP with SHA3-512 (give at least 2048 bits)"
+        ) from None
 
 
 def unwrap_data_key(wrapped: bytes, private_key_pem: bytes, *, key_pair_id: str, key: str) -> bytes:
@@ -47,14 +75,8 @@ def unwrap_data_key(wrapped: bytes, private_key_pem: bytes, *, key_pair_id: str,
         ) from None
     if not private_key.has_private():
         raise ConfigError(f"key of key pair {key_pair_id!r} (for {key!r}) is a public key; give its private key")
-    # pycryptodomex's stubs give SHA3_512.new a signature their own hash protocols do not accept; it works at run time.
-    cipher = PKCS1_OAEP.new(
-        private_key,
-        hashAlgo=SHA3_512,  # type: ignore[arg-type]
-        mgfunc=lambda seed, size: MGF1(seed, size, SHA3_512),  # type: ignore[arg-type]
-    )
     try:
-        data_key = cipher.decrypt(wrapped)
+        data_key = _oaep(private_key).decrypt(wrapped)
     except ValueError:
         raise ConfigError(
             f"the data key of {key!r} does not unwrap with the private key given for key pair {key_pair_id!r}: "
