@@ -30,7 +30,7 @@ from .types import (
     TopicIdPartition,
 )
 
-__all__ = ["new_segment_metadata", "scan_log_file", "upload_segment"]
+__all__ = ["checked_index_file", "checked_leader_epochs", "new_segment_metadata", "scan_log_file", "upload_segment"]
 
 
 def scan_log_file(path: Path, base_offset: int, *, limit: int = kafka.DEFAULT_DECOMPRESSED_LIMIT) -> LogSummary:
@@ -121,7 +121,9 @@ def _log_parts(
     scanner.finish()
 
 
-def _checked_file(path: Path, index_type: IndexType, base_offset: int) -> bytes:
+def checked_index_file(path: Path, index_type: IndexType, base_offset: int) -> bytes:
+    """The bytes of the index file ``path``, once they decode as
+    ``index_type``; :class:`FormatError` naming the file otherwise."""
     data = path.read_bytes()
     try:
         if index_type is IndexType.OFFSET:
@@ -172,16 +174,17 @@ def upload_segment(
         sizes = {LOG_SUFFIX: driver.write(segment_key(prefix, segment_id, base, LOG_SUFFIX), parts, metadata={}).size}
         _check_agrees(metadata, summary, sizes[LOG_SUFFIX], what)
         files: list[tuple[IndexType, bytes]] = [
-            (IndexType.OFFSET, _checked_file(data.offset_index, IndexType.OFFSET, base)),
-            (IndexType.TIMESTAMP, _checked_file(data.time_index, IndexType.TIMESTAMP, base)),
+            (IndexType.OFFSET, checked_index_file(data.offset_index, IndexType.OFFSET, base)),
+            (IndexType.TIMESTAMP, checked_index_file(data.time_index, IndexType.TIMESTAMP, base)),
             (
                 IndexType.PRODUCER_SNAPSHOT,
-                _checked_file(data.producer_snapshot_index, IndexType.PRODUCER_SNAPSHOT, base),
+                checked_index_file(data.producer_snapshot_index, IndexType.PRODUCER_SNAPSHOT, base),
             ),  # fmt: skip
-            (IndexType.LEADER_EPOCH, _checked_epochs(data.leader_epoch_index, what)),
+            (IndexType.LEADER_EPOCH, checked_leader_epochs(data.leader_epoch_index, what)),
         ]
         if data.transaction_index is not None:
-            files.append((IndexType.TRANSACTION, _checked_file(data.transaction_index, IndexType.TRANSACTION, base)))
+            txn = checked_index_file(data.transaction_index, IndexType.TRANSACTION, base)
+            files.append((IndexType.TRANSACTION, txn))
         for index_type, content in files:
             if cancelled():
                 raise CopyCancelledError(f"copy of {what} was cancelled; its partial objects are removed")
@@ -200,7 +203,9 @@ def upload_segment(
         raise
 
 
-def _checked_epochs(data: bytes, what: str) -> bytes:
+def checked_leader_epochs(data: bytes, what: str) -> bytes:
+    """``data``, once it decodes as a leader-epoch checkpoint;
+    :class:`FormatError` naming ``what`` otherwise."""
     try:
         kafka.decode_leader_epochs(data)
     except FormatError as exc:
