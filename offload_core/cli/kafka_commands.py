@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,9 +18,12 @@ from ..rsm import RemoteLogMetadataManager, RemoteStorageManager, list_partition
 from ..rsm.partition_dir import undecided_transaction
 from .kafka_cleanup_command import cleanup
 from .kafka_read_commands import fetch_index, list_segments, offsets, read
-from .kafka_source import decompressed_option, metadata_option
+from .kafka_source import AIVEN, OURS, decompressed_option, metadata_option
 from .ledger_commands import sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
+
+if TYPE_CHECKING:
+    from ..rsm.aiven.segment_writer import AivenWriteSettings
 
 copy_prefix_option = click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
 
@@ -51,10 +54,16 @@ def _manager(
 @copy_prefix_option
 @metadata_option
 @decompressed_option
+@click.option("--layout", type=click.Choice([OURS, AIVEN]), default=OURS, show_default=True,
+              help="Object layout: ours, or Aiven's tiered-storage plugin's (needs --config).")  # fmt: skip
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With --layout aiven: the broker's properties file, whose rsm.config.* keys say how the "
+                   "plugin writes segments (chunk size, compression, encryption, key prefix).")  # fmt: skip
 @driver_options
 @metrics_port_option
 def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | None, prefix: str,
-         metadata_path: Path | None, max_decompressed_bytes: int, options: tuple[str, ...]) -> None:  # fmt: skip
+         metadata_path: Path | None, max_decompressed_bytes: int, layout: str, config_path: Path | None,
+         options: tuple[str, ...]) -> None:  # fmt: skip
     """Tier the rolled segments of a Kafka partition directory to URL, under
     the topic's id (from --topic-id, else from the directory's
     partition.metadata, as Kafka writes it).
@@ -62,7 +71,12 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
     Segments already copied (same offsets and size) are skipped, so a re-run
     copies only what is new; so are empty ones (an empty active segment
     right after a roll), which hold nothing to tier. It first removes the
-    temporary files of a killed run (see `offload ledgers sweep`)."""
+    temporary files of a killed run (see `offload ledgers sweep`).
+
+    With --layout aiven the segments are written as Aiven's plugin writes
+    them, configured by --config (its key.prefix replaces --prefix; no
+    --metadata: the broker's metadata topic holds those states)."""
+    aiven_settings = _aiven_copy_settings(layout, config_path, prefix, metadata_path)
     topic_partition, segments = read_partition_dir(partition_dir, topic_id)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
@@ -76,6 +90,12 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                    f"snapshot of {partition_dir}, so {stable} is the last stable offset the directory proves and "
                    "nothing from there is tiered (as Kafka); copy again once its marker is in a rolled segment",
                    err=True)  # fmt: skip
+    if aiven_settings is not None:
+        from .aiven_copy import copy_to_aiven
+
+        copy_to_aiven(chosen, topic_partition, url, aiven_settings, options=options,
+                      max_decompressed_bytes=max_decompressed_bytes, skipped_active=bool(skipped_active))  # fmt: skip
+        return
     with open_driver(url, **parse_driver_options(options)) as driver:
         sweep_before_rerun(driver)
         rsm = _manager(driver, prefix, metadata_path, max_decompressed_bytes)
@@ -103,6 +123,21 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                f"{len(chosen) - copied - empty} already there"
                + (f", {empty} empty segment(s) skipped" if empty else "")
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
+
+
+def _aiven_copy_settings(
+    layout: str, config_path: Path | None, prefix: str, metadata_path: Path | None
+) -> AivenWriteSettings | None:
+    if layout != AIVEN:
+        if config_path is not None:
+            raise click.UsageError("--config is for --layout aiven")
+        return None  # the Aiven modules (and their crypto) load only for --layout aiven
+    if config_path is None or prefix or metadata_path is not None:
+        raise click.UsageError("--layout aiven takes --config FILE (the broker's properties), and neither --prefix "
+                               "(its rsm.config.key.prefix is the prefix) nor --metadata")  # fmt: skip
+    from .aiven_copy import aiven_write_settings_from_properties
+
+    return aiven_write_settings_from_properties(config_path)
 
 
 for _verb in (list_segments, read, offsets, fetch_index, cleanup):

@@ -46,21 +46,27 @@ def _oaep(key: RSA.RsaKey) -> PKCS1_OAEP.PKCS1OAEP_Cipher:
     )
 
 
-def wrap_data_key(data_key: bytes, public_key_pem: bytes, *, key_pair_id: str) -> bytes:
-    """``data_key`` wrapped for the public key of ``key_pair_id`` (OAEP draws
-    a fresh seed each time). Raises :class:`ConfigError` naming the key pair
-    when the PEM is not an RSA key or too small to wrap a data key."""
+def import_public_key(public_key_pem: bytes, *, key_pair_id: str) -> RSA.RsaKey:
+    """The RSA public key in ``public_key_pem`` (a private key gives its
+    public part). Raises :class:`ConfigError` naming the key pair when the
+    PEM is not an RSA key or too small to wrap a data key with OAEP and
+    SHA3-512."""
     try:
         public_key = RSA.import_key(public_key_pem).public_key()
     except (ValueError, IndexError, TypeError):
         raise ConfigError(f"public key of key pair {key_pair_id!r} is not an RSA public key PEM") from None
-    try:
-        return _oaep(public_key).encrypt(data_key)
-    except ValueError:
+    if public_key.size_in_bytes() < 2 * SHA3_512.digest_size + 2 + DATA_KEY_SIZE:
         raise ConfigError(
             f"public key of key pair {key_pair_id!r} is {public_key.size_in_bits()} bits, too small for "
             "RSA-OAEP with SHA3-512 (give at least 2048 bits)"
-        ) from None
+        )
+    return public_key
+
+
+def wrap_data_key(data_key: bytes, public_key_pem: bytes, *, key_pair_id: str) -> bytes:
+    """``data_key`` wrapped for the public key of ``key_pair_id`` (OAEP draws
+    a fresh seed each time); raises as :func:`import_public_key`."""
+    return _oaep(import_public_key(public_key_pem, key_pair_id=key_pair_id)).encrypt(data_key)
 
 
 def unwrap_data_key(wrapped: bytes, private_key_pem: bytes, *, key_pair_id: str, key: str) -> bytes:

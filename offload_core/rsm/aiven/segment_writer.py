@@ -20,7 +20,16 @@ from Cryptodome.Random import get_random_bytes
 from ...errors import ConfigError, StateError
 from ..types import RemoteLogSegmentMetadata
 from .chunk_index import ChunkIndex, FixedChunkIndex, VariableChunkIndex
-from .chunk_transforms import AAD_SIZE, DATA_KEY_SIZE, IV_SIZE, TAG_SIZE, ChunkTransform, encode_chunk, wrap_data_key
+from .chunk_transforms import (
+    AAD_SIZE,
+    DATA_KEY_SIZE,
+    IV_SIZE,
+    TAG_SIZE,
+    ChunkTransform,
+    encode_chunk,
+    import_public_key,
+    wrap_data_key,
+)
 from .custom_metadata import CustomMetadataField
 from .keys import ObjectKey, Suffix
 from .manifest import Encryption, IndexKind, IndexPlace, SegmentManifest
@@ -35,10 +44,14 @@ MAX_CHUNK_SIZE = (2**31 - 1) // 2
 @dataclass(frozen=True)
 class EncryptionKeyPair:
     """The key pair new segments are encrypted for: its id (recorded in the
-    manifest) and its public key PEM."""
+    manifest) and its public key PEM. Raises :class:`ConfigError` naming
+    the pair for a PEM that cannot wrap data keys."""
 
     key_pair_id: str
     public_key_pem: bytes
+
+    def __post_init__(self) -> None:
+        import_public_key(self.public_key_pem, key_pair_id=self.key_pair_id)
 
 
 @dataclass(frozen=True)
