@@ -24,6 +24,8 @@ from .options import parse_driver_options
 
 _RSM_PREFIX_KEY = "remote.log.storage.manager.impl.prefix"
 _SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 def aiven_write_settings_from_properties(path: Path) -> AivenWriteSettings:
@@ -157,6 +159,10 @@ def _split_entry(line: str) -> tuple[str, str]:
 
 
 def _unescape(text: str) -> str:
-    escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5 and m[1][0] == "u"
-                  else escapes.get(m[1], m[1]), text)  # fmt: skip
+    def one(found: re.Match[str]) -> str:
+        escaped = found[1]
+        if len(escaped) == 5:
+            return chr(int(escaped[1:], 16))
+        return _ESCAPES.get(escaped, escaped)
+
+    return _ESCAPE.sub(one, text)
