@@ -48,7 +48,7 @@ SCHEMA = StructType(
 )
 
 
-#: Exactly the schema of Spark's own Kafka source (with ``includeHeaders``).
+#: Exactly the schema of Spark's own Kafka source with ``includeHeaders=true``.
 KAFKA_SCHEMA = StructType(
     [
         StructField("key", BinaryType()),
@@ -114,9 +114,9 @@ class KafkaRemoteDataSource(DataSource):
 
     def schema(self) -> StructType:
         _reader_module("kafka_remote")
-        if str(self.options.get("includeHeaders", "true")).lower() == "false":
-            return StructType(KAFKA_SCHEMA.fields[:-1])
-        return KAFKA_SCHEMA
+        if str(self.options.get("includeHeaders", "false")).lower() == "true":
+            return KAFKA_SCHEMA
+        return StructType(KAFKA_SCHEMA.fields[:-1])  # Spark's default: no headers column
 
     def reader(self, schema: Any) -> Any:
         return _reader_module("kafka_remote").make_reader(self.options, schema)
