@@ -103,6 +103,9 @@ class PulsarOffloadDataSource(DataSource):
         # the columns is column pruning, so only those are built.
         return _reader_module().make_reader(self.options, schema)
 
+    def streamReader(self, schema: Any) -> Any:
+        return _reader_module("streaming_pulsar").make_stream_reader(self.options, schema)
+
 
 class KafkaRemoteDataSource(DataSource):
     """Registered as ``kafka-remote``: Kafka segments tiered by offload-core,
@@ -120,3 +123,6 @@ class KafkaRemoteDataSource(DataSource):
 
     def reader(self, schema: Any) -> Any:
         return _reader_module("kafka_remote").make_reader(self.options, schema)
+
+    def streamReader(self, schema: Any) -> Any:
+        return _reader_module("streaming_kafka").make_stream_reader(self.options, schema)
