@@ -107,7 +107,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
     log's end when the query starts) and refuses ending positions, as
     Spark's Kafka source does."""
     lowered = {str(name).lower(): str(value) for name, value in options.items()}
-    _check_names(lowered)
+    _check_names(lowered, streaming)
     url = lowered.get("url") or lowered.get("path")
     if not url:
         raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)')
@@ -120,11 +120,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
     strategy = lowered.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise ConfigError(f"startingOffsetsByTimestampStrategy={strategy!r}: use error or latest")
-    ending_given = [n for n in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp") if n in lowered]
+    ending_given = [n for n in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp") if n.lower() in lowered]
     if streaming and ending_given:
         raise ConfigError(f"kafka-remote: {ending_given[0]} is for batch reads only (as in Spark's Kafka source)")
-    if not streaming and "maxoffsetspertrigger" in lowered:
-        raise ConfigError("kafka-remote: maxOffsetsPerTrigger is for streaming reads only (spark.readStream)")
     driver = tuple(sorted((str(k)[len("driver.") :], str(v)) for k, v in options.items()
                           if str(k).lower().startswith("driver.")))  # fmt: skip
     return KafkaReadOptions(
@@ -143,12 +141,13 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
         max_records_per_partition=_optional_positive(lowered, "maxRecordsPerPartition"),
         include_headers=_boolean(lowered, "includeHeaders", False),
         starting_timestamp_fallback_latest=strategy == "latest",
-        max_offsets_per_trigger=_optional_positive(lowered, "maxOffsetsPerTrigger"),
+        max_offsets_per_trigger=_optional_positive(lowered, "maxOffsetsPerTrigger") if streaming else None,
     )
 
 
-def _check_names(lowered: Mapping[str, str]) -> None:
-    ignored = sorted(n for n in lowered if n in _MEANINGLESS or (n.startswith("kafka.") and n not in _SPARKS))
+def _check_names(lowered: Mapping[str, str], streaming: bool) -> None:
+    meaningless = _MEANINGLESS if streaming else _MEANINGLESS | {"maxoffsetspertrigger"}  # as Spark's batch reads
+    ignored = sorted(n for n in lowered if n in meaningless or (n.startswith("kafka.") and n not in _SPARKS))
     known = _OURS | _SPARKS | set(ignored)
     unknown = sorted(n for n in lowered if n not in known and not n.startswith("driver."))
     if unknown:
