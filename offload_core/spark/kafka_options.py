@@ -103,9 +103,9 @@ class KafkaReadOptions:
 
 def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> KafkaReadOptions:
     """The source's options, checked; :class:`ConfigError` naming a bad or
-    unknown one. ``streaming`` allows ``startingOffsets=latest`` (from the
-    log's end when the query starts) and refuses ending positions, as
-    Spark's Kafka source does."""
+    unknown one. ``streaming`` makes ``startingOffsets=latest`` (the log's
+    end when the query starts) allowed and the default, and refuses ending
+    positions, as Spark's Kafka source does."""
     lowered = {str(name).lower(): str(value) for name, value in options.items()}
     _check_names(lowered, streaming)
     url = lowered.get("url") or lowered.get("path")
@@ -208,7 +208,8 @@ def _bound(lowered: Mapping[str, str], side: str, streaming: bool) -> OffsetBoun
         return OffsetBound("timestamps", _per_partition(lowered[f"{side}offsetsbytimestamp"],
                                                         f"{side}OffsetsByTimestamp", 1_700_000_000_000))  # fmt: skip
     name = f"{side}Offsets"
-    text = lowered.get(name.lower(), "earliest" if side == "starting" else "latest").strip()
+    # Spark's defaults: a batch read starts at earliest, a streaming one at latest.
+    text = lowered.get(name.lower(), "earliest" if side == "starting" and not streaming else "latest").strip()
     if text in ("earliest", "latest"):
         if not streaming and (side, text) == ("starting", "latest"):
             raise ConfigError("startingOffsets=latest reads nothing in a batch read: use earliest or JSON offsets")

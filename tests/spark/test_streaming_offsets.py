@@ -47,6 +47,8 @@ def test_kafka_starting_latest_and_available_now(tiered: tuple[str, Any]) -> Non
                           KAFKA_SCHEMA)  # fmt: skip
     start = reader.initialOffset()
     assert start == {"store": url, "prefix": "tiered", "offsets": {"orders": {"0": 20}}}
+    # Spark's default for a streaming read.
+    assert kafka_stream({"url": url, "prefix": "tiered", "subscribe": "orders"}, KAFKA_SCHEMA).initialOffset() == start
     assert reader.latestOffset(start, ReadAllAvailable()) == start  # nothing new: Spark runs no micro-batch
     tier(1)
     reader.prepareForTriggerAvailableNow()
@@ -60,8 +62,8 @@ def test_kafka_starting_latest_and_available_now(tiered: tuple[str, Any]) -> Non
 def test_kafka_max_offsets_per_trigger(tiered: tuple[str, Any]) -> None:
     url, tier = tiered
     tier(1)
-    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders", "maxOffsetsPerTrigger": "15"},
-                          KAFKA_SCHEMA)  # fmt: skip
+    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders", "maxOffsetsPerTrigger": "15",
+                           "startingOffsets": "earliest"}, KAFKA_SCHEMA)  # fmt: skip
     assert reader.getDefaultReadLimit() == ReadMaxRows(15)
     start = reader.initialOffset()
     ends = []

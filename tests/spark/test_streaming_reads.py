@@ -40,7 +40,7 @@ def test_kafka_remote_stream_reads_each_tiered_offset_once(spark: Any, tmp_path:
             rsm.copy_log_segment(tp, segments[number].data)
 
     frame = (spark.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
-             .option("maxOffsetsPerTrigger", "25").load())  # fmt: skip
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "25").load())  # fmt: skip
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     tier("orders-0", 0)
     assert run_until_caught_up(frame, out, checkpoint) == [20]
