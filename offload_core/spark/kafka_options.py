@@ -83,6 +83,8 @@ class OffsetBound:
 
 @dataclass(frozen=True)
 class KafkaReadOptions:
+    """A ``kafka-remote`` read's options, checked (see :func:`parse_options`)."""
+
     url: str
     prefix: str
     selection: TopicSelection
@@ -231,9 +233,8 @@ def _per_partition(text: str, name: str, example: int) -> dict[str, dict[int, in
         parsed: Any = json.loads(text)
         return {str(topic): {int(p): int(o) for p, o in parts.items()} for topic, parts in parsed.items()}
     except (ValueError, AttributeError, TypeError):
-        raise ConfigError(f'{name}={text!r} is not earliest, latest or JSON like {{"orders": {{"0": {example}}}}}'
-                          if name.endswith("Offsets") else
-                          f'{name}={text!r} is not JSON like {{"orders": {{"0": {example}}}}}') from None  # fmt: skip
+        forms = "earliest, latest or " if name.endswith("Offsets") else ""
+        raise ConfigError(f'{name}={text!r} is not {forms}JSON like {{"orders": {{"0": {example}}}}}') from None
 
 
 def _boolean(lowered: Mapping[str, str], name: str, default: bool) -> bool:
