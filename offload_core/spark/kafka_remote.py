@@ -5,41 +5,39 @@ offload-core, as a DataFrame with the schema of Spark's own Kafka source
 runs unchanged on the tiered copy. No broker, no metadata manager: the
 store's segment manifests are listed on the driver.
 
-Options:
+Options (parsed in :mod:`offload_core.spark.kafka_options`): ``url`` (or
+``.load(URL)``) and ``prefix`` name the store; the topics are Spark's
+``subscribe``, ``subscribePattern`` or ``assign`` (or our ``topic``),
+narrowed by ``partitions`` and ``topicId`` (needed when a topic name has
+several ids in the store, a topic deleted and recreated); Spark's
+``startingOffsets`` / ``endingOffsets`` (``earliest`` / ``latest`` or JSON,
+-2 earliest, -1 latest; the end is exclusive), ``startingTimestamp`` /
+``endingTimestamp`` and ``startingOffsetsByTimestamp`` /
+``endingOffsetsByTimestamp`` (the first offset whose record's timestamp is
+at or after it, found through the segments' time indexes);
+``kafka.isolation.level`` ``read_committed`` reads as a Kafka
+read_committed fetch (records of aborted transactions dropped, as the
+``.txnindex`` of a range's segment and the ones after it name them, and
+nothing read from the last stable offset on, which the last segment's
+producer snapshot names), as the CLI's :class:`RemoteLogReader` reads;
+control records are never rows, as in Spark. ``failOnDataLoss`` (default
+true): an object gone between planning and reading, or a starting offset
+retention removed, fails the query naming it; false skips it with a
+logged line. ``minPartitions`` and ``maxRecordsPerPartition`` split the
+read further; ``includeHeaders`` (default false, as in Spark) adds the
+``headers`` column. ``bytesPerPartition`` (default 128 MiB): one Spark
+partition per remote segment, or per run of its index entries of about
+this many bytes; ``maxDecompressedBytes`` (default 256 MiB): the most a
+compressed batch (or a magic 0/1 wrapper) may expand to before it is
+refused as damaged or hostile; ``driver.<name>``: storage-driver options.
 
-- ``url`` (or ``.load(URL)``): the store; ``prefix``: the key prefix;
-- ``topic``, or Spark's ``subscribe`` (comma-separated topics);
-- ``topicId``: comma-separated topic ids (Kafka Uuids; ``unknown`` for
-  segments copied before topic ids were kept): only partitions of these
-  are read. Needed when a topic name has several ids in the store (a
-  topic deleted and recreated): without it, that is an error naming them;
-- ``partitions``: comma-separated partition numbers (default: all);
-- ``startingOffsets`` / ``endingOffsets``: ``earliest`` / ``latest`` (the
-  defaults) or Spark's JSON, ``{"orders": {"0": 42, "1": -2}}`` (-2
-  earliest, -1 latest); the ending offset is exclusive, as in Spark;
-- ``kafka.isolation.level``: ``read_uncommitted`` (default) or
-  ``read_committed``: as Kafka fetches, records of aborted transactions
-  are dropped (the ``.txnindex`` of a range's segment and the ones after
-  it), and nothing is read from the last stable offset on, where a
-  transaction whose marker is not in the remote log begins (the last
-  segment's producer snapshot names it), both read as the CLI's
-  :class:`RemoteLogReader` reads them (an object that is not the size its
-  manifest recorded fails the read, naming it); control records are never
-  rows, as in Spark;
-- ``includeHeaders``: ``true`` (default) or ``false`` (drops the column);
-- ``bytesPerPartition`` (default 128 MiB): one Spark partition per remote
-  segment, or per run of its index entries of about this many bytes;
-- ``maxDecompressedBytes`` (default 256 MiB): the most a compressed batch
-  (or a magic 0/1 wrapper) may expand to before it is refused as damaged
-  or hostile;
-- ``driver.<name>``: storage-driver options;
-- ``layout``: ``ours`` (default: what ``offload kafka copy`` writes) or
-  ``aiven``: segments Aiven's tiered-storage plugin wrote, with ``config``
-  (the broker's properties file: its ``rsm.config.*`` keys give the store,
-  the key prefix and the key pairs, and ``url`` may be left out) and any
-  ``rsm.config.*`` key as an option of its own (replacing the file's).
-  Partitions are planned from each segment's decoded offset index; each
-  reads the chunks holding its bytes.
+``layout``: ``ours`` (default: what ``offload kafka copy`` writes) or
+``aiven``: segments Aiven's tiered-storage plugin wrote, with ``config``
+(the broker's properties file: its ``rsm.config.*`` keys give the store,
+the key prefix and the key pairs, and ``url`` may be left out) and any
+``rsm.config.*`` key as an option of its own (replacing the file's).
+Partitions are planned from each segment's decoded offset index; each
+reads the chunks holding its bytes.
 
 A schema given with ``.schema(...)`` may name a subset of the columns
 (column pruning).
@@ -48,35 +46,34 @@ A schema given with ``.schema(...)`` may name a subset of the columns
 from __future__ import annotations
 
 import io
-import json
+import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFoundError
 from ..formats import kafka
 from ..plugins import open_driver
-from ..rsm.aiven.config import AivenConfig
 from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
 from ..rsm.log_batches import read_batches
 from ..rsm.log_reader import RemoteLogReader
-from ..rsm.remote_log import list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
-from ..rsm.types import RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition
-from .kafka_remote_aiven import AivenSegmentSpec, aiven_config, aiven_stream, planned_ranges, segment_spec
-from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
+from ..rsm.types import RemoteLogSegmentMetadata
+from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
+from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
+from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
 from .source import KAFKA_SCHEMA
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EARLIEST, _LATEST = -2, -1
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ class SegmentRangePartition(InputPartition):
     ``[first, end)`` to keep from them."""
 
     url: str
-    driver_options: tuple[tuple[str, Any], ...]
+    driver_options: tuple[tuple[str, str], ...]
     log_key: str
     topic: str
     partition: int
@@ -95,126 +92,61 @@ class SegmentRangePartition(InputPartition):
     end: int
     aborted: tuple[kafka.AbortedTxn, ...] = ()
     max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
+    fail_on_data_loss: bool = True
     aiven: AivenSegmentSpec | None = None
 
 
-@dataclass(frozen=True)
-class KafkaReadOptions:
-    url: str
-    prefix: str
-    topics: tuple[str, ...]
-    topic_ids: frozenset[str] | None
-    partitions: frozenset[int] | None
-    starting: Mapping[str, Mapping[int, int]] | None
-    ending: Mapping[str, Mapping[int, int]] | None
-    read_committed: bool
-    bytes_per_partition: int
-    driver_options: tuple[tuple[str, Any], ...]
-    max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
-    aiven: AivenConfig | None = None
+_Piece = tuple[RemoteLogReader, RemoteLogSegmentMetadata, int, int, list[kafka.AbortedTxn]]
 
 
-def _offsets(options: Mapping[str, str], name: str) -> Mapping[str, Mapping[int, int]] | None:
-    text = options.get(name, "earliest" if name == "startingOffsets" else "latest").strip()
-    if text in ("earliest", "latest"):
-        if (name, text) == ("startingOffsets", "latest"):
-            raise ConfigError("startingOffsets=latest reads nothing from a tiered copy: use earliest or JSON offsets")
-        return None
-    try:
-        parsed = json.loads(text)
-        return {str(topic): {int(p): int(o) for p, o in parts.items()} for topic, parts in parsed.items()}
-    except (ValueError, AttributeError, TypeError):
-        raise ConfigError(f'{name}={text!r} is not earliest, latest or JSON like {{"orders": {{"0": 42}}}}') from None
-
-
-def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
-    """The source's options, checked; :class:`ConfigError` naming a bad one."""
-    layout = options.get("layout", "ours")
-    if layout not in ("ours", "aiven"):
-        raise ConfigError(f"layout={layout!r}: use ours (offload kafka copy's objects) or aiven (Aiven's plugin's)")
-    config = aiven_config(options) if layout == "aiven" else None
-    url = options.get("url") or options.get("path") or (config.url if config is not None else None)
-    if not url:
-        raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)'
-                          + (' or, with layout aiven, .option("config", "server.properties")' if layout == "aiven"
-                             else ""))  # fmt: skip
-    topics = tuple(t.strip() for t in (options.get("topic") or options.get("subscribe") or "").split(",") if t.strip())
-    if not topics:
-        raise ConfigError('kafka-remote needs .option("topic", NAME) (or "subscribe", comma-separated topics)')
-    for topic in topics:
-        TopicPartition(topic, 0)
-    topic_ids = None
-    if options.get("topicId"):
-        topic_ids = frozenset(parse_topic_id(t.strip()) for t in options["topicId"].split(",") if t.strip())
-    partitions = None
-    if options.get("partitions"):
-        try:
-            partitions = frozenset(int(p) for p in options["partitions"].split(","))
-        except ValueError:
-            raise ConfigError(f"partitions={options['partitions']!r} is not comma-separated numbers") from None
-    isolation = options.get("kafka.isolation.level", "read_uncommitted")
-    if isolation not in ("read_uncommitted", "read_committed"):
-        raise ConfigError(f"kafka.isolation.level={isolation!r}: use read_uncommitted or read_committed")
-    try:
-        per_partition = int(options.get("bytesPerPartition", DEFAULT_BYTES_PER_PARTITION))
-    except ValueError:
-        raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
-    given = {k[len("driver.") :]: v for k, v in options.items() if k.startswith("driver.")}
-    from_config = config.driver_options if config is not None and not options.get("url") else {}
-    driver = tuple(sorted({**from_config, **given}.items()))
-    prefix = options.get("prefix", config.key_prefix if config is not None else "")
-    starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
-    cap = positive_option(options, "maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT, source="kafka-remote")
-    if layout == "aiven" and config is None:
-        config = AivenConfig(str(url))  # a URL alone: an unencrypted store, no key pairs
-    return KafkaReadOptions(str(url), prefix, topics, topic_ids, partitions, starting, ending,
-                            isolation == "read_committed", max(per_partition, 1), driver, cap, config)  # fmt: skip
-
-
-def plan_partitions(options: Mapping[str, str] | KafkaReadOptions) -> list[SegmentRangePartition]:
-    """One partition per remote segment, or per run of its index entries."""
+def plan_partitions(
+    options: Mapping[str, str] | KafkaReadOptions, *, ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None
+) -> list[SegmentRangePartition]:
+    """One partition per remote segment, or per run of its index entries;
+    more for ``minPartitions`` and ``maxRecordsPerPartition``. With
+    ``ranges`` (a streaming micro-batch: ``[first, end)`` by topic and
+    partition, ``first`` -2 for the log's start), exactly those offsets
+    of the partitions named, else those
+    the starting and ending options name. Raises :class:`ConfigError` for
+    bad options, :class:`NotFoundError` for offsets lost with
+    ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
-    planned: list[SegmentRangePartition] = []
+    pieces: list[_Piece] = []
     driver_options: dict[str, Any] = dict(parsed.driver_options)
     with open_driver(parsed.url, **driver_options) as driver:
-        aiven = None
-        if parsed.aiven is not None:
-            aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys)
-        listed = aiven.listing.partitions() if aiven is not None else list_partitions(driver, parsed.prefix)
-        for tp in listed:
-            if tp.topic not in parsed.topics or (
-                parsed.partitions is not None and tp.partition not in parsed.partitions
-            ):
+        for reader in selected_logs(parsed, driver):
+            tp = reader.topic_id_partition
+            if ranges is None:
+                first, end = starting_offset(parsed, reader), ending_offset(parsed, reader)
+            elif (tp.topic, tp.partition) in ranges:
+                first, end = ranges[tp.topic, tp.partition]
+                # EARLIEST: a partition the query had not seen before this micro-batch.
+                first = reader.log_start_offset or 0 if first == EARLIEST else checked_start(parsed, reader, first)
+            else:
                 continue
-            if parsed.topic_ids is None:
-                # One incarnation a name, or an error naming its topic ids.
-                one_topic_id(listed, tp.topic_partition, '.option("topicId", ID)')
-            elif tp.topic_id not in parsed.topic_ids:
-                continue
-            # The CLI's reader: where copies overlap, each offset is read from
-            # the one segment serving it; read_committed reads the producer
-            # snapshot and .txnindex objects through fetch_index's size check.
-            reader = RemoteLogReader(aiven if aiven is not None else RemoteStorageManager(driver, prefix=parsed.prefix),
-                                     tp)  # fmt: skip
-            first = _bound(parsed.starting, tp, _EARLIEST, 0)
-            end = _bound(parsed.ending, tp, _LATEST, 2**63 - 1)
             stable = reader.last_stable_offset if parsed.read_committed else None
             end = end if stable is None else min(end, stable)
             for span in reader.ranges:
-                aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                bounds = max(first, span.first), min(end, span.last + 1)
-                if aiven is not None:
-                    planned += _aiven_partitions(parsed, aiven, span.segment, *bounds, aborted)
-                elif isinstance(reader.rsm, RemoteStorageManager):
-                    planned += _segment_partitions(parsed, reader.rsm.manifest(span.segment), *bounds, aborted)
+                low, high = max(first, span.first), min(end, span.last + 1)
+                if low < high:
+                    aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
+                    pieces.append((reader, span.segment, low, high, aborted))
+        planned = [p for piece in pieces for p in _piece_partitions(parsed, piece, parsed.bytes_per_partition)]
+        wanted = parsed.min_partitions or 0
+        if len(planned) < wanted:
+            # Spark's minPartitions: smaller runs of index entries first, then offset ranges cut in two.
+            size = max(1, sum(p.stop - p.start for p in planned) // wanted)
+            planned = [p for piece in pieces for p in _piece_partitions(parsed, piece, size)]
+            planned = _halved(planned, wanted)
     return planned
 
 
-def _bound(given: Mapping[str, Mapping[int, int]] | None, tp: TopicIdPartition, special: int, default: int) -> int:
-    if given is None:
-        return default
-    value = given.get(tp.topic, {}).get(tp.partition, special)
-    return default if value in (_EARLIEST, _LATEST) else value
+def _piece_partitions(parsed: KafkaReadOptions, piece: _Piece, bytes_per_partition: int) -> list[SegmentRangePartition]:
+    reader, meta, first, end, aborted = piece
+    if isinstance(reader.rsm, AivenRemoteStorage):
+        return _aiven_partitions(parsed, reader.rsm, meta, first, end, aborted, bytes_per_partition)
+    assert isinstance(reader.rsm, RemoteStorageManager)
+    return _segment_partitions(parsed, reader.rsm.manifest(meta), first, end, aborted, bytes_per_partition)
 
 
 def _segment_partitions(
@@ -223,28 +155,52 @@ def _segment_partitions(
     first: int,
     end: int,
     aborted: list[kafka.AbortedTxn],
+    bytes_per_partition: int,
 ) -> list[SegmentRangePartition]:
+    """Runs of the segment's index entries of up to ``bytes_per_partition``
+    (one entry at least) and ``maxRecordsPerPartition`` offsets; an entry
+    holding more offsets than that is read by several partitions, each
+    keeping its share."""
     meta = manifest.metadata
     if first >= end or meta.end_offset < first or meta.start_offset >= end:
         return []
     key = segment_key(parsed.prefix, meta.segment_id, meta.start_offset, LOG_SUFFIX)
     wanted = [e for e in manifest.index_entries if e.last_offset >= first and e.first_offset < end]
+    most = parsed.max_records_per_partition or 2**63
     runs: list[list[Any]] = []
     for entry in wanted:
-        if runs and sum(e.length for e in runs[-1]) + entry.length <= parsed.bytes_per_partition:
+        if runs and (
+            sum(e.length for e in runs[-1]) + entry.length <= bytes_per_partition
+            and min(end, entry.last_offset + 1) - max(first, runs[-1][0].first_offset) <= most
+        ):
             runs[-1].append(entry)
         else:
             runs.append([entry])
     tp = meta.topic_partition
-    return [
-        SegmentRangePartition(parsed.url, parsed.driver_options, key, tp.topic, tp.partition, run[0].position,
-                              run[-1].position + run[-1].length, max(first, run[0].first_offset),
-                              min(end, run[-1].last_offset + 1),
-                              tuple(t for t in aborted
-                                    if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset),
-                              parsed.max_decompressed_bytes)
-        for run in runs
-    ]  # fmt: skip
+    planned = []
+    for run in runs:
+        low, high = max(first, run[0].first_offset), min(end, run[-1].last_offset + 1)
+        txns = tuple(t for t in aborted
+                     if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset)  # fmt: skip
+        for at in range(low, high, most):
+            planned.append(SegmentRangePartition(parsed.url, parsed.driver_options, key, tp.topic, tp.partition,
+                                                 run[0].position, run[-1].position + run[-1].length, at,
+                                                 min(high, at + most), txns, parsed.max_decompressed_bytes,
+                                                 parsed.fail_on_data_loss))  # fmt: skip
+    return planned
+
+
+def _halved(planned: list[SegmentRangePartition], wanted: int) -> list[SegmentRangePartition]:
+    """``planned`` with the partitions holding the most offsets cut in two
+    until there are ``wanted`` (or none holds two offsets)."""
+    while len(planned) < wanted:
+        widest = max(range(len(planned)), key=lambda at: planned[at].end - planned[at].first, default=None)
+        if widest is None or planned[widest].end - planned[widest].first < 2:
+            break
+        cut = planned[widest]
+        middle = (cut.first + cut.end) // 2
+        planned[widest : widest + 1] = [replace(cut, end=middle), replace(cut, first=middle)]
+    return planned
 
 
 def _aiven_partitions(
@@ -254,20 +210,37 @@ def _aiven_partitions(
     first: int,
     end: int,
     aborted: list[kafka.AbortedTxn],
+    bytes_per_partition: int,
 ) -> list[SegmentRangePartition]:
     if first >= end:
         return []
     assert parsed.aiven is not None
     spec = segment_spec(aiven, meta, parsed.aiven.private_keys)
     tp = meta.topic_partition
+    most = parsed.max_records_per_partition or 2**63
+    # maxRecordsPerPartition: each share of the offsets reads its range's chunks and keeps its own records.
     return [SegmentRangePartition(parsed.url, parsed.driver_options, spec.manifest_key.with_suffix("log").key, tp.topic,
-                                  tp.partition, start, stop, first, end, tuple(aborted), parsed.max_decompressed_bytes,
-                                  spec)
-            for start, stop in planned_ranges(aiven, meta, first, end, parsed.bytes_per_partition)]  # fmt: skip
+                                  tp.partition, start, stop, at, min(end, at + most), tuple(aborted),
+                                  parsed.max_decompressed_bytes, parsed.fail_on_data_loss, spec)
+            for start, stop in planned_ranges(aiven, meta, first, end, bytes_per_partition)
+            for at in range(first, end, most)]  # fmt: skip
 
 
 def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:
-    """Rows of :data:`KAFKA_SCHEMA`, in offset order."""
+    """Rows of :data:`KAFKA_SCHEMA`, in offset order. A segment deleted
+    since the read was planned raises :class:`NotFoundError` naming it, or
+    with ``failOnDataLoss=false`` gives no rows and a logged line."""
+    try:
+        yield from _segment_rows(partition, with_headers)
+    except NotFoundError as exc:
+        gone = (f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished after the read "
+                "was planned")  # fmt: skip
+        if partition.fail_on_data_loss:
+            raise NotFoundError(f"{gone}: {exc}; set failOnDataLoss=false to skip what is gone") from None
+        _LOG.warning("kafka-remote: %s; skipped, as failOnDataLoss=false", gone)
+
+
+def _segment_rows(partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:
     options: dict[str, Any] = dict(partition.driver_options)
     with open_driver(partition.url, **options) as driver:
         if partition.aiven is not None:
@@ -292,8 +265,10 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
 
 
 class KafkaRemoteReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.options = parse_options(options)
+    """The batch reader; a streaming reader reads its micro-batches' partitions with one."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType, *, streaming: bool = False) -> None:
+        self.options = parse_options(options, streaming=streaming)
         self.schema = schema
         names = [field.name for field in KAFKA_SCHEMA.fields]
         unknown = [field.name for field in schema.fields if field.name not in names]

@@ -48,7 +48,7 @@ SCHEMA = StructType(
 )
 
 
-#: Exactly the schema of Spark's own Kafka source (with ``includeHeaders``).
+#: Exactly the schema of Spark's own Kafka source with ``includeHeaders=true``.
 KAFKA_SCHEMA = StructType(
     [
         StructField("key", BinaryType()),
@@ -103,6 +103,9 @@ class PulsarOffloadDataSource(DataSource):
         # the columns is column pruning, so only those are built.
         return _reader_module().make_reader(self.options, schema)
 
+    def streamReader(self, schema: Any) -> Any:
+        return _reader_module("streaming_pulsar").make_stream_reader(self.options, schema)
+
 
 class KafkaRemoteDataSource(DataSource):
     """Registered as ``kafka-remote``: Kafka segments tiered by offload-core,
@@ -114,9 +117,12 @@ class KafkaRemoteDataSource(DataSource):
 
     def schema(self) -> StructType:
         _reader_module("kafka_remote")
-        if str(self.options.get("includeHeaders", "true")).lower() == "false":
-            return StructType(KAFKA_SCHEMA.fields[:-1])
-        return KAFKA_SCHEMA
+        if str(self.options.get("includeHeaders", "false")).lower() == "true":
+            return KAFKA_SCHEMA
+        return StructType(KAFKA_SCHEMA.fields[:-1])  # Spark's default: no headers column
 
     def reader(self, schema: Any) -> Any:
         return _reader_module("kafka_remote").make_reader(self.options, schema)
+
+    def streamReader(self, schema: Any) -> Any:
+        return _reader_module("streaming_kafka").make_stream_reader(self.options, schema)

@@ -71,14 +71,16 @@ def read(spark: Any, url: str, **options: str) -> Any:
 
 
 def test_schema_is_sparks_kafka_schema(spark, store) -> None:
-    frame = read(spark, store, topic="orders")
+    frame = read(spark, store, topic="orders", includeHeaders="true")
     assert frame.schema.simpleString() == SPARK_KAFKA_SCHEMA
+    # Spark's default: no headers column.
+    assert read(spark, store, topic="orders").columns == [f.name for f in frame.schema.fields][:-1]
     assert "headers" not in read(spark, store, topic="orders", includeHeaders="false").columns
 
 
 @pytest.mark.parametrize("case", kafka_cases(), ids=lambda c: c.name)
 def test_fixture_records_every_field(spark, store, case) -> None:
-    rows = read(spark, store, topic=case.spec["topic"]).orderBy("offset").collect()
+    rows = read(spark, store, topic=case.spec["topic"], includeHeaders="true").orderBy("offset").collect()
     expected = [r for batch in case.spec["batches"] for r in batch["records"]]
     assert len(rows) == len(expected)
     for row, want in zip(rows, expected, strict=True):
@@ -89,7 +91,7 @@ def test_fixture_records_every_field(spark, store, case) -> None:
 
 
 def test_raw_snappy_records_every_field(spark, store) -> None:
-    rows = read(spark, store, topic="rawsnappy").orderBy("offset").collect()
+    rows = read(spark, store, topic="rawsnappy", includeHeaders="true").orderBy("offset").collect()
     expected = [r for batch in kafka_cases()[0].spec["batches"] for r in batch["records"]]
     assert [(row.offset, row.key, row.value, int(row.timestamp.timestamp() * 1000)) for row in rows] == [
         (want["offset"], b64(want["key"]), b64(want["value"]), want["timestamp"]) for want in expected
@@ -100,7 +102,7 @@ def test_raw_snappy_records_every_field(spark, store) -> None:
 
 
 def test_magic_0_and_1_records_with_sparks_timestamp_types(spark, store) -> None:
-    rows = read(spark, store, topic="old").orderBy("offset").collect()
+    rows = read(spark, store, topic="old", includeHeaders="true").orderBy("offset").collect()
     assert [(row.offset, row.key, row.value, row.timestampType, row.headers) for row in rows] == [
         (offset, key, value, kind, []) for offset, _, key, value, kind in upgraded_topic()[1]
     ]

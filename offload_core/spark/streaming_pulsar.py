@@ -1,0 +1,118 @@
+"""``spark.readStream.format("pulsar-offload")``: each micro-batch reads the
+entries offloaded since the last: ledgers offloaded whole, and entries
+streamed in PIP-76 segments (see :mod:`offload_core.spark.ledger_extents`).
+
+An offset in Spark's checkpoint is the store (its URL without secrets)
+and, per ledger, the next entry id to read: ``{"store": "s3://bucket/p",
+"ledgers": {"12": 4000}}``. A micro-batch reads entries ``[start, end)``
+of each ledger, with the ``pulsar-offload`` batch reader's planning and
+rows, so a query restarted from its checkpoint reads every entry once.
+``maxBytesPerTrigger`` caps the blocks a micro-batch takes (in ledger
+order, one block at least); ``trigger(availableNow=True)`` reads what is
+in the store when the query starts and stops. The ``ledgers`` and
+``entries`` options narrow what is followed, as in a batch read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from ..errors import ConfigError
+from ..redaction import redact_url
+from .ledger_extents import Block, ledger_extents
+from .pulsar_offload import PulsarOffloadReader, plan_partitions
+from .read_options import EntrySelection, positive_option
+
+__all__ = ["PulsarOffloadStreamReader", "make_stream_reader"]
+
+
+class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The ``pulsar-offload`` streaming reader. :class:`ConfigError` for bad
+    options and for a checkpoint written by a query over another store."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.batch = PulsarOffloadReader(options, schema)
+        self.options = self.batch.options
+        self.max_bytes = positive_option(options, "maxBytesPerTrigger", 1) if "maxBytesPerTrigger" in options else None
+        self.target: dict[int, int] | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self._offset({})
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable() if self.max_bytes is None else ReadMaxBytes(self.max_bytes)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = {ledger_id: blocks[-1].end for ledger_id, blocks in ledger_extents(self.options).items()}
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = self._checked(start)
+        budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        ends = dict(begin)
+        for ledger_id, blocks in ledger_extents(self.options).items():
+            first = begin.get(ledger_id, blocks[0].first)
+            cap = blocks[-1].end if self.target is None else self.target.get(ledger_id, first)
+            taken, budget = _taken(blocks, first, cap, budget, any_taken=ends != begin)
+            if taken > first:
+                ends[ledger_id] = taken
+        return self._offset(ends)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[Any]:
+        begin, stop = self._checked(start), self._checked(end)
+        ranges = []
+        for ledger_id, last in sorted(stop.items()):
+            for low, high in self.options.selection.entry_ranges(ledger_id):
+                first = max(low, begin.get(ledger_id, 0))
+                final = last - 1 if high is None else min(high, last - 1)
+                if first <= final:
+                    ranges.append((ledger_id, first, final))
+        if not ranges:
+            return []
+        batch = replace(self.options, selection=EntrySelection(ranges=tuple(ranges)))
+        return list(plan_partitions(batch))
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return self.batch.read(partition)
+
+    def _store(self) -> str:
+        return redact_url(self.options.url)
+
+    def _offset(self, ledgers: Mapping[int, int]) -> dict[str, Any]:
+        return {"store": self._store(), "ledgers": {str(ledger_id): end for ledger_id, end in sorted(ledgers.items())}}
+
+    def _checked(self, offset: Mapping[str, Any]) -> dict[int, int]:
+        """The per-ledger offsets of a checkpointed offset of this query's
+        store; :class:`ConfigError` naming both stores if it is another's."""
+        theirs = offset.get("store")
+        if theirs != self._store() or not isinstance(offset.get("ledgers"), dict):
+            raise ConfigError(
+                f"this query's checkpoint holds offsets of pulsar-offload store {theirs}, but the query reads "
+                f"{self._store()}: give the query a new checkpointLocation, or read the store the checkpoint "
+                "belongs to"
+            )
+        return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
+
+
+def _taken(blocks: list[Block], first: int, cap: int, budget: int | None, *, any_taken: bool) -> tuple[int, int | None]:
+    """How far this micro-batch reads a ledger from ``first`` (at most
+    ``cap``), and the byte budget left: whole blocks while the budget
+    lasts, one at least in the micro-batch."""
+    end = first
+    for block in blocks:
+        if block.end <= first or block.first >= cap:
+            continue
+        if budget is not None:
+            if block.size > budget and (any_taken or end > first):
+                return end, 0
+            budget = max(0, budget - block.size)
+        end = min(block.end, cap)
+    return end, budget
+
+
+def make_stream_reader(options: Mapping[str, str], schema: StructType) -> PulsarOffloadStreamReader:
+    return PulsarOffloadStreamReader(options, schema)

@@ -1,0 +1,106 @@
+"""The streaming readers' offsets, called as Spark calls them (no query):
+where a query starts, how a micro-batch is capped, and that
+``availableNow`` stops at what was there when it began."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
+
+from offload_core import InMemoryReadHandle, open_driver, open_offloader
+from offload_core.errors import ConfigError
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.spark.source import KAFKA_SCHEMA, SCHEMA
+from offload_core.spark.streaming_kafka import make_stream_reader as kafka_stream
+from offload_core.spark.streaming_pulsar import make_stream_reader as pulsar_stream
+from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.test_pulsar_offload_segments import BLOCK, entries_of
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def tiered(tmp_path: Path) -> tuple[str, Any]:
+    """A store with orders-0's first segment (offsets 0..19) and a function tiering more of its three."""
+    url = f"file://{tmp_path / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url), prefix="tiered")
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(3, batches=4)))
+
+    def tier(number: int) -> None:
+        rsm.copy_log_segment(tp, segments[number].data)
+
+    tier(0)
+    return url, tier
+
+
+def offsets_of(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[int]:
+    return [o for p in reader.partitions(start, end) for o in range(p.first, p.end)]
+
+
+def test_kafka_starting_latest_and_available_now(tiered: tuple[str, Any]) -> None:
+    url, tier = tiered
+    reader = kafka_stream({"url": url, "prefix": "tiered", "subscribe": "orders", "startingOffsets": "latest"},
+                          KAFKA_SCHEMA)  # fmt: skip
+    start = reader.initialOffset()
+    assert start == {"store": url, "prefix": "tiered", "offsets": {"orders": {"0": 20}}}
+    # Spark's default for a streaming read.
+    assert kafka_stream({"url": url, "prefix": "tiered", "subscribe": "orders"}, KAFKA_SCHEMA).initialOffset() == start
+    assert reader.latestOffset(start, ReadAllAvailable()) == start  # nothing new: Spark runs no micro-batch
+    tier(1)
+    reader.prepareForTriggerAvailableNow()
+    tier(2)  # after the availableNow query began: not for this run
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["offsets"] == {"orders": {"0": 40}}
+    assert offsets_of(reader, start, end) == list(range(20, 40))
+    assert reader.latestOffset(end, ReadAllAvailable()) == end
+
+
+def test_kafka_max_offsets_per_trigger(tiered: tuple[str, Any]) -> None:
+    url, tier = tiered
+    tier(1)
+    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders", "maxOffsetsPerTrigger": "15",
+                           "startingOffsets": "earliest"}, KAFKA_SCHEMA)  # fmt: skip
+    assert reader.getDefaultReadLimit() == ReadMaxRows(15)
+    start = reader.initialOffset()
+    ends = []
+    while (end := reader.latestOffset(start, ReadMaxRows(15))) != start:
+        first, last = start["offsets"]["orders"]["0"], end["offsets"]["orders"]["0"]
+        assert offsets_of(reader, start, end) == list(range(first, last))
+        ends.append(last)
+        start = end
+    assert ends == [15, 30, 40]
+
+
+def test_kafka_streaming_options(tiered: tuple[str, Any]) -> None:
+    url, _ = tiered
+    with pytest.raises(ConfigError, match="endingOffsets is for batch reads only"):
+        kafka_stream({"url": url, "topic": "orders", "endingOffsets": "latest"}, KAFKA_SCHEMA)
+    with pytest.raises(ConfigError, match="kafka-remote: maxOffsetsPerTrigger is a positive integer"):
+        kafka_stream({"url": url, "topic": "orders", "maxOffsetsPerTrigger": "0"}, KAFKA_SCHEMA)
+    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders"}, KAFKA_SCHEMA)
+    with pytest.raises(ConfigError, match="checkpoint holds offsets of kafka-remote store file:///elsewhere"):
+        reader.latestOffset({"store": "file:///elsewhere", "prefix": "tiered", "offsets": {}}, ReadAllAvailable())
+
+
+def test_pulsar_max_bytes_per_trigger_takes_whole_blocks(tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    entries = entries_of(3, 80)
+    open_offloader(url, max_block_size=BLOCK).offload(InMemoryReadHandle(3, entries), uuid.uuid4())
+    reader = pulsar_stream({"path": url, "decode": "none", "maxBytesPerTrigger": "1"}, SCHEMA)
+    assert reader.getDefaultReadLimit() == ReadMaxBytes(1)
+    start = reader.initialOffset()
+    assert start == {"store": url, "ledgers": {}}
+    read: list[tuple[int, int]] = []
+    while (end := reader.latestOffset(start, ReadMaxBytes(1))) != start:
+        # A budget smaller than a block still takes one block a micro-batch.
+        (partition,) = reader.partitions(start, end)
+        assert len(partition.blocks) == 1
+        for batch in reader.read(partition):
+            read += zip(batch.column("ledger_id").to_pylist(), batch.column("entry_id").to_pylist(), strict=True)
+        start = end
+    assert len(read) == 80 and sorted(read) == [(3, e) for e in range(80)]
+    assert reader.latestOffset(reader.initialOffset(), ReadAllAvailable())["ledgers"] == {"3": 80}
