@@ -317,4 +317,7 @@ def _first_record(unit: Unit, name: str) -> tuple[int, bytes]:
 
 @hookimpl
 def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
+    # It claims no storage driver: "filesystem" is also the local directory
+    # driver's name, which the blob-store offloader serves. The broker picks
+    # this offloader by name for managedLedgerOffloadDriver = "filesystem".
     register(MapFileLedgerOffloader, name="filesystem", aliases=("mapfile", "hadoop-mapfile"))
