@@ -89,6 +89,19 @@ class MapFileReadHandle(LedgerMetadataView):
         self._last_unit: tuple[Unit, list[tuple[int, bytes]]] | None = None
         self._closed = False
 
+    @property
+    def data_header(self) -> Header:
+        """``data``'s SequenceFile header."""
+        return self._header
+
+    @property
+    def data_size(self) -> int:
+        return self._size
+
+    @property
+    def index(self) -> MapFileIndex:
+        return self._index
+
     def read(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` inclusive."""
         if self._closed:
