@@ -115,3 +115,44 @@ def test_we_read_what_hadoops_mapfile_writer_writes(
     _write_ours(ours, entries, compression, syncs=syncs, block_size=block_size, index_interval=interval)
     for name in ("data", "index", ".data.crc", ".index.crc"):
         assert (ours / name).read_bytes() == (directory / name).read_bytes(), name
+
+
+def test_a_topic_offloaded_with_pulsars_keys_is_read_by_hadoops_mapfile_reader(spark: Any, tmp_path: Path) -> None:
+    from offload_core.managed_ledger import Broker, parse_config
+    from tests.managed_ledger.test_filesystem_offloader import pulsar_profile
+
+    base = tmp_path / "hadoop"
+    config = parse_config(
+        {
+            "managedLedgerOffloadDriver": "filesystem",
+            "fileSystemURI": "file:///",
+            "fileSystemProfilePath": str(pulsar_profile(tmp_path, str(base))),
+            "managedLedgerMaxEntriesPerLedger": 3000,
+            "managedLedgerOffloadWorkerProcesses": 0,
+            "retentionCheckIntervalInSeconds": 0,
+        }
+    )
+    entries = _entries(11, 6001, 700)
+    with Broker(tmp_path / "data", config) as broker:
+        topic = broker.topic("public/default/orders")
+        for entry in entries:
+            topic.append(entry)
+        topic.offload_prefix(topic.last_position)
+        sealed = [state for state in topic.ledgers() if state.uuid]
+        name = topic.name
+    assert len(sealed) == 2
+    jvm, gateway, io = _hadoop(spark)
+    conf = jvm.org.apache.hadoop.conf.Configuration()
+    for number, state in enumerate(sealed):
+        directory = base / name / f"{state.ledger_id}-{state.uuid}"
+        reader = io.MapFile.Reader(jvm.org.apache.hadoop.fs.Path(directory.as_uri()), conf,
+                                   gateway.new_array(io.SequenceFile.Reader.Option, 0))  # fmt: skip
+        try:
+            value = io.BytesWritable()
+            assert reader.get(io.LongWritable(-1), value) is not None  # the LedgerMetadataFormat
+            for entry_id in range(3000):
+                assert reader.get(io.LongWritable(entry_id), value) is not None
+                assert bytes(value.copyBytes()) == entries[number * 3000 + entry_id], (number, entry_id)
+            assert reader.get(io.LongWritable(3000), value) is None
+        finally:
+            reader.close()
