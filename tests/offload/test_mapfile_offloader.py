@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from offload_driver_filesystem import FilesystemDriver
 
-from offload_core import InMemoryReadHandle, PluginManager, StorageDriver
+from offload_core import Event, InMemoryReadHandle, PluginManager, StorageDriver
 from offload_core.errors import FormatError, NotFoundError
 from offload_core.formats.hadoop_writables import encode_long_writable
 from offload_core.formats.mapfile import MapFileEncoder, index_header
@@ -192,3 +192,16 @@ def test_a_changed_key_is_caught() -> None:
     _damage(driver, "data", lambda d: d[:at] + (8).to_bytes(8, "big") + d[at + 8 :])
     with pytest.raises(FormatError, match=r"key 8 where 7 should follow"):
         _open(offloader)
+
+
+def test_storage_requests_are_counted_and_reported(tmp_path: Path) -> None:
+    events: list[Event] = []
+    offloader = MapFileLedgerOffloader(FilesystemDriver(str(tmp_path)), emit=events.append)
+    offloader.offload(InMemoryReadHandle(5, [b"x" * 100] * 10), U, {"ManagedLedgerName": ML})
+    assert offloader.requests.total > 0
+    written = [e.fields["key"] for e in events if e.kind == "storage.request" and e.fields["op"] == "write"]
+    names = [".data.crc", ".index.crc", "data", "index"]
+    assert sorted(set(written)) == [f"{DIR}/{name}" for name in names]
+    assert written[-1] == f"{DIR}/index"  # the commit point comes last
+    kinds = [e.kind for e in events if e.kind.startswith("offload.")]
+    assert kinds == ["offload.started", "offload.finished"]

@@ -31,6 +31,7 @@ from ...formats.pulsar_v1_index import parse_ledger_metadata
 from ...formats.sequence_file import Compression, Header, Unit, decode_header
 from ...formats.sequence_file_writer import DEFAULT_BLOCK_SIZE
 from ...hooks import Event, OffloaderRegistrar, hookimpl
+from ...instrument import InstrumentedDriver, RequestCounts
 from ...proto import LedgerMetadataFormat
 from ...storage import StorageDriver
 from ..ledger import OffloadResult
@@ -71,7 +72,9 @@ class MapFileLedgerOffloader:
     ``index_interval`` (``io.map.index.interval``) are the Hadoop profile's;
     ``checksum_files`` writes the ``.crc`` files (by default on a local
     directory store). ``new_sync`` draws each file's 16-byte sync marker.
-    Invalid settings raise :class:`ConfigError`.
+    Every storage request is counted (``requests``) and, with ``emit``,
+    reported as a ``storage.request`` event, as the blob-store offloader
+    does. Invalid settings raise :class:`ConfigError`.
     """
 
     def __init__(
@@ -96,7 +99,7 @@ class MapFileLedgerOffloader:
                             ("managedLedgerOffloadReadBufferSizeInBytes", read_buffer_size)):  # fmt: skip
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        self.driver = driver
+        self.driver = InstrumentedDriver(driver, emit)
         self.block_size = block_size
         self.index_interval = index_interval
         self.read_buffer_size = read_buffer_size
@@ -108,12 +111,17 @@ class MapFileLedgerOffloader:
         self._new_sync = new_sync
 
     def __repr__(self) -> str:
-        return f"MapFileLedgerOffloader({self.driver!r}, compression={self.compression.value})"
+        return f"MapFileLedgerOffloader({self.driver.inner!r}, compression={self.compression.value})"
+
+    @property
+    def requests(self) -> RequestCounts:
+        """Storage requests made so far."""
+        return self.driver.counts
 
     def driver_metadata(self) -> dict[str, str]:
         """What to record with each ledger (the managed ledger's name is
         added per ledger: see :meth:`offload`)."""
-        return {"driver": self.driver.name or type(self.driver).__name__, "prefix": self.prefix}
+        return {"driver": self.driver.name or type(self.driver.inner).__name__, "prefix": self.prefix}
 
     def directory(self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None) -> str:
         """The ledger's directory key, under the managed ledger's name from
