@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
+from offload_core import BlobStoreLedgerOffloader, PluginManager
 from offload_core.errors import ConfigError
+from offload_core.formats.sequence_file import Compression
 from offload_core.managed_ledger import ReadPriority, parse_config
 from offload_core.managed_ledger.lifecycle.filesystem_offload import filesystem_settings
+from offload_core.managed_ledger.lifecycle.offloaders import OffloaderProvider
+from offload_core.offload.mapfile.mapfile_offloader import MapFileLedgerOffloader
 from tests.managed_ledger.test_managed_ledger import TOPIC, payload, produce
 from tests.managed_ledger.test_tiered_reads import PRIORITIES, expect_reads
 
@@ -124,3 +128,15 @@ def test_the_default_store_still_gets_pip17_objects(make_broker: Any, tmp_path: 
     ledger.offload_prefix()
     keys = [p.name for p in (tmp_path / "data" / "bucket").iterdir() if not p.name.startswith(".")]
     assert keys and all("-ledger-" in key for key in keys), keys
+
+
+def test_ledgers_recorded_under_the_old_meaning_open_the_blob_store_directory(tmp_path: Path) -> None:
+    provider = OffloaderProvider(PluginManager(), tmp_path)
+    recorded_before = {"driver": "filesystem", "bucket": str(tmp_path / "bucket"), "offloader": "blobstore"}
+    old = provider.for_settings(recorded_before, max_block_size=4096, read_buffer_size=1024)
+    assert isinstance(old, BlobStoreLedgerOffloader)
+    settings = filesystem_settings(f"file://{tmp_path}", str(pulsar_profile(tmp_path, "/hadoop")))
+    new = provider.for_settings(settings, max_block_size=4096, read_buffer_size=1024)
+    assert isinstance(new, MapFileLedgerOffloader)
+    assert (new.compression, new.block_size, new.index_interval) == (Compression.BLOCK, 1_000_000, 128)
+    provider.close()
