@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from offload_driver_filesystem import FilesystemDriver
 
 from offload_core import Event, InMemoryReadHandle, PluginManager, StorageDriver
@@ -205,3 +207,32 @@ def test_storage_requests_are_counted_and_reported(tmp_path: Path) -> None:
     assert written[-1] == f"{DIR}/index"  # the commit point comes last
     kinds = [e.kind for e in events if e.kind.startswith("offload.")]
     assert kinds == ["offload.started", "offload.finished"]
+
+
+@settings(deadline=None)
+@given(
+    st.sampled_from(["BLOCK", "RECORD"]),
+    st.sampled_from(["data", "index"]),
+    st.booleans(),
+    st.data(),
+)
+def test_damaged_files_give_format_errors_never_wrong_entries(
+    compression: str, name: str, truncate: bool, data: st.DataObject
+) -> None:
+    driver = MemoryDriver()
+    offloader, entries = _ledger(driver, 200, compression=compression, block_size=1500)
+    key = f"{DIR}/{name}"
+    content = driver.read(key)
+    if truncate:
+        damaged = content[: data.draw(st.integers(0, len(content) - 1))]
+    else:
+        bit = data.draw(st.integers(0, len(content) * 8 - 1))
+        damaged = content[: bit // 8] + bytes([content[bit // 8] ^ (1 << bit % 8)]) + content[bit // 8 + 1 :]
+    driver.write(key, [damaged], metadata={})
+    try:
+        handle = offloader.read_offloaded(5, U, {"ManagedLedgerName": ML})
+        got = [e.data for first in range(0, 200, 37) for e in handle.read(first, min(first + 36, 199))]
+    except FormatError as exc:
+        assert key in str(exc) or f"{DIR}/" in str(exc)
+        return
+    assert got == entries
