@@ -63,7 +63,11 @@ __all__ = [
 
 ENTRY_POINT_GROUPS = ("offload_core.drivers", "offload_core.plugins")
 ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
-BUILTIN_PLUGINS: tuple[str, ...] = ("offload_core.memory", "offload_core.offload.ledger")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "offload_core.memory",
+    "offload_core.offload.ledger",
+    "offload_core.offload.mapfile.mapfile_offloader",
+)
 
 _Missing = TypeVar("_Missing", bound=ConfigError)  # what a lookup of something nothing registers raises
 

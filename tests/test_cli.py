@@ -44,7 +44,9 @@ def test_plugins_json_names_distributions_and_versions() -> None:
     rows = {row["name"]: row for row in map(json.loads, result.stdout.splitlines())}
     assert rows["filesystem"]["distribution"] == "offload-driver-filesystem"
     assert rows["filesystem"]["version"] == "0.1.0"
-    assert rows["filesystem"]["drivers"] == [{"name": "filesystem", "aliases": ["file", "local"], "schemes": ["file"]}]
+    assert rows["filesystem"]["drivers"] == [
+        {"name": "filesystem", "aliases": ["local-directory", "file", "local"], "schemes": ["file"]}
+    ]
     assert rows["offload_core.memory"]["drivers"][0]["schemes"] == ["memory"]
 
 

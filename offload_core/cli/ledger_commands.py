@@ -20,13 +20,14 @@ from ..managed_ledger import load_config
 from ..managed_ledger.lifecycle.references import offload_references
 from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..model import Entry
-from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
 from ..offload.ledgers.retention import decide, delete_ledger_objects, ledger_ctime_ms
-from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
+from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect
+from ..offload.mapfile.mapfile_inventory import MapFileLedger
 from ..offload.reading.read_handle import ReadHandle
 from ..plugins import default_plugin_manager, open_driver
 from ..storage import StorageDriver
+from .ledger_layouts import describe_mapfile, find_ledgers, ledger_bytes, ledger_keys, read_ledger, verify_any
 from .options import driver_options, dry_run_footer, execute_option, parse_driver_options
 
 _BATCH = 500
@@ -62,7 +63,7 @@ uuid_option = click.option("--uuid", default=None, help="Which offload of the le
 def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
     """List offloaded ledgers found under URL, with entries and sizes from their indexes."""
     driver = _open(url, options)
-    found = find_offloaded_ledgers(driver, prefix)
+    found = find_ledgers(driver, prefix)
     with click.progressbar(found, label="reading indexes", file=sys.stderr) as progress:
         rows = [_describe(driver, ledger) for ledger in progress]
     _report_leftovers(driver, url)
@@ -193,6 +194,8 @@ def _describe(driver: StorageDriver, ledger: OffloadedLedger) -> dict[str, Any]:
         "blocks": None,
         "data_object_bytes": ledger.data.size if ledger.data else None,
     }
+    if isinstance(ledger, MapFileLedger):
+        return describe_mapfile(driver, ledger, row)
     if not ledger.complete:
         row["state"] = "incomplete (" + ("index" if ledger.index is None else "data") + " missing)"
         return row
@@ -238,9 +241,7 @@ def cat(
     if first < 0 or (last is not None and last < first):
         raise click.BadParameter(f"--from {first} --to {last} is not a range of entry ids", param_hint="--from/--to")
     driver = _open(url, options)
-    chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
-    offloader = BlobStoreLedgerOffloader(driver, prefix=chosen.prefix)
-    handle = offloader.read_offloaded(chosen.ledger_id, chosen.uuid)
+    handle = read_ledger(driver, select_ledger(find_ledgers(driver, prefix), ledger, uuid))
     end = handle.last_entry_id if last is None else last
     out = sys.stdout.buffer
     position = first
@@ -320,12 +321,12 @@ def verify(
     Exits 1 if any ledger has a defect, naming where the first one is.
     """
     driver = _open(url, options)
-    found = find_offloaded_ledgers(driver, prefix)
+    found = find_ledgers(driver, prefix)
     targets = found if ledger is None else [select_ledger(found, ledger, uuid)]
     total = sum(t.data.size for t in targets if t.data is not None)
     defects: list[Defect] = []
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as progress:
-        reports = [verify_ledger(driver, target, on_block=progress.update) for target in targets]
+        reports = [verify_any(driver, target, progress.update) for target in targets]
     _report_leftovers(driver, url)
     for report in reports:
         defects.extend(report.defects)
@@ -371,9 +372,9 @@ def remove(
     """Delete both objects of offloaded LEDGER (idempotent) with --execute;
     without it, a dry run that names them and their bytes."""
     driver = _open(url, options)
-    chosen = select_ledger(find_offloaded_ledgers(driver, prefix), ledger, uuid)
-    keys = [chosen.data_key, chosen.index_key]
-    size = sum(info.size for info in (chosen.data, chosen.index) if info is not None)
+    chosen = select_ledger(find_ledgers(driver, prefix), ledger, uuid)
+    keys = ledger_keys(chosen)
+    size = ledger_bytes(chosen)
     if execute:
         driver.delete(keys)
     if as_json:
@@ -381,6 +382,6 @@ def remove(
                                "bytes": size, "deleted" if execute else "would_delete": keys}))  # fmt: skip
     else:
         verb = "deleted" if execute else "would delete"
-        click.echo(f"{verb} ledger {chosen.ledger_id} ({chosen.uuid}): {keys[0]}, {keys[1]} ({size} bytes)")
+        click.echo(f"{verb} ledger {chosen.ledger_id} ({chosen.uuid}): {', '.join(keys)} ({size} bytes)")
     if not execute:
         click.echo(dry_run_footer("them"), err=True)

@@ -30,6 +30,7 @@ __all__ = [
     "closed_ledger_metadata",
     "decode_index",
     "encode_index",
+    "parse_ledger_metadata",
 ]
 
 _INDEX_HEADER = struct.Struct(">Iiqqii")
@@ -67,7 +68,7 @@ class Index:
     def metadata(self) -> LedgerMetadataFormat:
         """The ledger metadata, parsed (a fresh copy each call). Raises
         :class:`FormatError` if corrupt."""
-        return _parse_metadata(self.ledger_metadata)
+        return parse_ledger_metadata(self.ledger_metadata)
 
     @functools.cached_property
     def last_entry_id(self) -> int:
@@ -213,7 +214,7 @@ def _check_index(index: Index) -> None:
         raise FormatError(f"index data header length is {index.data_header_length}, expected {BLOCK_HEADER_LENGTH}")
     if not index.entries:
         raise FormatError("index has no blocks")
-    metadata = _parse_metadata(index.ledger_metadata)
+    metadata = parse_ledger_metadata(index.ledger_metadata)
     previous: IndexEntry | None = None
     for number, entry in enumerate(index.entries, start=1):
         if entry.part_id != number:
@@ -242,7 +243,11 @@ def _check_index(index: Index) -> None:
         )
 
 
-def _parse_metadata(raw: bytes) -> LedgerMetadataFormat:
+def parse_ledger_metadata(raw: bytes) -> LedgerMetadataFormat:
+    """BookKeeper's ``LedgerMetadataFormat`` from its serialized bytes (as
+    PIP-17 indexes and MapFile key -1 hold them). Raises
+    :class:`FormatError` for bytes that are not one, lack a required field
+    or give a negative length."""
     metadata = LedgerMetadataFormat()
     try:
         metadata.ParseFromString(raw)

@@ -1,8 +1,11 @@
 """Broker configuration from a TOML file, with Pulsar's key names.
 
-A flat table, as in Pulsar's ``broker.conf``::
+A flat table, as in Pulsar's ``broker.conf`` (``"filesystem"`` is Pulsar's
+Hadoop MapFile offloader, with ``fileSystemURI`` and
+``fileSystemProfilePath``; our local blob-store directory is
+``"local-directory"``)::
 
-    managedLedgerOffloadDriver = "filesystem"
+    managedLedgerOffloadDriver = "local-directory"
     managedLedgerOffloadBucket = "/data/offload-bucket"
     managedLedgerOffloadThresholdInBytes = 1073741824
     managedLedgerDataReadPriority = "tiered-storage-first"
@@ -25,6 +28,7 @@ from ..hooks import Transform
 from ..leftovers import DEFAULT_GRACE_SECONDS
 from ..plugins import default_plugin_manager
 from .hot.ledger_file import FsyncPolicy
+from .lifecycle.filesystem_offload import LOCAL_DIRECTORY
 from .lifecycle.policies import OffloadPolicies, ReadPriority, validate_policies
 
 __all__ = ["DEFAULT_POLICIES", "BrokerConfig", "load_config", "parse_config"]
@@ -37,7 +41,7 @@ DEFAULT_POLICIES = OffloadPolicies(
     offload_threshold_bytes=-1,
     offload_threshold_seconds=-1,
     deletion_lag_ms=4 * 3600 * 1000,
-    driver="filesystem",
+    driver=LOCAL_DIRECTORY,
     bucket=None,
     endpoint=None,
     region=None,
@@ -110,6 +114,9 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerOffloadBucket": ("policies", "bucket", _text),
     "managedLedgerOffloadServiceEndpoint": ("policies", "endpoint", _text),
     "managedLedgerOffloadRegion": ("policies", "region", _text),
+    # Pulsar's file-system offloader (managedLedgerOffloadDriver = "filesystem").
+    "fileSystemURI": ("policies", "file_system_uri", _text),
+    "fileSystemProfilePath": ("policies", "file_system_profile_path", _text),
     "managedLedgerOffloadMaxBlockSizeInBytes": ("policies", "max_block_size", _positive),
     "managedLedgerOffloadReadBufferSizeInBytes": ("policies", "read_buffer_size", _positive),
     "managedLedgerOffloadThresholdInBytes": ("policies", "offload_threshold_bytes", _integer),

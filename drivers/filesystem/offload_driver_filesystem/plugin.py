@@ -9,4 +9,4 @@ from .driver import FilesystemDriver
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    register(FilesystemDriver, name="filesystem", aliases=("file", "local"), schemes=("file",))
+    register(FilesystemDriver, name="filesystem", aliases=("local-directory", "file", "local"), schemes=("file",))

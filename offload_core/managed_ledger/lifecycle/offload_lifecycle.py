@@ -182,6 +182,9 @@ class OffloadLifecycle(UnfinishedOffloads):
         be opened."""
         policies = self.policies()
         _, settings = self._offloaders.for_policies(policies)
+        # As Pulsar's managed ledger passes it: the file-system offloader
+        # finds a ledger's directory by it.
+        settings = {**settings, "ManagedLedgerName": self.name}
         assert policies.max_block_size is not None and policies.read_buffer_size is not None
         with self._lock:
             ledger = self._ledger_info(ledger_id)

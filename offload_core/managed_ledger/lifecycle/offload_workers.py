@@ -32,7 +32,7 @@ _IN_PROCESS_DRIVERS = {"memory"}
 
 def reachable_from_workers(settings: Mapping[str, str]) -> bool:
     """Whether a worker process can reach the store ``settings`` name."""
-    return settings.get("driver", "filesystem").lower() not in _IN_PROCESS_DRIVERS
+    return settings.get("driver", "local-directory").lower() not in _IN_PROCESS_DRIVERS
 
 
 # How much lower than the broker a worker runs: offloads are background

@@ -20,19 +20,39 @@ from ...offload.reading.read_ahead import ReadAheadPool
 from ...plugins import OffloaderSpec, PluginManager
 from ...storage import StorageDriver
 from ...urls import redact_url_text
+from .filesystem_offload import FILESYSTEM, LOCAL_DIRECTORY, check_offload_driver, filesystem_settings
 from .policies import OffloadPolicies
 
 __all__ = ["OffloaderProvider", "driver_settings"]
 
 _SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
-_LOCAL_DRIVERS = {"filesystem", "file", "local"}
+# "filesystem" among them only for ledgers recorded before it meant the
+# file-system offloader: their settings name the blob-store offloader too.
+_LOCAL_DRIVERS = {LOCAL_DIRECTORY, "filesystem", "file", "local"}
+# The file-system offloader's options, from the Hadoop profile's names.
+_MAPFILE_OPTIONS = {
+    "io.seqfile.compression.type": ("compression", str),
+    "io.seqfile.compress.blocksize": ("block_size", int),
+    "io.map.index.interval": ("index_interval", int),
+}
 
 
 def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]:
     """Driver name and location from policies; the embedded default is a
-    ``bucket`` folder in the data directory."""
+    ``bucket`` folder in the data directory. ``"filesystem"`` is Pulsar's
+    file-system offloader (see :mod:`.filesystem_offload`); its old meaning
+    raises :class:`ConfigError` saying how to move over."""
+    if (policies.driver or "").lower() == FILESYSTEM:
+        check_offload_driver(
+            policies.driver,
+            bucket=policies.bucket,
+            uri=policies.file_system_uri,
+            profile=policies.file_system_profile_path,
+            streaming=policies.streaming_enabled,
+        )
+        return filesystem_settings(policies.file_system_uri, policies.file_system_profile_path)
     settings = {name: str(value) for name in _SETTINGS if (value := getattr(policies, name)) is not None}
-    settings.setdefault("driver", "filesystem")
+    settings.setdefault("driver", LOCAL_DIRECTORY)
     if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
         settings["bucket"] = str(data_dir / "bucket")
     return settings
@@ -92,6 +112,9 @@ class OffloaderProvider:
             "emit": self._emit,
             "entry_offsets": self._entry_offsets,
         }
+        for name, (option, convert) in _MAPFILE_OPTIONS.items():
+            if name in settings:
+                options[option] = convert(settings[name])
         if self._read_ahead is not None:
             options["read_ahead"] = self._read_ahead  # one pool for every offloader: one budget for the broker
         accepted = inspect.signature(spec.factory).parameters
@@ -105,7 +128,7 @@ class OffloaderProvider:
         recorded = settings.get("offloader")
         if recorded:
             return self._plugins.offloader(recorded)
-        return self._plugins.offloader_for_driver(settings.get("driver", "filesystem"))
+        return self._plugins.offloader_for_driver(settings.get("driver", LOCAL_DIRECTORY))
 
     def sweep_leftovers(self, policies: OffloadPolicies, *, now: float, grace: float) -> tuple[Temporary, ...]:
         """Remove the files killed writers left in the store ``policies``
@@ -121,7 +144,9 @@ class OffloaderProvider:
         """The storage driver ``settings`` name. A driver that rejects them
         with a plain ``ValueError`` (an SDK refusing an endpoint, say) is a
         :class:`ConfigError` naming the settings, secrets masked."""
-        driver_name = settings.get("driver", "filesystem")
+        driver_name = settings.get("driver", LOCAL_DIRECTORY)
+        if "storageBasePath" in settings:  # the file-system offloader: Hadoop's files, never transformed
+            return self._plugins.open_driver(settings["storageBasePath"])
         # With transform plugins installed, every driver can read what they
         # wrote, whatever the policy says now ("auto": detect, write plain).
         chained: dict[str, object] = {}

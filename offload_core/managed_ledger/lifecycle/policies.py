@@ -20,6 +20,7 @@ from ...hooks import Transform
 from ...memory import MemoryDriver
 from ...transforming_driver import with_transforms
 from ..metadata_store import MetadataStore
+from .filesystem_offload import check_offload_driver
 
 __all__ = ["MIN_BLOCK_SIZE", "OffloadPolicies", "PolicyStore", "ReadPriority", "TopicName", "validate_policies"]
 
@@ -78,6 +79,8 @@ class OffloadPolicies:
     streaming_buffer_bytes: int | None = None
     transforms: str | None = None  # comma-separated chunk transforms, in order ("" for none)
     transform_chunk_size: int | None = None
+    file_system_uri: str | None = None  # fileSystemURI, for the "filesystem" (Hadoop MapFile) offloader
+    file_system_profile_path: str | None = None  # fileSystemProfilePath: its Hadoop XML profile(s)
 
     def over(self, base: OffloadPolicies) -> OffloadPolicies:
         """These policies, falling back to ``base`` for fields not set here."""
@@ -141,6 +144,8 @@ def validate_policies(policies: OffloadPolicies, *, transform: Callable[..., Tra
             f"for a block header and one entry: at least {MIN_BLOCK_SIZE}; raise it (Pulsar's default is 64 MiB)"
         )
     _validate_streaming(policies)
+    check_offload_driver(policies.driver, bucket=policies.bucket, uri=policies.file_system_uri,
+                         profile=policies.file_system_profile_path, streaming=policies.streaming_enabled)  # fmt: skip
     if transform is not None and policies.transforms:
         _validate_transforms(policies.transforms, policies.transform_chunk_size, transform)
     if policies.deletion_lag_ms is not None and policies.deletion_lag_ms < 0:

@@ -1,0 +1,93 @@
+"""Finding MapFile ledgers in a store by their keys,
+``{prefix}{ManagedLedgerName}/{ledgerId}-{uuid}/{data,index,.data.crc,.index.crc}``,
+and summing one up from its metadata (key -1) and index."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ...model import ObjectInfo
+from ...storage import StorageDriver
+from ..ledgers.inventory import OffloadedLedger
+from .mapfile_offloader import DATA, INDEX, MANAGED_LEDGER_NAME, MapFileLedgerOffloader, ledger_directory
+from .mapfile_read_handle import MapFileReadHandle
+
+__all__ = ["MapFileLedger", "driver_metadata_of", "find_mapfile_ledgers", "group_mapfiles", "read_mapfile_ledger"]
+
+_FILE = re.compile(
+    r"(?:^|/)(?P<ledger>0|[1-9][0-9]{0,18})-"
+    r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"/(?P<name>data|index|\.data\.crc|\.index\.crc)$"
+)
+
+
+@dataclass(frozen=True)
+class MapFileLedger(OffloadedLedger):
+    """One MapFile ledger directory: ``data`` and ``index`` (either may be
+    missing: an offload that never finished), and every file in it."""
+
+    managed_ledger: str = ""
+    files: tuple[ObjectInfo, ...] = ()
+
+    @property
+    def directory(self) -> str:
+        return self.prefix + ledger_directory(self.managed_ledger, self.ledger_id, self.uuid)
+
+    @property
+    def data_key(self) -> str:
+        return f"{self.directory}/{DATA}"
+
+    @property
+    def index_key(self) -> str:
+        return f"{self.directory}/{INDEX}"
+
+    @property
+    def file_keys(self) -> list[str]:
+        """Every file of the directory (the ``.crc`` files too)."""
+        return [info.key for info in self.files]
+
+
+def find_mapfile_ledgers(driver: StorageDriver, prefix: str = "") -> list[MapFileLedger]:
+    """Every MapFile ledger directory (complete or not) whose keys start
+    with ``prefix``, sorted by ledger id, then managed ledger and uuid."""
+    return group_mapfiles(driver.list(prefix), prefix)
+
+
+def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLedger]:
+    """Group the files of MapFile directories; other keys are ignored."""
+    found: dict[tuple[str, int, str], list[ObjectInfo]] = {}
+    for info in objects:
+        match = _FILE.search(info.key, len(prefix))
+        if match is None or int(match["ledger"]) > 2**63 - 1:
+            continue
+        managed_ledger = info.key[len(prefix) : match.start()]
+        found.setdefault((managed_ledger, int(match["ledger"]), match["uuid"]), []).append(info)
+    ledgers = []
+    for (managed_ledger, ledger_id, uuid), files in found.items():
+        by_name = {info.key.rsplit("/", 1)[1]: info for info in files}
+        ledgers.append(
+            MapFileLedger(
+                prefix,
+                uuid,
+                ledger_id,
+                by_name.get(DATA),
+                by_name.get(INDEX),
+                managed_ledger=managed_ledger,
+                files=tuple(sorted(files, key=lambda i: i.key)),
+            )  # fmt: skip
+        )
+    return sorted(ledgers, key=lambda ledger: (ledger.ledger_id, ledger.managed_ledger, ledger.uuid))
+
+
+def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:
+    """Open ``ledger`` for reading (see
+    :meth:`MapFileLedgerOffloader.read_offloaded` for what it raises)."""
+    offloader = MapFileLedgerOffloader(driver, prefix=ledger.prefix)
+    return offloader.read_offloaded(ledger.ledger_id, ledger.uuid, driver_metadata_of(ledger))
+
+
+def driver_metadata_of(ledger: MapFileLedger) -> dict[str, str]:
+    """What ``read_offloaded`` / ``delete_offloaded`` need to find ``ledger``."""
+    return {MANAGED_LEDGER_NAME: ledger.managed_ledger, "prefix": ledger.prefix}
