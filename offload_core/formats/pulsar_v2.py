@@ -93,7 +93,8 @@ __all__ = [
 class SegmentKey:
     """What a segment object's key says: the ``prefix`` before the segment
     ``uuid`` and whether it is the index object, or the entry-offsets
-    object we write beside it."""
+    object segments written before the section moved into the data object
+    have beside it."""
 
     prefix: str
     uuid: str
@@ -112,9 +113,10 @@ def segment_index_key(uuid: str) -> str:
 
 
 def segment_entry_offsets_key(uuid: str) -> str:
-    """``{uuid}-entry-offsets``: our entry-offsets section of the segment
-    (see :mod:`offload_core.formats.entry_offsets`), in an object of its
-    own because Pulsar's v2 reader reads the index object to its end."""
+    """``{uuid}-entry-offsets``: the object segments written before the
+    entry-offsets section moved into the data object (see
+    :mod:`offload_core.formats.entry_offsets`) keep it in; read and
+    deleted, never written."""
     return f"{uuid}-entry-offsets"
 
 
