@@ -6,7 +6,9 @@ also span several segments) as two objects:
 * the **data object** ``{uuid}``: a sequence of blocks, one multipart part
   each, one ledger per block. A block is a 128-byte header (``int32 magic
   0x26A66D32 | int64 header length 128 | int64 block length | int64 first
-  entry id | int64 ledger id | zeros``), then whole entries framed as in v1
+  entry id | int64 ledger id | zeros``; read as Pulsar reads it: any header
+  length from 128 up, the index's data header length saying where entries
+  start, and whatever fills the rest), then whole entries framed as in v1
   (``int32 length | int64 entry id | payload``), then the v1 padding
   ``FE DC DE AD`` up to the block length. Grouping follows Pulsar's
   consistent (OpenDAL) loop: an entry joins the current block while the

@@ -225,21 +225,26 @@ def _partition_blocks(
         for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
             data = driver.read(partition.data_key, offset, end)
             try:
-                _check_block_header(partition, data, first_entry_id)
-                yield from decode(data, first_entry_id, entry_lengths)
+                skip = _check_block_header(partition, data, first_entry_id) - v1.BLOCK_HEADER_LENGTH
+                # The decoders frame entries after a 128-byte header; a longer
+                # streaming header's rest is skipped, as Pulsar's reader does.
+                yield from decode(data[skip:] if skip else data, first_entry_id, entry_lengths)
             except FormatError as exc:
                 raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
     finally:
         driver.close()
 
 
-def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> None:
+def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> int:
     """Check a block's header against what the index named (the framing
-    is checked as its entries are read)."""
+    is checked as its entries are read); its length. Raises
+    :class:`FormatError` when they disagree."""
     view = memoryview(data)
+    header_length = v1.BLOCK_HEADER_LENGTH
     if partition.streaming:
         segment_header = v2.decode_block_header(view)
         found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
+        header_length = segment_header.header_length
     else:
         header = v1.decode_block_header(view)
         found = (partition.ledger_id, header.first_entry_id, header.block_length)
@@ -249,6 +254,7 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
             f"block header says ledger {found[0]} from entry {found[1]}, {found[2]} bytes; the index says ledger "
             f"{expected[0]} from entry {expected[1]}, {expected[2]} bytes"
         )
+    return header_length
 
 
 def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:

@@ -184,7 +184,12 @@ def iter_segment_entries(driver: StorageDriver, segment: OpenSegment, ledger_id:
             continue
         end = segment.index.block_end(row)
         try:
-            block = v2.decode_block(driver.read(segment.data_key, row.offset, end))
+            data = driver.read(segment.data_key, row.offset, end)
+            header_length = v2.decode_block_header(data).header_length
+            if header_length != row.data_offset - row.offset:
+                raise FormatError(f"block {row.part_id} header says it is {header_length} bytes, the index "
+                                  f"{row.data_offset - row.offset}")  # fmt: skip
+            block = v2.decode_block(data)
             if (block.header.ledger_id, block.header.first_entry_id) != (block_ledger, row.first_entry_id):
                 raise FormatError(
                     f"block {row.part_id} holds ledger {block.header.ledger_id} from entry "
