@@ -5,7 +5,7 @@ its kind of stored offload (``stored=`` of
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ import pytest
 from offload_core import open_driver
 from offload_core.hooks import hookimpl
 from offload_core.offload.ledgers.verify import Defect
-from offload_core.offload.stored.kinds import OffloadPlan, OffloadReport, StoredKind, StoredOffload
+from offload_core.offload.stored.kinds import OffloadPlan, OffloadReport, ReadableKind, StoredKind, StoredOffload
 from offload_core.plugins import PluginManager
 from offload_core.spark.retention_job import retention
 from offload_core.spark.verify_job import verify_store
@@ -29,8 +29,9 @@ OLD_MS = int(datetime(2026, 1, 15, tzinfo=UTC).timestamp() * 1000)
 
 
 class Notes:
-    """A toy kind: one object ``notes/{uuid}-{ledger id}`` per offload,
-    sound when it reads ``ok``, its age in its metadata."""
+    """A toy kind: one object ``notes/{uuid}-{ledger id}`` per offload, its
+    entries one a line, damaged when a line says so, its age in its
+    metadata."""
 
     name = "notes"
 
@@ -49,7 +50,7 @@ class Notes:
         return OffloadPlan(offload, (offload.detail,), None)
 
     def check(self, driver: StorageDriver, task: str) -> str | None:
-        return None if driver.read(task) == b"ok" else "not ok"
+        return "not ok" if b"damaged" in driver.read(task).split(b"\n") else None
 
     def summarize(self, plan: OffloadPlan, outcomes: Sequence[str | None]) -> OffloadReport:
         offload = plan.offload
@@ -59,6 +60,9 @@ class Notes:
 
     def delete(self, driver: StorageDriver, offload: StoredOffload) -> None:
         driver.delete([offload.detail])
+
+    def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
+        yield from enumerate(driver.read(offload.detail).split(b"\n"))
 
 
 class NotesPlugin:
@@ -74,6 +78,7 @@ def test_a_registered_kind_is_listed_and_a_second_claim_of_its_name_is_refused()
     manager.register(NotesPlugin())
     assert [kind.name for kind in manager.stored_kinds()] == ["notes", "pulsar-ledger", "pulsar-segment"]
     assert all(isinstance(kind, StoredKind) for kind in manager.stored_kinds())
+    assert [kind.name for kind in manager.stored_kinds() if isinstance(kind, ReadableKind)] == ["notes"]
 
     class Again:
         @hookimpl
@@ -90,7 +95,7 @@ def test_the_jobs_serve_a_kind_an_offloader_registers(spark: Any, tmp_path: Path
     driver = open_driver(url)
     good, bad = str(uuid.uuid4()), str(uuid.uuid4())
     driver.write(f"notes/{good}-3", b"ok", metadata={"created-ms": str(OLD_MS)})
-    driver.write(f"notes/{bad}-4", b"damaged", metadata={"created-ms": str(OLD_MS)})
+    driver.write(f"notes/{bad}-4", b"ok\ndamaged", metadata={"created-ms": str(OLD_MS)})
     manager = PluginManager()
     manager.register(NotesPlugin())
     rows = verify_store(spark, url, plugin_manager=manager).defects.collect()
@@ -99,3 +104,24 @@ def test_the_jobs_serve_a_kind_an_offloader_registers(spark: Any, tmp_path: Path
     done = retention(spark, url, cutoff=CUTOFF, dry_run=False, plugin_manager=manager)
     assert sorted((d.offload.kind, d.action) for d in done.decisions) == [("notes", "deleted")] * 2
     assert list(driver.list("")) == []
+
+
+def test_the_source_reads_a_kind_an_offloader_registers_beside_pulsars_objects(tmp_path: Path) -> None:
+    from offload_core import InMemoryReadHandle, open_offloader
+    from offload_core.spark.kind_partitions import OffloadPartition
+    from offload_core.spark.pulsar_offload import PulsarOffloadReader, plan_partitions
+
+    url = f"file://{tmp_path / 'bucket'}"
+    notes = [b"first", b"", b"third"]
+    open_driver(url).write(f"notes/{uuid.uuid4()}-3", b"\n".join(notes), metadata={"created-ms": str(OLD_MS)})
+    open_offloader(url, max_block_size=1024).offload(InMemoryReadHandle(1, [b"v1 entry"]), uuid.uuid4())
+    manager = PluginManager()
+    manager.register(NotesPlugin())
+    options = {"path": url, "decode": "none", "entries": "1:0,3:1-"}
+    plan = plan_partitions(options, plugin_manager=manager)
+    assert [(type(p).__name__, p.ledger_id) for p in plan] == [("BlockRangePartition", 1), ("OffloadPartition", 3)]
+    assert not [p for p in plan_partitions({"path": url}) if isinstance(p, OffloadPartition)]  # not installed
+    reader = PulsarOffloadReader(options)
+    rows = [row for partition in plan for batch in reader.read(partition) for row in batch.to_pylist()]
+    assert [(r["ledger_id"], r["entry_id"], r["payload"]) for r in rows] == [(1, 0, b"v1 entry"), (3, 1, b""),
+                                                                            (3, 2, b"third")]  # fmt: skip

@@ -5,14 +5,14 @@ are frozen dataclasses, kinds are instances of module-level classes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ...storage import StorageDriver
 from ..ledgers.verify import Defect
 
-__all__ = ["Defect", "OffloadPlan", "OffloadReport", "StoredKind", "StoredOffload"]
+__all__ = ["Defect", "OffloadPlan", "OffloadReport", "ReadableKind", "StoredKind", "StoredOffload"]
 
 
 @dataclass(frozen=True)
@@ -101,4 +101,18 @@ class StoredKind(Protocol):
         """Delete every object of ``offload``, so that an interrupted
         deletion is still found by :meth:`find` and finished next time.
         Raises what the store raises."""
+        ...
+
+
+@runtime_checkable
+class ReadableKind(StoredKind, Protocol):
+    """A kind whose entries Spark's ``pulsar-offload`` source reads through
+    it, one partition per ledger of each offload (Pulsar's v1 ledgers and
+    v2 segments have block-range partitions of their own instead)."""
+
+    def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
+        """Entry id and payload of every entry of ``ledger_id`` in
+        ``offload`` (described), in entry order. Raises
+        :class:`~offload_core.errors.FormatError` naming the object and
+        offset for what it cannot read, never a wrong entry."""
         ...
