@@ -121,7 +121,7 @@ def completed_seconds(driver: StorageDriver, handle: OffloadHandle, started: flo
     result = handle.result()
     seconds = time.perf_counter() - started
     assert result is not None
-    driver.delete([key for key in (result.data_key, result.index_key, handle.entry_offsets_key) if key])
+    driver.delete([result.data_key, result.index_key])
     return seconds, result.end_entry_id
 
 

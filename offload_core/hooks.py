@@ -67,10 +67,20 @@ class OffloaderRegistrar(Protocol):
     those are passed. ``drivers`` lists the storage-driver names (or
     aliases) this offloader serves, as Pulsar's offloader factories declare
     ``isDriverSupported``; ``"*"`` serves any driver no other offloader
-    claims (the core's blob-store offloader does that)."""
+    claims (the core's blob-store offloader does that). ``stored`` lists
+    the kinds of stored offload it writes
+    (:class:`offload_core.offload.stored.kinds.StoredKind`, picklable
+    instances): the store-wide jobs (``offload spark verify`` and
+    ``retention``) find, verify, age and delete its offloads through them."""
 
     def __call__(
-        self, factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = (), drivers: Sequence[str] = ()
+        self,
+        factory: Callable[..., Any],
+        *,
+        name: str,
+        aliases: Sequence[str] = (),
+        drivers: Sequence[str] = (),
+        stored: Sequence[Any] = (),
     ) -> None: ...
 
 
@@ -184,7 +194,7 @@ def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
 
         @hookimpl
         def offload_core_register_offloaders(register):
-            register(PackedLedgerOffloader, name="packed", drivers=("sqlite",))
+            register(PackedLedgerOffloader, name="packed", drivers=("sqlite",), stored=(PACKED_LEDGERS,))
     """
 
 

@@ -204,6 +204,13 @@ class PluginManager:
         unique = {spec.name: spec for spec in registries.offloaders.values()}
         return [unique[name] for name in sorted(unique)]
 
+    def stored_kinds(self) -> list[Any]:
+        """Every kind of stored offload the registered offloaders write
+        (:class:`~offload_core.offload.stored.kinds.StoredKind`), by name."""
+        registries = self._build()
+        by_name = {kind.name: kind for spec in registries.stored_kinds.values() for kind in spec.stored}
+        return [by_name[name] for name in sorted(by_name)]
+
     def transforms(self) -> list[tuple[Transform, PluginInfo]]:
         """Every registered chunk transform with the plugin that registered it, by name."""
         registries = self._build()

@@ -50,14 +50,16 @@ _DISTRIBUTION_FOR = {
 
 @dataclass(frozen=True)
 class OffloaderSpec:
-    """A registered ledger-offloader factory and the storage-driver names
-    it serves (``"*"``: any driver no other offloader claims)."""
+    """A registered ledger-offloader factory, the storage-driver names it
+    serves (``"*"``: any driver no other offloader claims) and the kinds of
+    stored offload it writes."""
 
     name: str
     factory: Callable[..., Any]
     aliases: tuple[str, ...]
     plugin: PluginInfo
     drivers: tuple[str, ...] = ()
+    stored: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Registries:
     drivers_by_scheme: dict[str, DriverSpec] = field(default_factory=dict)
     offloaders: dict[str, OffloaderSpec] = field(default_factory=dict)
     offloaders_by_driver: dict[str, OffloaderSpec] = field(default_factory=dict)
+    stored_kinds: dict[str, OffloaderSpec] = field(default_factory=dict)
     transforms: dict[str, tuple[Transform, PluginInfo]] = field(default_factory=dict)
 
 
@@ -95,13 +98,21 @@ def driver_registrar(registries: Registries, info: PluginInfo) -> hooks.DriverRe
 
 def offloader_registrar(registries: Registries, info: PluginInfo) -> hooks.OffloaderRegistrar:
     def register(
-        factory: Callable[..., Any], *, name: str, aliases: Sequence[str] = (), drivers: Sequence[str] = ()
+        factory: Callable[..., Any],
+        *,
+        name: str,
+        aliases: Sequence[str] = (),
+        drivers: Sequence[str] = (),
+        stored: Sequence[Any] = (),
     ) -> None:
-        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info, drivers=tuple(drivers))
+        spec = OffloaderSpec(name=name, factory=factory, aliases=tuple(aliases), plugin=info, drivers=tuple(drivers),
+                             stored=tuple(stored))  # fmt: skip
         for label in {name.lower(), *(alias.lower() for alias in aliases)}:
             _claim(registries.offloaders, label, spec, "offloader name")
         for driver in {driver.lower() for driver in drivers}:
             _claim(registries.offloaders_by_driver, driver, spec, "offloader for storage driver")
+        for kind in stored:
+            _claim(registries.stored_kinds, kind.name, spec, "kind of stored offload")
 
     return register
 

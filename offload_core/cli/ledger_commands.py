@@ -21,10 +21,12 @@ from ..managed_ledger.lifecycle.references import offload_references
 from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..model import Entry
 from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
-from ..offload.ledgers.retention import decide, delete_ledger_objects, ledger_ctime_ms
+from ..offload.ledgers.retention import ledger_ctime_ms
 from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect
 from ..offload.mapfile.mapfile_inventory import MapFileLedger
 from ..offload.reading.read_handle import ReadHandle
+from ..offload.stored.pulsar_ledgers import PULSAR_LEDGERS
+from ..offload.stored.retention import decide, delete_offload
 from ..plugins import default_plugin_manager, open_driver
 from ..storage import StorageDriver
 from .ledger_layouts import describe_mapfile, find_ledgers, ledger_bytes, ledger_keys, read_ledger, verify_any
@@ -108,9 +110,10 @@ def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, 
     for ledger in found:
         if (ledger.ledger_id, ledger.uuid) in references:
             continue
-        decision = decide(ledger, ledger_ctime_ms(driver, ledger), references, None, True, dry_run=not execute)
+        offload = PULSAR_LEDGERS.stored(ledger, ledger_ctime_ms(driver, ledger))
+        decision = decide(offload, references, None, True, dry_run=not execute)
         if decision.action == "deleted":
-            error = delete_ledger_objects(driver, ledger)
+            error = delete_offload(PULSAR_LEDGERS, driver, offload)
             if error is not None:
                 decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
                 failed += 1

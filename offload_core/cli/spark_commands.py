@@ -89,7 +89,8 @@ def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, ma
 def verify(
     url: str, prefix: str, ledger_ids: tuple[int, ...], as_json: bool, options: tuple[str, ...], master: str | None
 ) -> None:
-    """Check every block of every offloaded ledger under URL in parallel:
+    """Check every block of every offload under URL in parallel (v1
+    ledgers, v2 segments, and what other installed offloaders wrote):
     framing, the index against the data, entry ids and lengths.
 
     Prints each defect with its ledger and byte offset; exits 1 if any."""
@@ -109,9 +110,9 @@ def verify(
             click.echo(f"DEFECT  {defect.location()}: {defect.problem}")
     blocks = sum(report.blocks for report in result.reports)
     if as_json:
-        click.echo(json.dumps({"ledgers": len(result.reports), "blocks": blocks, "defects": len(defects)}))
+        click.echo(json.dumps({"offloads": len(result.reports), "blocks": blocks, "defects": len(defects)}))
     else:
-        click.echo(f"verified {len(result.reports)} ledger(s), {blocks} block(s): {len(defects)} defect(s)")
+        click.echo(f"verified {len(result.reports)} offload(s), {blocks} block(s): {len(defects)} defect(s)")
     if defects:
         raise SystemExit(1)
 
@@ -152,7 +153,8 @@ def retention(
     url: str, older_than: str | None, before: str | None, data_dir: str | None, delete_orphans: bool,
     execute: bool, prefix: str, options: tuple[str, ...], master: str | None,
 ) -> None:  # fmt: skip
-    """Delete offloaded ledgers under URL created before a cut-off, and find
+    """Delete offloads under URL (v1 ledgers, v2 segments, and what other
+    installed offloaders wrote) created before a cut-off, and find
     orphans. A dry run unless --execute; ledgers a managed ledger in
     --data-dir refers to are never deleted here."""
     cutoff = _cutoff(older_than, before)
@@ -177,12 +179,12 @@ def retention(
         if store is not None:
             store.close()
     for decision in result.decisions:
-        click.echo(f"{decision.action:<8} ledger {decision.ledger.ledger_id} ({decision.ledger.uuid}), "
+        click.echo(f"{decision.action:<8} {decision.offload.label} ({decision.offload.uuid}), "
                    f"{decision.size} bytes: {mask_secret_text(decision.reason)}")  # fmt: skip
     going = [d for d in result.decisions if d.action in ("delete", "deleted")]
     failed = [d for d in result.decisions if d.action == "failed"]
     verb = "would delete" if result.dry_run else "deleted"
-    summary = f"retention: {verb} {len(going)} ledger(s), {sum(d.size for d in going)} bytes"
+    summary = f"retention: {verb} {len(going)} offload(s), {sum(d.size for d in going)} bytes"
     if store is not None:
         summary += f"; {len(result.orphans)} orphan(s)"
     click.echo(summary + ("; dry run, add --execute to delete" if result.dry_run else ""), err=True)

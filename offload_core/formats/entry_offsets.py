@@ -22,9 +22,11 @@ Payload lengths are the deltas between consecutive entry offsets: entry
 and the last length tells where the block's entries end, which a list of
 offsets alone would not. Where the section lives is up to the object
 format: after the v1 index's block table (Pulsar's v1 reader reads exactly
-``block count`` rows and ignores what follows), or a companion object of a
-v2 segment (Pulsar's v2 reader reads its index to the end, so nothing may
-follow it there).
+``block count`` rows and ignores what follows), or after a v2 segment's
+blocks, past the data object length its index records (Pulsar's v2 reader
+reads the index to its end, so nothing may follow it there, but reads the
+data object only up to that length). Segments written before the section
+moved there have it in a companion object, ``{uuid}-entry-offsets``.
 """
 
 from __future__ import annotations

@@ -307,12 +307,15 @@ def decode_block(data: bytes | memoryview) -> Block:
     return Block(header=header, entries=entries, padding_start=padding_start)
 
 
-def decode_block_body(view: memoryview, first_entry_id: int) -> tuple[tuple[tuple[int, bytes], ...], int]:
-    """The entries framed after a block's 128-byte header (``view`` is the
-    whole block), and where the padding starts. Shared by the v1 and the
-    streaming (v2) block, which frame entries alike. Raises
+def decode_block_body(
+    view: memoryview, first_entry_id: int, *, start: int = BLOCK_HEADER_LENGTH
+) -> tuple[tuple[tuple[int, bytes], ...], int]:
+    """The entries framed after a block's header (``view`` is the whole
+    block, its first entry at ``start``: after the 128-byte header, or a
+    longer streaming one), and where the padding starts. Shared by the v1
+    and the streaming (v2) block, which frame entries alike. Raises
     :class:`FormatError` naming the block offset where framing breaks."""
-    positions = block_entry_positions(view, first_entry_id)
+    positions = block_entry_positions(view, first_entry_id, start=start)
     entries = tuple(
         (entry_id, bytes(view[position + ENTRY_HEADER_LENGTH : after]))
         for entry_id, position, after in zip(
@@ -322,9 +325,12 @@ def decode_block_body(view: memoryview, first_entry_id: int) -> tuple[tuple[tupl
     return entries, positions[-1]
 
 
-def block_entry_positions(view: memoryview | bytes, first_entry_id: int) -> list[int]:
+def block_entry_positions(
+    view: memoryview | bytes, first_entry_id: int, *, start: int = BLOCK_HEADER_LENGTH
+) -> list[int]:
     """Where each entry header of a block starts (``view`` is the whole
-    block), then where its padding starts: one more position than entries.
+    block, its first entry at ``start``), then where its padding starts:
+    one more position than entries.
     Entry ids must run from ``first_entry_id``, every entry must fit the
     block, and the rest must be padding in phase. Raises
     :class:`FormatError` naming the block offset where framing breaks."""
@@ -332,7 +338,7 @@ def block_entry_positions(view: memoryview | bytes, first_entry_id: int) -> list
     append = positions.append
     unpack = _ENTRY_HEADER.unpack_from
     end = len(view)
-    position = previous = BLOCK_HEADER_LENGTH
+    position = previous = start
     next_id = first_entry_id
     # Whole, well-formed entries in one tight pass; the checked path below
     # explains whatever stops it.

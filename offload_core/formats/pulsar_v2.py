@@ -6,7 +6,9 @@ also span several segments) as two objects:
 * the **data object** ``{uuid}``: a sequence of blocks, one multipart part
   each, one ledger per block. A block is a 128-byte header (``int32 magic
   0x26A66D32 | int64 header length 128 | int64 block length | int64 first
-  entry id | int64 ledger id | zeros``), then whole entries framed as in v1
+  entry id | int64 ledger id | zeros``; read as Pulsar reads it: any header
+  length from 128 up, the index's data header length saying where entries
+  start, and whatever fills the rest), then whole entries framed as in v1
   (``int32 length | int64 entry id | payload``), then the v1 padding
   ``FE DC DE AD`` up to the block length. Grouping follows Pulsar's
   consistent (OpenDAL) loop: an entry joins the current block while the
@@ -93,7 +95,8 @@ __all__ = [
 class SegmentKey:
     """What a segment object's key says: the ``prefix`` before the segment
     ``uuid`` and whether it is the index object, or the entry-offsets
-    object we write beside it."""
+    object segments written before the section moved into the data object
+    have beside it."""
 
     prefix: str
     uuid: str
@@ -112,9 +115,10 @@ def segment_index_key(uuid: str) -> str:
 
 
 def segment_entry_offsets_key(uuid: str) -> str:
-    """``{uuid}-entry-offsets``: our entry-offsets section of the segment
-    (see :mod:`offload_core.formats.entry_offsets`), in an object of its
-    own because Pulsar's v2 reader reads the index object to its end."""
+    """``{uuid}-entry-offsets``: the object segments written before the
+    entry-offsets section moved into the data object (see
+    :mod:`offload_core.formats.entry_offsets`) keep it in; read and
+    deleted, never written."""
     return f"{uuid}-entry-offsets"
 
 

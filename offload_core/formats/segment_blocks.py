@@ -14,7 +14,13 @@ from itertools import accumulate
 from ..errors import FormatError
 from . import pulsar_v1 as v1
 from .kept_payloads import may_keep
-from .magics import V2_BLOCK_MAGIC, wrong_magic
+from .segment_block_header import (
+    BLOCK_HEADER_LENGTH,
+    BLOCK_MAGIC,
+    StreamingBlockHeader,
+    decode_block_header,
+    encode_block_header,
+)
 from .segment_index import SegmentRow
 
 __all__ = [
@@ -31,57 +37,11 @@ __all__ = [
     "streaming_block_length",
 ]
 
-BLOCK_MAGIC = V2_BLOCK_MAGIC
-BLOCK_HEADER_LENGTH = v1.BLOCK_HEADER_LENGTH
-
-_BLOCK_HEADER = struct.Struct(">Iqqqq")
 _ENTRY_HEADER = struct.Struct(">iq")
-_INT64_MAX = 2**63 - 1
 _INT32_MAX = 2**31 - 1
 
 
 # -- data blocks ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StreamingBlockHeader:
-    """The 128-byte header at the start of every segment block."""
-
-    block_length: int
-    first_entry_id: int
-    ledger_id: int
-
-
-def encode_block_header(header: StreamingBlockHeader) -> bytes:
-    """The 128 header bytes. Raises :class:`FormatError` for impossible values."""
-    if not BLOCK_HEADER_LENGTH <= header.block_length <= _INT64_MAX:
-        raise FormatError(f"block length {header.block_length} is not in [{BLOCK_HEADER_LENGTH}, 2^63)")
-    if not 0 <= header.first_entry_id <= _INT64_MAX:
-        raise FormatError(f"first entry id {header.first_entry_id} is not in [0, 2^63)")
-    if not 0 <= header.ledger_id <= _INT64_MAX:
-        raise FormatError(f"ledger id {header.ledger_id} is not in [0, 2^63)")
-    packed = _BLOCK_HEADER.pack(
-        BLOCK_MAGIC, BLOCK_HEADER_LENGTH, header.block_length, header.first_entry_id, header.ledger_id
-    )
-    return packed + bytes(BLOCK_HEADER_LENGTH - len(packed))
-
-
-def decode_block_header(data: bytes | memoryview) -> StreamingBlockHeader:
-    """Parse the first 128 bytes of ``data`` as a segment block header."""
-    if len(data) < BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block header needs {BLOCK_HEADER_LENGTH} bytes, got {len(data)}")
-    magic, header_length, block_length, first_entry_id, ledger_id = _BLOCK_HEADER.unpack_from(data)
-    if magic != BLOCK_MAGIC:
-        raise FormatError(wrong_magic("segment block header", magic, BLOCK_MAGIC))
-    if header_length != BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block header length is {header_length}, expected {BLOCK_HEADER_LENGTH}")
-    if block_length < BLOCK_HEADER_LENGTH:
-        raise FormatError(f"block length {block_length} is shorter than its header")
-    if first_entry_id < 0 or ledger_id < 0:
-        raise FormatError(f"block first entry id {first_entry_id} / ledger id {ledger_id} is negative")
-    if any(bytes(data[_BLOCK_HEADER.size : BLOCK_HEADER_LENGTH])):
-        raise FormatError("block header fill is not all zero")
-    return StreamingBlockHeader(block_length=block_length, first_entry_id=first_entry_id, ledger_id=ledger_id)
 
 
 def streaming_block_length(streaming_block_size: int, entry_count: int, payload_bytes: int) -> int:
@@ -390,7 +350,7 @@ def decode_block(data: bytes | memoryview) -> SegmentBlock:
     header = decode_block_header(view)
     if header.block_length != len(view):
         raise FormatError(f"block header says {header.block_length} bytes, but the block has {len(view)}")
-    entries, padding_start = v1.decode_block_body(view, header.first_entry_id)
+    entries, padding_start = v1.decode_block_body(view, header.first_entry_id, start=header.header_length)
     if not entries:
         raise FormatError(f"segment block of ledger {header.ledger_id} holds no entry")
     return SegmentBlock(header=header, entries=entries, padding_start=padding_start)

@@ -43,9 +43,19 @@ _ROW = struct.Struct(">qiq")
 _INT32_MAX = 2**31 - 1
 
 
-SegmentRow = IndexEntry
-"""A segment index row is a v1 index row (first entry id, part id, block
-offset); only what the offset counts from differs: the whole segment."""
+@dataclass(frozen=True)
+class SegmentRow(IndexEntry):
+    """A segment index row is a v1 index row (first entry id, part id, block
+    offset) whose offset counts from the start of the whole segment, and
+    whose block's first entry follows a header of the index's data header
+    length (128 as Pulsar writes it; Pulsar's reader takes any)."""
+
+    header_length: int = BLOCK_HEADER_LENGTH
+
+    @property
+    def data_offset(self) -> int:
+        """Offset of the block's first entry (after the block header)."""
+        return self.offset + self.header_length
 
 
 @dataclass(frozen=True)
@@ -114,13 +124,13 @@ class SegmentIndex:
             raise InvalidRangeError(f"segment holds no entry of ledger {ledger_id} (it holds ledgers {held})")
         return section
 
-    def block_end(self, row: SegmentRow) -> int:
+    def block_end(self, row: IndexEntry) -> int:
         """Offset just past the block of ``row``: the next block's offset, or
         the data object's end."""
         position = row.part_id  # part ids are 1-based and in offset order
         return self.blocks[position][1].offset if position < len(self.blocks) else self.data_object_length
 
-    def next_block_of_ledger(self, ledger_id: int, row: SegmentRow) -> SegmentRow | None:
+    def next_block_of_ledger(self, ledger_id: int, row: IndexEntry) -> SegmentRow | None:
         """The ledger's block after ``row`` in this segment, if any."""
         rows = self.section(ledger_id).rows
         position = rows.index(row) + 1
@@ -229,7 +239,7 @@ def decode_index(data: bytes | memoryview) -> SegmentIndex:
             )
         info = bytes(view[position : position + metadata_length])
         position += metadata_length
-        rows = tuple(SegmentRow(*_ROW.unpack_from(view, position + n * _ROW.size)) for n in range(count))
+        rows = tuple(_row(view, position + n * _ROW.size, header_length) for n in range(count))
         position += count * _ROW.size
         sections.append(LedgerSection(ledger_id, info, rows))
     index = SegmentIndex(data_object_length=data_length, ledgers=tuple(sections), data_header_length=header_length)
@@ -237,9 +247,15 @@ def decode_index(data: bytes | memoryview) -> SegmentIndex:
     return index
 
 
+def _row(view: memoryview, position: int, header_length: int) -> SegmentRow:
+    first_entry_id, part_id, offset = _ROW.unpack_from(view, position)
+    return SegmentRow(first_entry_id, part_id, offset, header_length)
+
+
 def _check_index(index: SegmentIndex) -> None:
-    if index.data_header_length != BLOCK_HEADER_LENGTH:
-        raise FormatError(f"index data header length is {index.data_header_length}, expected {BLOCK_HEADER_LENGTH}")
+    header_length = index.data_header_length
+    if not BLOCK_HEADER_LENGTH <= header_length <= _INT32_MAX:
+        raise FormatError(f"index data header length is {header_length}, not in [{BLOCK_HEADER_LENGTH}, 2^31)")
     if not index.ledgers:
         raise FormatError("segment index lists no ledger")
     seen: set[int] = set()
@@ -271,15 +287,18 @@ def _check_index(index: SegmentIndex) -> None:
             )
     previous: SegmentRow | None = None
     for number, (_, row) in enumerate(index.blocks, start=1):
+        if row.header_length != header_length:
+            raise FormatError(f"segment block {number}'s header is {row.header_length} bytes, the index's "
+                              f"{header_length}")  # fmt: skip
         if row.part_id != number:
             raise FormatError(f"segment block at offset {row.offset} has part id {row.part_id}, expected {number}")
         if previous is None:
             if row.offset != 0:
                 raise FormatError(f"first segment block starts at offset {row.offset}, not 0")
-        elif row.offset < previous.offset + BLOCK_HEADER_LENGTH:
+        elif row.offset < previous.offset + header_length:
             raise FormatError(f"segment block {number} at offset {row.offset} overlaps block {number - 1}")
         previous = row
-    if previous is not None and index.data_object_length < previous.offset + BLOCK_HEADER_LENGTH:
+    if previous is not None and index.data_object_length < previous.offset + header_length:
         raise FormatError(
             f"index data object length {index.data_object_length} ends inside the last block at {previous.offset}"
         )

@@ -149,7 +149,7 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "managedLedgerOffloadLeftoverGraceSeconds": ("broker", "leftover_grace_seconds", _positive),
     # Ours: processes that write whole-ledger offloads (0: the broker's own threads do).
     "managedLedgerOffloadWorkerProcesses": ("broker", "offload_worker_processes", _not_negative),
-    # Ours: the entry-offsets section (one GET per cold random read; off: indexes exactly as Pulsar's).
+    # Ours: the entry-offsets section (one GET per cold random read; off: objects byte for byte as Pulsar's).
     "managedLedgerOffloadEntryOffsetsEnabled": ("broker", "entry_offsets", _boolean),
     # Ours: read-ahead of offloaded data for catch-up readers, bounded for the whole broker and per reader.
     "managedLedgerOffloadReadAheadBytes": ("broker", "read_ahead_bytes", _positive),

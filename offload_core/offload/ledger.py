@@ -360,4 +360,8 @@ def _without_password(metadata: LedgerMetadataFormat) -> LedgerMetadataFormat:
 
 @hookimpl
 def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
-    register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"), drivers=("*",))
+    from .stored.pulsar_ledgers import PULSAR_LEDGERS
+    from .stored.pulsar_segments import PULSAR_SEGMENTS
+
+    register(BlobStoreLedgerOffloader, name="blobstore", aliases=("jcloud", "pip-17"), drivers=("*",),
+             stored=(PULSAR_LEDGERS, PULSAR_SEGMENTS))  # fmt: skip

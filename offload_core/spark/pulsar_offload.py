@@ -10,7 +10,9 @@ small and picklable (URL, driver options, key, byte ranges, entry ranges).
 A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
-strictly.
+strictly. The offloads of kinds other offloaders register (a Hadoop
+MapFile ledger, say) are read through their kind, a partition per ledger
+(see :mod:`offload_core.spark.kind_partitions`).
 
 Options:
 
@@ -58,15 +60,17 @@ from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_offloaded_ledgers
 from ..offload.reading.block_tables import index_entry_offsets
-from ..plugins import open_driver
+from ..plugins import PluginManager, open_driver
 from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import read_objects
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
+from .store_tasks import installed_kinds
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
 
@@ -103,10 +107,13 @@ def plan_partitions(
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,
-) -> list[BlockRangePartition]:
+    plugin_manager: PluginManager | None = None,
+) -> list[BlockRangePartition | OffloadPartition]:
     """The partitions for reading the store named by ``options["path"]``,
     pruned to the ledgers and blocks the bounds (from pushed-down filters)
-    admit.
+    admit: block ranges of Pulsar's objects, then a partition per ledger of
+    the offloads of the other readable kinds ``plugin_manager``'s
+    offloaders (default: the process's) register.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -122,7 +129,7 @@ def plan_partitions(
         ]
     finally:
         driver.close()
-    partitions: list[BlockRangePartition] = []
+    partitions: list[BlockRangePartition | OffloadPartition] = []
     for ledger, index in zip(
         targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
     ):
@@ -147,12 +154,16 @@ def plan_partitions(
                     entry_lengths=tuple(lengths.get(first) for _, _, first in group),
                 )  # fmt: skip
             )
-    for run in plan_segment_blocks(parsed, skip_ledgers={ledger.ledger_id for ledger in targets},
-                                   ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):  # fmt: skip
+    read = {ledger.ledger_id for ledger in targets}
+    for run in plan_segment_blocks(parsed, skip_ledgers=read, ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):
         for group in grouped_blocks(run.blocks, parsed):
             partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
                                                   group, run.entry_ranges, entry_bounds, streaming=True,
                                                   publish_time_bounds=publish_time_bounds))  # fmt: skip
+    read |= {p.ledger_id for p in partitions}
+    kinds = installed_kinds(plugin_manager)
+    partitions += plan_kind_partitions(parsed, kinds, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                       entry_bounds=entry_bounds, publish_time_bounds=publish_time_bounds)  # fmt: skip
     return partitions
 
 
@@ -225,21 +236,26 @@ def _partition_blocks(
         for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
             data = driver.read(partition.data_key, offset, end)
             try:
-                _check_block_header(partition, data, first_entry_id)
-                yield from decode(data, first_entry_id, entry_lengths)
+                skip = _check_block_header(partition, data, first_entry_id) - v1.BLOCK_HEADER_LENGTH
+                # The decoders frame entries after a 128-byte header; a longer
+                # streaming header's rest is skipped, as Pulsar's reader does.
+                yield from decode(data[skip:] if skip else data, first_entry_id, entry_lengths)
             except FormatError as exc:
                 raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
     finally:
         driver.close()
 
 
-def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> None:
+def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> int:
     """Check a block's header against what the index named (the framing
-    is checked as its entries are read)."""
+    is checked as its entries are read); its length. Raises
+    :class:`FormatError` when they disagree."""
     view = memoryview(data)
+    header_length = v1.BLOCK_HEADER_LENGTH
     if partition.streaming:
         segment_header = v2.decode_block_header(view)
         found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
+        header_length = segment_header.header_length
     else:
         header = v1.decode_block_header(view)
         found = (partition.ledger_id, header.first_entry_id, header.block_length)
@@ -249,13 +265,17 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
             f"block header says ledger {found[0]} from entry {found[1]}, {found[2]} bytes; the index says ledger "
             f"{expected[0]} from entry {expected[1]}, {expected[2]} bytes"
         )
+    return header_length
 
 
-def read_partition(partition: BlockRangePartition, decode: Decode) -> Iterator[MessageRow]:
+def read_partition(partition: BlockRangePartition | OffloadPartition, decode: Decode) -> Iterator[MessageRow]:
     """The rows of one partition (runs in the task: opens its own driver)."""
     times = partition.publish_time_bounds
-    blocks = _partition_blocks(partition, lambda data, first, _: _block_entries(partition, data, first))
-    for entry_id, payload in blocks:
+    if isinstance(partition, OffloadPartition):
+        entries: Iterable[tuple[int, bytes]] = read_kind_partition(partition)
+    else:
+        entries = _partition_blocks(partition, lambda data, first, _: _block_entries(partition, data, first))
+    for entry_id, payload in entries:
         if partition.wants(entry_id):
             rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
             yield from rows if times == ANY_VALUE else _published_within(rows, times)
@@ -296,7 +316,7 @@ class PulsarOffloadReader(DataSourceReader):
         self.schema = checked_schema(schema)
         self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE, "publish_time": ANY_VALUE}
 
-    def partitions(self) -> list[BlockRangePartition]:
+    def partitions(self) -> list[BlockRangePartition | OffloadPartition]:
         return plan_partitions(
             self.options,
             ledger_bounds=self.bounds["ledger_id"],
@@ -305,10 +325,10 @@ class PulsarOffloadReader(DataSourceReader):
         )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        if not isinstance(partition, BlockRangePartition):
+        if not isinstance(partition, (BlockRangePartition, OffloadPartition)):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
-        if self.options.arrow and self.options.decode is Decode.NONE:
+        if self.options.arrow and self.options.decode is Decode.NONE and isinstance(partition, BlockRangePartition):
             yield from read_partition_batches(partition, schema, self.options.max_records_per_batch)
             return
         rows = read_partition(partition, self.options.decode)

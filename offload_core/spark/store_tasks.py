@@ -1,5 +1,5 @@
-"""Work over a store's ledgers, spread over Spark tasks that each open their
-own storage driver."""
+"""Work over a store's offloads (of every kind the installed offloaders
+write), spread over Spark tasks that each open their own storage driver."""
 
 from __future__ import annotations
 
@@ -7,12 +7,23 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
-from ..plugins import open_driver
+from ..offload.stored.kinds import StoredKind, StoredOffload
+from ..plugins import PluginManager, default_plugin_manager, open_driver
 from ..storage import StorageDriver
 from .progress import Progress, run_with_progress
 
-__all__ = ["Store", "map_with_driver"]
+__all__ = ["Found", "Store", "installed_kinds", "map_with_driver"]
+
+Found = tuple[StoredKind, StoredOffload]
+"""An offload and the kind that found it (the kind travels with it to the
+executors, where a plugin registered only in this process is unknown)."""
+
+
+def installed_kinds(plugin_manager: PluginManager | None = None) -> list[StoredKind]:
+    """The kinds of stored offload the offloaders of ``plugin_manager``
+    (default: the process's) write."""
+    return (plugin_manager or default_plugin_manager()).stored_kinds()
+
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,11 +43,12 @@ class Store:
     def open(self) -> StorageDriver:
         return open_driver(self.url, **dict(self.options))
 
-    def ledgers(self, prefix: str = "") -> list[OffloadedLedger]:
-        """Every offloaded ledger under ``prefix``, listed where this runs."""
+    def offloads(self, kinds: Sequence[StoredKind], prefix: str = "") -> list[Found]:
+        """Every offload of ``kinds`` under ``prefix``, listed where this
+        runs, kind by kind."""
         driver = self.open()
         try:
-            return find_offloaded_ledgers(driver, prefix)
+            return [(kind, offload) for kind in kinds for offload in kind.find(driver, prefix)]
         finally:
             driver.close()
 

@@ -1,10 +1,12 @@
-"""The ``verify`` job: check every offloaded ledger in a store, in parallel.
+"""The ``verify`` job: check every offload in a store, in parallel, whichever
+offloader wrote it (v1 ledgers, v2 segments, and any kind an installed
+offloader registers: :mod:`offload_core.offload.stored`).
 
-Stage one plans each ledger on the executors (objects present, format
-version, index decodes, data length matches); stage two checks every
-block's framing against its index entry; the driver then combines each
-ledger's blocks (entry ids contiguous, lengths add up to the metadata).
-Nothing is written.
+Stage one plans each offload on the executors (objects present, format
+version, index decodes, lengths match); stage two checks each of its parts
+(a block's framing against its index entry); the driver then combines each
+offload's outcomes (entry ids contiguous, lengths add up). Nothing is
+written.
 """
 
 from __future__ import annotations
@@ -13,16 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..offload.ledgers.verify import (
-    BlockOutcome,
-    LedgerPlan,
-    LedgerReport,
-    plan_ledger,
-    read_and_check_block,
-    summarize_ledger,
-)
+from ..offload.stored.kinds import OffloadPlan, OffloadReport, StoredKind
+from ..plugins import PluginManager
 from .progress import Progress
-from .store_tasks import Store, map_with_driver
+from .store_tasks import Found, Store, installed_kinds, map_with_driver
 
 __all__ = ["DEFECT_SCHEMA", "VerifyResult", "verify_store"]
 
@@ -31,10 +27,11 @@ DEFECT_SCHEMA = "ledger_id long, uuid string, key string, offset long, problem s
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """Every ledger's report, and the defects as a DataFrame
-    (:data:`DEFECT_SCHEMA`, one row per defect)."""
+    """Every offload's report, and the defects as a DataFrame
+    (:data:`DEFECT_SCHEMA`, one row per defect; ``ledger_id`` null for a
+    defect of a segment as a whole)."""
 
-    reports: list[LedgerReport]
+    reports: list[OffloadReport]
     defects: Any
 
     @property
@@ -50,32 +47,50 @@ def verify_store(
     prefix: str = "",
     ledgers: Iterable[int] | None = None,
     progress: Callable[[Progress], None] | None = None,
+    plugin_manager: PluginManager | None = None,
 ) -> VerifyResult:
-    """Verify every offloaded ledger under ``url`` (``prefix``; only
-    ``ledgers`` if given). Incomplete offloads are reported as defects.
+    """Verify every offload under ``url`` (``prefix``; only those holding
+    one of ``ledgers`` if given) of every kind the offloaders of
+    ``plugin_manager`` (default: the process's) write. Incomplete offloads
+    are reported as defects.
 
     Raises :class:`ConfigError` / :class:`DriverNotInstalledError` for a
     bad URL or options, and storage errors if the store cannot be listed."""
     store = Store.of(url, driver_options)
-    found = store.ledgers(prefix)
-    if ledgers is not None:
-        wanted = set(ledgers)
-        found = [ledger for ledger in found if ledger.ledger_id in wanted]
-    planned = map_with_driver(spark, "verify: reading indexes", found, plan_ledger, store, progress=progress)
-    plans = [plan for plan in planned if isinstance(plan, LedgerPlan)]
-    tasks = [task for plan in plans for task in plan.blocks]
+    wanted = None if ledgers is None else set(ledgers)
+    found = [
+        (kind, offload)
+        for kind, offload in store.offloads(installed_kinds(plugin_manager), prefix)
+        if wanted is None or not offload.ledger_ids or wanted & set(offload.ledger_ids)
+    ]
+    planned = map_with_driver(spark, "verify: reading indexes", found, _plan, store, progress=progress)
+    # An offload whose ledgers only its index names is chosen once it is read.
+    chosen = [(kind, plan) for (kind, _), plan in zip(found, planned, strict=True)
+              if wanted is None or wanted & set(plan.offload.ledger_ids)]  # fmt: skip
+    plans = [(kind, plan) for kind, plan in chosen if isinstance(plan, OffloadPlan)]
+    tasks = [(kind, number, task) for number, (kind, plan) in enumerate(plans) for task in plan.tasks]
     outcomes = map_with_driver(
-        spark, "verify: checking blocks", tasks, read_and_check_block, store, progress=progress, tasks_per_slot=8
+        spark, "verify: checking blocks", tasks, _check, store, progress=progress, tasks_per_slot=8
     )
-    by_ledger: dict[tuple[str, int], list[BlockOutcome]] = {}
-    for outcome in outcomes:
-        by_ledger.setdefault((outcome.task.uuid, outcome.task.ledger_id), []).append(outcome)
-    reports = [plan for plan in planned if isinstance(plan, LedgerReport)]
-    reports += [summarize_ledger(plan, by_ledger.get((plan.ledger.uuid, plan.ledger.ledger_id), [])) for plan in plans]
-    reports.sort(key=lambda report: (report.ledger.ledger_id, report.ledger.uuid))
+    by_plan: dict[int, list[Any]] = {}
+    for (_, number, _), outcome in zip(tasks, outcomes, strict=True):
+        by_plan.setdefault(number, []).append(outcome)
+    reports = [plan for _, plan in chosen if isinstance(plan, OffloadReport)]
+    reports += [kind.summarize(plan, by_plan.get(number, [])) for number, (kind, plan) in enumerate(plans)]
+    reports.sort(key=lambda report: (report.offload.ledger_ids, report.offload.uuid))
     rows = [
         (defect.ledger_id, defect.uuid, defect.key, defect.offset, defect.problem)
         for report in reports
         for defect in report.defects
     ]
     return VerifyResult(reports, spark.createDataFrame(rows, DEFECT_SCHEMA))
+
+
+def _plan(driver: Any, found: Found) -> OffloadPlan | OffloadReport:
+    kind, offload = found
+    return kind.plan(driver, offload)
+
+
+def _check(driver: Any, item: tuple[StoredKind, int, Any]) -> Any:
+    kind, _, task = item
+    return kind.check(driver, task)

@@ -37,7 +37,7 @@ def every_object_is_named_by_metadata(data_dir: Path, uuids: set[str]) -> None:
     bucket = open_driver(f"file://{data_dir / 'bucket'}")
     keys = {info.key for info in bucket.list("")}
     expected = {key(uuid) for uuid in uuids for key in
-                (v2.segment_data_key, v2.segment_index_key, v2.segment_entry_offsets_key)}  # fmt: skip
+                (v2.segment_data_key, v2.segment_index_key)}  # fmt: skip
     assert keys == expected
 
 

@@ -1,12 +1,13 @@
-"""Entry offsets of PIP-76 segments: a companion object written before the
-index, read when present, ignored when absent or damaged."""
+"""Entry offsets of PIP-76 segments: a section after the data object's
+blocks, past the length the index records, so a segment Pulsar deletes
+(its data and index objects) leaves nothing behind; read when sound,
+ignored when absent or damaged; the companion object segments written
+before had is still read."""
 
 from __future__ import annotations
 
 import random
-import threading
 import uuid as uuid_module
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,10 +15,9 @@ from offload_core.formats import entry_offsets
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.memory import MemoryDriver
-from offload_core.model import Entry, ObjectInfo
+from offload_core.model import Entry
 from offload_core.offload import BlobStoreLedgerOffloader, SegmentLimits
 from offload_core.offload.reading.read_ahead import ReadAheadPool
-from offload_core.storage import BytesLike
 from offload_core.testing.faults import Fault, FaultyDriver, InjectedFault
 from tests.offload.test_streaming_offload import offer_all
 
@@ -39,18 +39,52 @@ def streamed(store: MemoryDriver, *, with_offsets: bool = True) -> tuple[BlobSto
     return offloader, uid
 
 
-def test_a_segment_carries_the_lengths_of_every_entry_block_by_block() -> None:
+def trailing_section(store: MemoryDriver, uid: str) -> bytes:
+    index = v2.decode_index(store.read(v2.segment_index_key(uid)))
+    return store.read(v2.segment_data_key(uid), index.data_object_length, store.stat(v2.segment_data_key(uid)).size)
+
+
+def test_a_segment_carries_the_lengths_of_every_entry_block_by_block_after_its_blocks() -> None:
     store = MemoryDriver()
     _, uid = streamed(store)
-    section = entry_offsets.decode_section(store.read(v2.segment_entry_offsets_key(uid)))
+    section = entry_offsets.decode_section(trailing_section(store, uid))
     assert list(section.lengths) == [len(p) for payloads in ENTRIES.values() for p in payloads]
     assert section.block_count == len(v2.decode_index(store.read(v2.segment_index_key(uid))).blocks)
 
 
 @pytest.mark.parametrize("with_offsets", [True, False])
-def test_cold_random_reads_cost_one_get_with_offsets_and_give_the_same_entries_without(with_offsets: bool) -> None:
+def test_a_segment_pulsar_deletes_leaves_nothing_behind(with_offsets: bool) -> None:
     store = MemoryDriver()
-    offloader, uid = streamed(store, with_offsets=with_offsets)
+    _, uid = streamed(store, with_offsets=with_offsets)
+    # BlobStoreManagedLedgerOffloader.deleteOffloaded(UUID, ...) removes exactly these two keys.
+    store.delete([uid, f"{uid}-index"])
+    assert list(store.list("")) == []
+
+
+def test_without_offsets_the_data_object_is_exactly_what_the_index_records() -> None:
+    store = MemoryDriver()
+    _, uid = streamed(store, with_offsets=False)
+    index = v2.decode_index(store.read(v2.segment_index_key(uid)))
+    assert store.stat(v2.segment_data_key(uid)).size == index.data_object_length
+
+
+def as_written_before(store: MemoryDriver, uid: str) -> None:
+    """Rewrite a segment as segments were written before the section moved
+    into the data object: blocks only, the section in a third object."""
+    section = trailing_section(store, uid)
+    key = v2.segment_data_key(uid)
+    blocks = store.read(key, 0, store.stat(key).size - len(section))
+    store.write(key, blocks, metadata={v1.FORMAT_VERSION_KEY: "1"})
+    store.write(v2.segment_entry_offsets_key(uid), section, metadata={v1.FORMAT_VERSION_KEY: "1"})
+
+
+@pytest.mark.parametrize("layout", ["trailing", "written before", "none"])
+def test_cold_random_reads_cost_one_get_with_offsets_and_give_the_same_entries_without(layout: str) -> None:
+    store = MemoryDriver()
+    offloader, uid = streamed(store, with_offsets=layout != "none")
+    if layout == "written before":
+        as_written_before(store, uid)
+    with_offsets = layout != "none"
     most_gets = []
     for ledger_id, payloads in ENTRIES.items():
         for entry_id in random.Random(ledger_id).sample(range(len(payloads)), 25):
@@ -80,15 +114,34 @@ def test_a_sequential_segment_read_is_served_by_read_ahead() -> None:
     writer.close()
 
 
-def test_a_damaged_or_missing_companion_costs_speed_not_data() -> None:
-    store = MemoryDriver()
-    offloader, uid = streamed(store)
-    key = v2.segment_entry_offsets_key(uid)
-    good = store.read(key)
+def damaged_sections(good: bytes) -> list[bytes]:
     lengths = entry_offsets.decode_section(good)
     shifted = [list(lengths.block_lengths(n)) for n in range(lengths.block_count)]
     shifted[0], shifted[1] = shifted[0][:-1], [shifted[0][-1], *shifted[1]]  # counts no longer match the index
-    for damaged in (good[:-1] + bytes([good[-1] ^ 4]), entry_offsets.encode_section(shifted), None):
+    return [good[:-1] + bytes([good[-1] ^ 4]), entry_offsets.encode_section(shifted), b"\0" * 7]
+
+
+def test_damaged_bytes_after_the_blocks_cost_speed_not_data() -> None:
+    store = MemoryDriver()
+    offloader, uid = streamed(store)
+    good = trailing_section(store, uid)
+    key = v2.segment_data_key(uid)
+    blocks = store.read(key, 0, store.stat(key).size - len(good))
+    for damaged in damaged_sections(good):
+        store.write(key, blocks + damaged, metadata={v1.FORMAT_VERSION_KEY: "1"})
+        for ledger_id, payloads in ENTRIES.items():
+            handle = offloader.read_segment(uid, ledger_id, last_entry_id=len(payloads) - 1)
+            picks = random.Random(1).sample(range(len(payloads)), 10)
+            assert [handle.read(n, n)[0].data for n in picks] == [payloads[n] for n in picks]
+
+
+def test_a_damaged_or_missing_companion_of_an_older_segment_costs_speed_not_data() -> None:
+    store = MemoryDriver()
+    offloader, uid = streamed(store)
+    as_written_before(store, uid)
+    key = v2.segment_entry_offsets_key(uid)
+    good = store.read(key)
+    for damaged in [*damaged_sections(good), None]:
         if damaged is None:
             store.delete([key])
         else:
@@ -99,18 +152,20 @@ def test_a_damaged_or_missing_companion_costs_speed_not_data() -> None:
             assert [handle.read(n, n)[0].data for n in picks] == [payloads[n] for n in picks]
 
 
-def test_deleting_a_segment_deletes_its_entry_offsets() -> None:
+def test_deleting_an_older_segment_deletes_its_companion() -> None:
     store = MemoryDriver()
     offloader, uid = streamed(store)
+    as_written_before(store, uid)
     offloader.delete_segment(uid)
     assert list(store.list("")) == []
 
 
-def test_the_companion_is_listed_with_its_segment() -> None:
+def test_the_companion_of_an_older_segment_is_listed_with_it() -> None:
     from offload_core.offload.segments.segment_inventory import find_segments
 
     store = MemoryDriver()
     _, uid = streamed(store)
+    as_written_before(store, uid)
     parsed = v2.parse_segment_key("topic/" + v2.segment_entry_offsets_key(uid))
     assert parsed == v2.SegmentKey("topic/", uid, is_index=False, is_entry_offsets=True)
     (segment,) = find_segments(store)
@@ -121,59 +176,9 @@ def test_the_companion_is_listed_with_its_segment() -> None:
     assert not orphan.complete and orphan.entry_offsets is not None
 
 
-class DurabilityGatedDriver(MemoryDriver):
-    """A memory store whose data-object writes, after their last part,
-    wait (as a disk's fsync does) until the entry-offsets object exists or
-    a timeout passes, and then fail if ``fail_data`` is set. Records the
-    order in which objects became visible."""
-
-    def __init__(self, *, fail_data: bool = False) -> None:
-        super().__init__()
-        self.fail_data = fail_data
-        self.offsets_written = threading.Event()
-        self.waited_for_offsets: bool | None = None
-        self.visible: list[str] = []
-
-    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
-        parsed = v2.parse_segment_key(key)
-        if parsed is not None and not (parsed.is_index or parsed.is_entry_offsets):
-            body = b"".join(parts)
-            self.waited_for_offsets = self.offsets_written.wait(5)
-            if self.fail_data:
-                raise InjectedFault("injected permanent failure: the data object's fsync")
-            info = super()._write(key, iter([body]), metadata, if_absent)
-        else:
-            info = super()._write(key, parts, metadata, if_absent)
-            if key.endswith("-entry-offsets"):
-                self.offsets_written.set()
-        self.visible.append(key)
-        return info
-
-
-def test_entry_offsets_are_written_while_the_data_object_is_made_durable() -> None:
-    store = DurabilityGatedDriver()
-    _, uid = streamed(store)
-    assert store.waited_for_offsets is True  # written beside the data object's tail, not after it
-    assert store.visible[-1] == v2.segment_index_key(uid)  # the index still comes last
-    section = entry_offsets.decode_section(store.read(v2.segment_entry_offsets_key(uid)))
-    assert list(section.lengths) == [len(p) for payloads in ENTRIES.values() for p in payloads]
-
-
-def test_a_data_object_failing_after_its_entry_offsets_were_written_leaves_no_object() -> None:
-    store = DurabilityGatedDriver(fail_data=True)
-    handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
-                                                                                    limits=LIMITS)  # fmt: skip
-    offer_all(handle, [Entry(3, n, data) for n, data in enumerate(ENTRIES[3])])
-    handle.close()
-    with pytest.raises(InjectedFault, match="fsync"):
-        handle.result(10)
-    assert store.waited_for_offsets is True
-    assert list(store.list("")) == []
-
-
-def test_an_entry_offsets_failure_fails_the_segment_and_leaves_no_object() -> None:
+def test_a_failing_index_write_leaves_no_object_not_even_the_data_object() -> None:
     memory = MemoryDriver()
-    store = FaultyDriver(memory, [Fault("write", key="-entry-offsets", permanent=True)])
+    store = FaultyDriver(memory, [Fault("write", key="-index", permanent=True)])
     handle = BlobStoreLedgerOffloader(store, max_block_size=2048).streaming_offload(str(uuid_module.uuid4()),
                                                                                     limits=LIMITS)  # fmt: skip
     offer_all(handle, [Entry(3, n, data) for n, data in enumerate(ENTRIES[3])])

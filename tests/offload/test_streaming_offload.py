@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offload_core.errors import ConfigError, InvalidRangeError
+from offload_core.formats import entry_offsets
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.memory import MemoryDriver
@@ -78,11 +79,12 @@ def wait_for(condition, timeout: float = 10.0) -> None:  # type: ignore[no-untyp
         time.sleep(0.005)
 
 
-def test_pulsars_segment_is_reproduced_byte_for_byte() -> None:
+@pytest.mark.parametrize("with_offsets", [False, True])
+def test_pulsars_segment_is_reproduced_byte_for_byte(with_offsets: bool) -> None:
     (vector,) = load_segment_vectors()
     infos = {s.ledger_id: s.ledger_info for s in v2.decode_index(vector.index).ledgers}
     driver = MemoryDriver()
-    offloader = BlobStoreLedgerOffloader(driver, max_block_size=65536)
+    offloader = BlobStoreLedgerOffloader(driver, max_block_size=65536, entry_offsets=with_offsets)
     size = vector.spec["streaming_block_size"]
     limits = SegmentLimits(streaming_block_size=size, max_buffer_size=4 * size)
     handle = offloader.streaming_offload(new_uuid(), limits=limits, ledger_info=lambda ledger, _last: infos[ledger])
@@ -90,7 +92,10 @@ def test_pulsars_segment_is_reproduced_byte_for_byte() -> None:
     handle.close()
     result = handle.result(10)
     assert result is not None
-    assert driver.read(result.data_key) == vector.data
+    data = driver.read(result.data_key)
+    # Pulsar's readers stop at the data object length the index records: the entry offsets follow it.
+    assert data[: len(vector.data)] == vector.data
+    assert len(data) == len(vector.data) if not with_offsets else entry_offsets.is_section(data[len(vector.data) :])
     assert driver.read(result.index_key) == vector.index
     begin_end = (result.begin_ledger_id, result.begin_entry_id, result.end_ledger_id, result.end_entry_id)
     assert begin_end == (15, 10, 16, 19)
@@ -132,7 +137,7 @@ def test_blocks_are_uploaded_while_the_segment_is_still_open() -> None:
     handle.close()
     result = handle.result(10)
     assert result is not None and result.blocks >= 4
-    assert driver.parts_pulled[handle.data_key] == result.blocks  # one part per block
+    assert driver.parts_pulled[handle.data_key] == result.blocks + 1  # one part per block, then the entry offsets
     read = BlobStoreLedgerOffloader(driver, max_block_size=BLOCK).read_segment(result.uuid, 3, last_entry_id=59)
     assert [e.data for e in read.read(0, 59)] == [e.data for e in entries]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,13 @@ import pytest
 from offload_core import open_driver
 from offload_core.errors import NotFoundError
 from offload_core.formats import pulsar_v1 as v1
-from offload_core.managed_ledger import Broker, ReadPriority, TopicName, parse_config
+from offload_core.managed_ledger import Broker, ReadPriority, SqliteMetadataStore, TopicName, parse_config
 from offload_core.model import Position
 from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.spark import backfill_job
 from offload_core.spark.backfill_job import backfill
 from offload_core.spark.progress import Progress
+from offload_core.spark.retention_job import retention
 from offload_core.spark.verify_job import verify_store
 
 pytestmark = pytest.mark.spark
@@ -132,3 +134,14 @@ def test_a_streaming_topic_is_backfilled_in_segments(spark: Any, data: Path) -> 
             assert [entry.data for entry in entries] == [message(topic, n) for n in range(440)]
     rows = spark.read.format("pulsar-offload").option("decode", "none").load(bucket_url(data)).count()
     assert rows == 2 * 440
+    verified = verify_store(spark, bucket_url(data))
+    assert verified.ok and {r.offload.uuid for r in verified.reports} == {s.uuid for s in result.segments}
+    assert sum(report.entries for report in verified.reports) == 2 * 440
+    store = SqliteMetadataStore(data / "metadata.db")
+    try:
+        kept = retention(spark, bucket_url(data), cutoff=datetime(2999, 1, 1, tzinfo=UTC), metadata=store,
+                         delete_orphans=True, dry_run=False)  # fmt: skip
+    finally:
+        store.close()
+    assert len(kept.decisions) == len(result.segments) and not kept.orphans  # every segment is its topic's
+    assert {d.action for d in kept.decisions} == {"keep"}

@@ -53,12 +53,12 @@ def test_backfill_verify_and_retention_verbs(spark: Any, data: Path) -> None:
     defect, summary, totals = [json.loads(line) for line in failed.stdout.splitlines()]
     assert (defect["ledger_id"], defect["key"], defect["offset"]) == (ledger.ledger_id, ledger.data_key, 0)
     assert summary["problem"].startswith("no entry is recoverable")
-    assert totals == {"ledgers": 4, "blocks": totals["blocks"], "defects": 2}
+    assert totals == {"offloads": 4, "blocks": totals["blocks"], "defects": 2}
 
     dry = run("spark", "retention", url, "--before", "2999-01-01", "--data-dir", data_dir)
     assert dry.exit_code == 0
     assert dry.stdout.count("keep     ledger") == 4 and "referenced by managed ledger" in dry.output
-    assert "would delete 0 ledger(s), 0 bytes; 0 orphan(s); dry run" in dry.stderr
+    assert "would delete 0 offload(s), 0 bytes; 0 orphan(s); dry run" in dry.stderr
     gone = run("spark", "retention", url, "--older-than", "0s", "--execute")
     assert gone.exit_code == 0 and gone.stdout.count("deleted  ledger") == 4
     assert find_offloaded_ledgers(driver) == []

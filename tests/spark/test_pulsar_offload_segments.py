@@ -16,6 +16,7 @@ from offload_core.formats import pulsar_v2 as v2
 from offload_core.model import Entry
 from offload_core.offload import OfferResult, SegmentLimits
 from offload_core.spark import plan_partitions
+from tests.offload.test_lenient_segment_headers import rewritten
 from tests.pulsar_vectors import load_segment_vectors
 
 pytestmark = pytest.mark.spark
@@ -85,13 +86,15 @@ def test_a_duplicate_segment_counts_once(spark: Any, tmp_path: Path) -> None:
     assert sorted(r.entry_id for r in frame.collect()) == list(range(100))
 
 
-def test_the_segment_pulsar_wrote(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("header_length", [None, 128, 256], ids=["as written", "any fill", "longer header"])
+def test_the_segment_pulsar_wrote(spark: Any, tmp_path: Path, header_length: int | None) -> None:
     url = f"file://{tmp_path}"
     driver = open_driver(url)
     (vector,) = load_segment_vectors()
+    data, index = (vector.data, vector.index) if header_length is None else rewritten(vector, header_length)
     uid = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
     version = {v1.FORMAT_VERSION_KEY: "1"}
-    driver.write(v2.segment_data_key(uid), vector.data, metadata=version)
-    driver.write(v2.segment_index_key(uid), vector.index, metadata=version)
+    driver.write(v2.segment_data_key(uid), data, metadata=version)
+    driver.write(v2.segment_index_key(uid), index, metadata=version)
     rows = spark.read.format("pulsar-offload").option("decode", "none").load(url).collect()
     assert sorted((r.ledger_id, r.entry_id, bytes(r.payload)) for r in rows) == sorted(vector.entries)

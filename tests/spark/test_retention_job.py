@@ -43,12 +43,12 @@ def test_dry_run_by_default_then_old_ledgers_go(spark: Any, tmp_path: Path) -> N
         offload(url, ledger_id, NEW_MS)
     dry = retention(spark, url, cutoff=CUTOFF)
     assert dry.dry_run and remaining(url) == {1, 2, 3, 4, 5}
-    assert [(d.ledger.ledger_id, d.action) for d in dry.decisions] == [
+    assert [(d.offload.ledger_ids[0], d.action) for d in dry.decisions] == [
         (1, "delete"), (2, "delete"), (3, "delete"), (4, "keep"), (5, "keep")
     ]  # fmt: skip
     assert {row.orphan for row in dry.actions.collect()} == {None}  # unknown without metadata
     done = retention(spark, url, cutoff=CUTOFF, dry_run=False)
-    assert [row.action for row in done.actions.orderBy("ledger_id").collect()] == [
+    assert [row.action for row in done.actions.orderBy("ledger_ids").collect()] == [
         "deleted", "deleted", "deleted", "keep", "keep"
     ]  # fmt: skip
     assert remaining(url) == {4, 5}
@@ -73,8 +73,8 @@ def test_with_metadata_referenced_ledgers_stay_and_orphans_are_found(spark: Any,
     store = SqliteMetadataStore(data / "metadata.db")
     try:
         result = retention(spark, url, cutoff=datetime(2100, 1, 1, tzinfo=UTC), metadata=store, dry_run=False)
-        assert sorted(d.ledger.ledger_id for d in result.orphans) == [900, 901, 902]
-        kept = {d.ledger.ledger_id: d.reason for d in result.decisions if d.action == "keep"}
+        assert sorted(d.offload.ledger_ids[0] for d in result.orphans) == [900, 901, 902]
+        kept = {d.offload.ledger_ids[0]: d.reason for d in result.decisions if d.action == "keep"}
         assert set(kept) == referenced | {902}
         assert all("public/default/persistent/kept" in kept[ledger_id] for ledger_id in referenced)
         assert remaining(url) == referenced | {902}
@@ -105,7 +105,7 @@ def test_a_ledger_whose_deletion_fails_is_reported_and_the_others_go(
 
     monkeypatch.setattr(store_tasks, "run_with_progress", first_delete_fails)
     result = retention(spark, url, cutoff=CUTOFF, dry_run=False)
-    assert [(d.ledger.ledger_id, d.action) for d in result.decisions] == [(1, "failed"), (2, "deleted")]
+    assert [(d.offload.ledger_ids[0], d.action) for d in result.decisions] == [(1, "failed"), (2, "deleted")]
     assert "deleting failed: AccessDeniedError" in result.decisions[0].reason
 
 

@@ -34,7 +34,7 @@ def test_a_good_store_has_no_defects_and_progress_is_reported(spark: Any, store:
     seen: list[Progress] = []
     result = verify_store(spark, store, progress=seen.append)
     assert result.ok and result.defects.count() == 0
-    assert [report.ledger.ledger_id for report in result.reports] == [1, 2, 3, 4, 5]
+    assert [report.offload.ledger_ids[0] for report in result.reports] == [1, 2, 3, 4, 5]
     assert all(report.entries == 60 and report.blocks > 1 for report in result.reports)
     finals = [p for p in seen if p.description == "verify: checking blocks"]
     assert finals and finals[-1].done == finals[-1].total > 0
@@ -67,7 +67,7 @@ def test_missing_objects_and_selection(spark: Any, store: str) -> None:
     ledger = next(ledger for ledger in find_offloaded_ledgers(driver) if ledger.ledger_id == 2)
     driver.delete(ledger.index_key)
     result = verify_store(spark, store, ledgers=[2, 4])
-    assert [report.ledger.ledger_id for report in result.reports] == [2, 4]
+    assert [report.offload.ledger_ids[0] for report in result.reports] == [2, 4]
     assert [(row.ledger_id, row.problem) for row in result.defects.collect()] == [(2, "index object is missing")]
 
 
@@ -79,5 +79,5 @@ def test_executors_verify_a_bucket_on_s3(spark: Any, s3: MotoS3) -> None:
         entries = [bytes([n % 251]) * (n * 997 % 40_000) for n in range(300)]
         offloader.offload(InMemoryReadHandle(ledger_id, entries), uuid.uuid4())
     result = verify_store(spark, "s3://offload-test/verify", driver_options=options)
-    assert result.ok and [r.ledger.ledger_id for r in result.reports] == [1, 2, 3]
+    assert result.ok and [r.offload.ledger_ids[0] for r in result.reports] == [1, 2, 3]
     assert all(report.blocks > 1 for report in result.reports)

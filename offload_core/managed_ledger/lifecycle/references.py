@@ -14,7 +14,8 @@ _PREFIX = "managed-ledgers/"
 def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
     """``(ledger id, uuid)`` of every offload some managed ledger records,
     complete or still in progress (its uid is stored before any object is
-    written), mapped to the managed ledger's name."""
+    written), mapped to the managed ledger's name: the ledger's own offload
+    and each streaming segment that holds entries of it."""
     references: dict[tuple[int, str], str] = {}
     for path in store.children(_PREFIX):
         record = store.get(path)
@@ -22,6 +23,9 @@ def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
             continue  # deleted while listing
         info = ManagedLedgerInfo.FromString(record.value)
         for ledger in info.ledgerInfo:
+            name = path.removeprefix(_PREFIX)
             if ledger.offloadContext.HasField("uidMsb"):
-                references[(int(ledger.ledgerId), str(uuid_of(ledger.offloadContext)))] = path.removeprefix(_PREFIX)
+                references[(int(ledger.ledgerId), str(uuid_of(ledger.offloadContext)))] = name
+            for segment in ledger.offloadContext.offloadSegment:
+                references[(int(ledger.ledgerId), str(uuid_of(segment)))] = name
     return references

@@ -26,9 +26,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Defect:
-    """Something wrong with an offloaded ledger, and where."""
+    """Something wrong with an offload, and where: ``ledger_id`` ``None``
+    when it is not one ledger's (a segment's index, say)."""
 
-    ledger_id: int
+    ledger_id: int | None
     uuid: str
     key: str
     offset: int | None
@@ -36,7 +37,7 @@ class Defect:
 
     def location(self) -> str:
         where = f"{self.key}" + (f" at byte {self.offset}" if self.offset is not None else "")
-        return f"ledger {self.ledger_id} ({where})"
+        return f"ledger {self.ledger_id} ({where})" if self.ledger_id is not None else where
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,9 @@ class SegmentLedgerTable:
 
     def check_header(self, header: memoryview, row: BlockRow) -> None:
         decoded = _decoded(v2.decode_block_header, header, row)
+        if decoded.header_length != row.data_offset - row.offset:
+            raise FormatError(f"block {row.part_id} header says it is {decoded.header_length} bytes, the index "
+                              f"{row.data_offset - row.offset}")  # fmt: skip
         if decoded.ledger_id != self.ledger_id:
             raise FormatError(f"block {row.part_id} header is of ledger {decoded.ledger_id}, its index row of "
                               f"{self.ledger_id}")  # fmt: skip
@@ -141,7 +144,7 @@ def check_entry_offsets(
                 f"entry offsets give block {row.part_id} {offsets.entry_count(number)} entries, its index "
                 f"{last - first + 1}"
             )
-        if v1.BLOCK_HEADER_LENGTH + offsets.content_length(number) > table.block_end(row) - row.offset:
+        if offsets.content_length(number) > table.block_end(row) - row.data_offset:
             raise FormatError(f"entry offsets of block {row.part_id} run past the block")
 
 

@@ -314,13 +314,14 @@ class OffloadedReadHandle(LedgerMetadataView):
 
     def _check_block_header(self, block: BlockRow, stream: Stream | None, following: int) -> None:
         """Decode ``block``'s header the first time it is touched and check
-        it against the index row: magic, header length, zero fill, block
-        length and first entry id. The GET that brings the header also
+        it against the index row: magic, header length, block length and
+        first entry id (and zero fill in a v1 block). The GET that brings the header also
         brings at least ``following`` bytes after it."""
         if block.part_id in self._checked_blocks:
             return
         expected_length = self._index.block_end(block) - block.offset
-        if expected_length < v1.BLOCK_HEADER_LENGTH:
+        header_length = block.data_offset - block.offset
+        if expected_length < header_length:
             raise self._lost(
                 self._at(
                     block.offset,
@@ -331,10 +332,10 @@ class OffloadedReadHandle(LedgerMetadataView):
                 block.first_entry_id,
                 block,
             )
-        wanted = min(v1.BLOCK_HEADER_LENGTH + following, expected_length)
+        wanted = min(header_length + following, expected_length)
         buffer, at, _ = self._bytes.get(block.offset, wanted, stream)
         try:
-            self._index.check_header(memoryview(buffer)[at : at + v1.BLOCK_HEADER_LENGTH], block)
+            self._index.check_header(memoryview(buffer)[at : at + header_length], block)
         except FormatError as exc:
             raise self._lost(self._at(block.offset, str(exc)), block.first_entry_id, block) from None
         self._checked_blocks.add(block.part_id)

@@ -47,10 +47,14 @@ class OpenSegment:
 def open_segment(
     driver: StorageDriver, uuid: str, *, prefix: str, max_index_size: int, block_limit: int, retry: RetryPolicy
 ) -> OpenSegment:
-    """Stat both objects and load the index. Raises :class:`NotFoundError`
-    naming the segment when an object is missing, :class:`FormatError` for
-    a wrong format version, an index too large for its data object or the
-    limit, a corrupt index, or a block over ``block_limit`` bytes."""
+    """Stat both objects and load the index, and the entry offsets where
+    the segment has them (after the data object's blocks, or in the
+    ``{uuid}-entry-offsets`` object of segments written before they moved
+    there). Raises :class:`NotFoundError` naming the segment when an object
+    is missing, :class:`FormatError` for a wrong format version, an index
+    too large for its data object or the limit, a corrupt index, a data
+    object shorter than its index says, or a block over ``block_limit``
+    bytes."""
     data_key, index_key = prefix + v2.segment_data_key(uuid), prefix + v2.segment_index_key(uuid)
     index_info = _retrying(lambda: driver.stat(index_key), uuid, index_key, retry)
     data_info = _retrying(lambda: driver.stat(data_key), uuid, data_key, retry)
@@ -68,33 +72,67 @@ def open_segment(
                                   f"{max(block_limit, _BLOCK_FLOOR)} bytes for a block")  # fmt: skip
     except FormatError as exc:
         raise FormatError(f"segment {uuid}, index {index_key!r}: {exc}") from None
-    if data_info.size != index.data_object_length:
+    if data_info.size < index.data_object_length:
         raise FormatError(
             f"segment {uuid}: data object {data_key!r} is {data_info.size} bytes, its index says "
             f"{index.data_object_length}; the segment is damaged (re-offload it from the hot tier if it is still there)"
         )
-    offsets = _entry_offsets(driver, prefix + v2.segment_entry_offsets_key(uuid), index, retry)
+    if data_info.size > index.data_object_length:
+        offsets = _trailing_entry_offsets(driver, data_info, index, retry)
+    else:
+        offsets = _entry_offsets_object(driver, prefix + v2.segment_entry_offsets_key(uuid), index, retry)
     return OpenSegment(uuid, data_key, index_key, index, data_info, index_info, offsets)
 
 
-def _entry_offsets(driver: StorageDriver, key: str, index: v2.SegmentIndex, retry: RetryPolicy) -> EntryOffsets | None:
-    """The segment's entry-offsets object when it has a sound one (Pulsar
-    writes none; a damaged one costs speed, not data: reads walk)."""
-    blocks = len(index.blocks)
-    # No section of this segment can be longer; a larger object is not read whole.
-    limit = 16 + 4 * blocks + 4 * (index.data_object_length // v1.ENTRY_HEADER_LENGTH)
+def _section_limit(index: v2.SegmentIndex) -> int:
+    """No entry-offsets section of this segment can be longer."""
+    return 16 + 4 * len(index.blocks) + 4 * (index.data_object_length // v1.ENTRY_HEADER_LENGTH)
+
+
+def _trailing_entry_offsets(
+    driver: StorageDriver, data: ObjectInfo, index: v2.SegmentIndex, retry: RetryPolicy
+) -> EntryOffsets | None:
+    """The section after the blocks, past the length the index records,
+    where we write it (Pulsar's readers stop at that length). Other bytes
+    there cost speed, not data: reads walk entry headers."""
+    start, limit = index.data_object_length, _section_limit(index)
+    try:
+        if data.size - start > limit:
+            raise FormatError(f"its {data.size - start} bytes are more than any section of this segment can be")
+        section = entry_offsets.decode_section(
+            call_with_retries(lambda: driver.read(data.key, start, data.size), retry)
+        )
+        return _covering(section, index)
+    except FormatError as exc:
+        log.warning("segment data object %r: the bytes after its blocks are ignored, reads walk entry headers "
+                    "instead: %s", data.key, exc)  # fmt: skip
+        return None
+
+
+def _entry_offsets_object(
+    driver: StorageDriver, key: str, index: v2.SegmentIndex, retry: RetryPolicy
+) -> EntryOffsets | None:
+    """The entry-offsets object segments written before the section moved
+    into the data object have, when it is there and sound (Pulsar writes
+    none; a damaged one costs speed, not data: reads walk)."""
+    limit = _section_limit(index)  # a larger object is not read whole
     try:
         raw = call_with_retries(lambda: driver.read(key, 0, limit + 1), retry)
         if len(raw) > limit:
             raise FormatError(f"it is over {limit} bytes, more than any of this segment can be")
-        section = entry_offsets.decode_section(raw)
-        if section.block_count != blocks:
-            raise FormatError(f"it covers {section.block_count} blocks, the segment has {blocks}")
+        return _covering(entry_offsets.decode_section(raw), index)
     except NotFoundError:
         return None
     except FormatError as exc:
         log.warning("segment entry offsets %r ignored, reads walk entry headers instead: %s", key, exc)
         return None
+
+
+def _covering(section: EntryOffsets, index: v2.SegmentIndex) -> EntryOffsets:
+    """``section`` if it has a row of lengths per block of ``index``.
+    Raises :class:`FormatError` otherwise."""
+    if section.block_count != len(index.blocks):
+        raise FormatError(f"it covers {section.block_count} blocks, the segment has {len(index.blocks)}")
     return section
 
 
@@ -146,7 +184,12 @@ def iter_segment_entries(driver: StorageDriver, segment: OpenSegment, ledger_id:
             continue
         end = segment.index.block_end(row)
         try:
-            block = v2.decode_block(driver.read(segment.data_key, row.offset, end))
+            data = driver.read(segment.data_key, row.offset, end)
+            header_length = v2.decode_block_header(data).header_length
+            if header_length != row.data_offset - row.offset:
+                raise FormatError(f"block {row.part_id} header says it is {header_length} bytes, the index "
+                                  f"{row.data_offset - row.offset}")  # fmt: skip
+            block = v2.decode_block(data)
             if (block.header.ledger_id, block.header.first_entry_id) != (block_ledger, row.first_entry_id):
                 raise FormatError(
                     f"block {row.part_id} holds ledger {block.header.ledger_id} from entry "

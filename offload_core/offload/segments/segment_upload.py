@@ -4,9 +4,12 @@ A :class:`SegmentUpload` takes a segment's finished blocks in order and
 sends them to the store as one multipart write, one part per block, on a
 thread of its own: a multipart write stays open for the segment's whole
 life (up to its rollover time), which would pin a thread of the broker's
-small background pool for that long. Once every block is sent it writes
-the entry offsets (beside the data object's last step) and then the index;
-a failure or an abort removes every object of the segment.
+small background pool for that long. Once every block is sent, the entry
+offsets follow them as the data object's last part, past the length the
+index records (Pulsar's readers read a data object only up to that length,
+and its ``deleteOffloaded`` removes exactly the data and index objects, so
+a segment Pulsar deletes leaves nothing behind); then the index is
+written. A failure or an abort removes every object of the segment.
 
 Its queue has a lock of its own, held only to put or take a block: the
 :class:`~.streaming_offload.OffloadHandle` that feeds it holds its lock
@@ -22,14 +25,12 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from ...errors import OffloadError, StateError
 from ...formats import entry_offsets
 from ...formats import pulsar_v2 as v2
 from ...hooks import Event
-from ...model import ObjectInfo
 from ...retry import RetryPolicy, call_with_retries
 from ...storage import StorageDriver
 from .segment_types import LedgerInfoSource, SegmentLedgerRange, StreamingOffloadResult
@@ -41,14 +42,15 @@ __all__ = ["SegmentKeys", "SegmentUpload"]
 
 @dataclass(frozen=True)
 class SegmentKeys:
-    """Where a segment's objects go (``entry_offsets`` ``None``: not written)."""
+    """Where a segment's objects go, and whether the data object ends with
+    the entry-offsets section."""
 
     data: str
     index: str
-    entry_offsets: str | None
+    entry_offsets: bool
 
     def all(self) -> list[str]:
-        return [self.data, self.index, *([self.entry_offsets] if self.entry_offsets else [])]
+        return [self.data, self.index]
 
 
 class SegmentUpload:
@@ -95,10 +97,10 @@ class SegmentUpload:
         self._in_flight = 0
         self._rows: list[tuple[int, v2.SegmentRow]] = []
         self._lengths: list[Sequence[int]] = []
+        self._blocks_length = 0
         self._ranges: tuple[SegmentLedgerRange, ...] = ()
         self._complete = False
         self._aborted = False
-        self._offsets_written: Future[ObjectInfo] | None = None
         self._done = threading.Event()
         self._result: StreamingOffloadResult | None = None
         self._error: BaseException | None = None
@@ -122,8 +124,9 @@ class SegmentUpload:
         """Queue the segment's next block."""
         with self._changed:
             self._rows.append((block.ledger_id, block.row))
-            if self.keys.entry_offsets is not None:
+            if self.keys.entry_offsets:
                 self._lengths.append(block.entry_lengths)
+            self._blocks_length += len(block.data)
             self._queue.append(block.data)
             self._queued_bytes += len(block.data)
             self._changed.notify_all()
@@ -187,23 +190,11 @@ class SegmentUpload:
         yield first
         while (block := self._next_block()) is not None:
             yield block
-        self._start_entry_offsets()
-
-    def _start_entry_offsets(self) -> None:
-        """Every block is with the driver, so every entry's length is
-        known: the entry offsets are written on a thread of their own while
-        the driver makes the data object durable. The index waits for both:
-        a segment with an index has its entry offsets complete, or none.
-        Not from the close: an object of a segment whose blocks are still
-        being sent would sit in the store for all that time before the
-        segment is complete."""
-        if self.keys.entry_offsets is None:
-            return
-        with self._changed:
-            lengths = list(self._lengths)
-        self._offsets_written = _write_entry_offsets(
-            self._driver, self.keys.entry_offsets, lengths, self._object_metadata, self.uuid
-        )
+        if self.keys.entry_offsets:
+            # Every block is with the driver, so every entry's length is known.
+            with self._changed:
+                lengths = list(self._lengths)
+            yield entry_offsets.encode_section(lengths)
 
     def _run(self) -> None:
         try:
@@ -212,9 +203,9 @@ class SegmentUpload:
                 return
             self._event("offload.started", uuid=self.uuid, key=self.keys.data)
             info = self._driver.write(self.keys.data, self._parts(first), metadata=self._object_metadata)
-            if self._offsets_written is not None:
-                self._offsets_written.result()
-            self._result = self._write_index(info.size)
+            with self._changed:
+                blocks_length = self._blocks_length
+            self._result = self._write_index(blocks_length)
             self._event("offload.finished", uuid=self.uuid, bytes=info.size, blocks=len(self._rows))
         except BaseException as exc:
             self._error = exc
@@ -223,8 +214,6 @@ class SegmentUpload:
                 self._queue.clear()
                 self._queued_bytes = 0
                 self._on_failure()
-            if self._offsets_written is not None:
-                wait([self._offsets_written])  # or it could write its object after the cleanup
             self._remove_quietly(exc)
             self._event("offload.failed", uuid=self.uuid, error=type(exc).__name__)
         finally:
@@ -269,20 +258,3 @@ class SegmentUpload:
 
 class _Aborted(StateError):
     """The segment's upload was cancelled."""
-
-
-def _write_entry_offsets(
-    driver: StorageDriver, key: str, lengths: list[Sequence[int]], metadata: Mapping[str, str], uuid: str
-) -> Future[ObjectInfo]:
-    """Encode and write the entry offsets on a thread of their own."""
-    written: Future[ObjectInfo] = Future()
-
-    def write() -> None:
-        try:
-            section = entry_offsets.encode_section(lengths)
-            written.set_result(driver.write(key, section, metadata=dict(metadata)))
-        except BaseException as exc:
-            written.set_exception(exc)
-
-    threading.Thread(target=write, name=f"offload-core-offsets-{uuid}", daemon=True).start()
-    return written

@@ -81,9 +81,9 @@ class OffloadHandle:
         keys = SegmentKeys(
             data=prefix + v2.segment_data_key(uuid),
             index=prefix + v2.segment_index_key(uuid),
-            entry_offsets=prefix + v2.segment_entry_offsets_key(uuid) if entry_offsets else None,
+            entry_offsets=entry_offsets,
         )
-        self.data_key, self.index_key, self.entry_offsets_key = keys.data, keys.index, keys.entry_offsets
+        self.data_key, self.index_key = keys.data, keys.index
         self.limits = limits
         self._clock = clock
         self._opened_at = clock()

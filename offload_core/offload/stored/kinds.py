@@ -1,0 +1,118 @@
+"""The contract between the store-wide jobs and the kinds of stored
+offload: what a kind finds, plans, checks, summarizes, ages and deletes.
+Everything here crosses to Spark executors, so it is picklable: records
+are frozen dataclasses, kinds are instances of module-level classes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ...storage import StorageDriver
+from ..ledgers.verify import Defect
+
+__all__ = ["Defect", "OffloadPlan", "OffloadReport", "ReadableKind", "StoredKind", "StoredOffload"]
+
+
+@dataclass(frozen=True)
+class StoredOffload:
+    """One offload a store holds: written by one offloader, as one or more
+    objects under one uuid, holding entries of ``ledger_ids`` (empty until
+    :meth:`StoredKind.describe` has read them, when the keys do not say).
+
+    ``keys`` are the objects present and ``size`` their bytes; ``complete``
+    says whether every object the kind needs is there; ``label`` names it
+    for people ("ledger 7", "segment 3f25... (ledgers 5, 6)");
+    ``created_ms`` is its age as :meth:`StoredKind.describe` found it;
+    ``detail`` is the kind's own record of it."""
+
+    kind: str
+    uuid: str
+    ledger_ids: tuple[int, ...]
+    keys: tuple[str, ...]
+    size: int
+    complete: bool
+    label: str
+    detail: Any
+    created_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    """What verifying one offload found."""
+
+    offload: StoredOffload
+    blocks: int
+    entries: int
+    entry_bytes: int
+    defects: tuple[Defect, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.defects
+
+
+@dataclass(frozen=True)
+class OffloadPlan:
+    """An offload whose offload-wide checks passed: the checks of its parts
+    (``tasks``, each one :meth:`StoredKind.check` call, run anywhere), and
+    the kind's own record of what they must add up to."""
+
+    offload: StoredOffload
+    tasks: tuple[Any, ...]
+    detail: Any
+
+
+@runtime_checkable
+class StoredKind(Protocol):
+    """One kind of stored offload. ``name`` is unique among the kinds
+    installed. No method raises for what it finds in the store: a missing
+    object, a corrupt index or a store error is a defect, an unknown age
+    or a deletion error (see each method)."""
+
+    name: str
+
+    def find(self, driver: StorageDriver, prefix: str) -> Sequence[StoredOffload]:
+        """Every offload of this kind (complete or not) whose keys start
+        with ``prefix``, from a listing alone. May raise storage errors
+        when the store cannot be listed."""
+        ...
+
+    def describe(self, driver: StorageDriver, offload: StoredOffload) -> StoredOffload:
+        """``offload`` with its ``ledger_ids`` and ``created_ms`` read from
+        the store (``created_ms`` ``None`` when unknown)."""
+        ...
+
+    def plan(self, driver: StorageDriver, offload: StoredOffload) -> OffloadPlan | OffloadReport:
+        """The offload-wide checks, then its parts to check; a report
+        with the defect when a part cannot be located."""
+        ...
+
+    def check(self, driver: StorageDriver, task: Any) -> Any:
+        """Check one task of a plan; the outcome, problems included."""
+        ...
+
+    def summarize(self, plan: OffloadPlan, outcomes: Sequence[Any]) -> OffloadReport:
+        """Combine the outcomes of every task of ``plan`` (in any order)."""
+        ...
+
+    def delete(self, driver: StorageDriver, offload: StoredOffload) -> None:
+        """Delete every object of ``offload``, so that an interrupted
+        deletion is still found by :meth:`find` and finished next time.
+        Raises what the store raises."""
+        ...
+
+
+@runtime_checkable
+class ReadableKind(StoredKind, Protocol):
+    """A kind whose entries Spark's ``pulsar-offload`` source reads through
+    it, one partition per ledger of each offload (Pulsar's v1 ledgers and
+    v2 segments have block-range partitions of their own instead)."""
+
+    def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
+        """Entry id and payload of every entry of ``ledger_id`` in
+        ``offload`` (described), in entry order. Raises
+        :class:`~offload_core.errors.FormatError` naming the object and
+        offset for what it cannot read, never a wrong entry."""
+        ...
