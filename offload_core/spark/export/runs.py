@@ -177,6 +177,7 @@ class Run:
             except Exception as exc:
                 raise _job_error(exc) from None
             if not results.data_files:
+                _remove_run(self.table, self.run_id, set())
                 return RunOutcome(0, 0, None, {})
             marks = merged(previous, results.watermarks)
             snapshot_id = self._commit(results, marks)

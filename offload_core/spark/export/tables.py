@@ -106,8 +106,10 @@ KAFKA = TableKind(
 
 def default_catalog_properties(data_dir: str | Path) -> dict[str, str]:
     """The embedded default: a SQL catalog on SQLite at
-    ``DIR/iceberg/catalog.db``, its warehouse at ``DIR/iceberg/warehouse``."""
+    ``DIR/iceberg/catalog.db``, its warehouse at ``DIR/iceberg/warehouse``
+    (both directories created here)."""
     root = Path(data_dir).resolve() / "iceberg"
+    (root / "warehouse").mkdir(parents=True, exist_ok=True)
     return {"type": "sql", "uri": f"sqlite:///{root / 'catalog.db'}", "warehouse": (root / "warehouse").as_uri()}
 
 
@@ -117,10 +119,6 @@ def open_catalog(properties: Mapping[str, str]) -> Catalog:
 
     Raises :class:`ConfigError` naming the catalog when it cannot be
     opened or reached."""
-    uri = properties.get("uri", "")
-    if uri.startswith("sqlite:///") and properties.get("warehouse", "").startswith("file://"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        Path(properties["warehouse"].removeprefix("file://")).mkdir(parents=True, exist_ok=True)
     try:
         return load_catalog(CATALOG_NAME, **properties)
     except Exception as exc:
