@@ -50,7 +50,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError
+from ..errors import ConfigError, FormatError
 from ..formats import kafka
 from ..plugins import open_driver
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
@@ -218,7 +218,15 @@ def _segment_partitions(
 
 
 def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:
-    """Rows of :data:`KAFKA_SCHEMA`, in offset order."""
+    """Rows of :data:`KAFKA_SCHEMA`, in offset order. :class:`FormatError`
+    names the segment's object."""
+    try:
+        yield from _partition_rows(partition, with_headers)
+    except FormatError as exc:
+        raise FormatError(f"{partition.log_key}: {exc}") from None
+
+
+def _partition_rows(partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:
     options: dict[str, Any] = dict(partition.driver_options)
     with open_driver(partition.url, **options) as driver:
         raw = RemoteSegmentStream(driver, partition.log_key, partition.start, partition.stop,
