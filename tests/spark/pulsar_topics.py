@@ -35,4 +35,5 @@ def message_rows(count: int) -> list[tuple[Any, ...]]:
     """The rows of the first ``count`` message entries, without their
     ledger and entry ids (the broker picks those): entry number, batch
     index, payload, key, producer, sequence id, properties."""
-    return sorted(((row[1], row[2], row[3], row[6], row[8], row[9], row[7]) for row in ROWS if row[1] < count), key=repr)
+    picked = [(row[1], row[2], row[3], row[6], row[8], row[9], row[7]) for row in ROWS if row[1] < count]
+    return sorted(picked, key=repr)

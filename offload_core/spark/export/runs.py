@@ -156,8 +156,11 @@ class Run:
 
     def writer_metadata(self) -> Any:
         """The table's metadata with the data path in this run's directory."""
-        properties = {**self.table.metadata.properties, TableProperties.WRITE_DATA_PATH: _run_dir(self.table, self.run_id),
-                      TableProperties.OBJECT_STORE_ENABLED: "false"}  # fmt: skip
+        properties = {
+            **self.table.metadata.properties,
+            TableProperties.WRITE_DATA_PATH: _run_dir(self.table, self.run_id),
+            TableProperties.OBJECT_STORE_ENABLED: "false",
+        }
         return self.table.metadata.model_copy(update={"properties": properties})
 
     def execute(self, write: Callable[[], TaskResults], previous: Watermarks) -> RunOutcome:
