@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from offload_core.errors import FormatError
+from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from offload_core.plugins import open_driver
 from offload_core.spark.export import export_pulsar
 from tests.spark.iceberg_helpers import file_catalog, load, read_back, s3_catalog
 from tests.spark.pulsar_topics import ENTRIES, append_and_offload, message_rows
@@ -67,3 +70,18 @@ def test_a_partitioned_topic_with_plain_entries(spark: Any, tmp_path: Path) -> N
     assert len(by_partition[0]) == len(message_rows(80))
     assert sorted(r["payload"] for r in by_partition[1]) == sorted(b"plain %d" % n for n in range(40))
     assert {r["publish_time"] for r in by_partition[1]} == {None}
+
+
+def test_a_damaged_ledger_object_fails_the_run_naming_it(spark: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    append_and_offload(data, TOPIC, ENTRIES[:85], streaming=False)
+    driver = open_driver(f"file://{data / 'bucket'}")
+    damaged = find_offloaded_ledgers(driver)[1]
+    path = data / "bucket" / damaged.data_key
+    body = bytearray(path.read_bytes())
+    body[0] ^= 0xFF  # the first block's magic
+    path.write_bytes(bytes(body))
+    with pytest.raises(FormatError, match=f"damaged source object .*{damaged.data_key} at byte 0") as failed:
+        export_pulsar(spark, data, TOPIC, "pulsar.damaged", catalog=file_catalog(data))
+    assert "nothing was committed" in str(failed.value)
+    assert load(file_catalog(data), "pulsar.damaged").current_snapshot() is None
