@@ -49,6 +49,8 @@ def test_the_plan_stops_at_the_first_ledger_not_tiered(tmp_path: Path) -> None:
     (read,) = plan_topic(data, TOPIC, {})
     assert dict(read.options)["driver.root"] == str((data / "bucket").resolve())
     assert (read.topic, read.partition, dict(read.options)["path"]) == (TOPIC, -1, "filesystem")
+    named = [pair.partition(":")[0] for pair in dict(read.options)["ledgerUuids"].split(",")]
+    assert named == [str(first), str(second)]
 
 
 def test_an_unknown_topic_or_data_dir_is_not_found(tmp_path: Path) -> None:
@@ -67,3 +69,15 @@ def test_watermarks_round_trip_merge_forward_and_refuse_damage() -> None:
         ("orders", 0): (6, 0), ("orders", 1): (2, 0), ("clicks", -1): (1, 1)}  # fmt: skip
     with pytest.raises(FormatError, match="offload.watermarks=.* export to a new --table"):
         watermarks_of([{"offload.watermarks": "{not json"}])
+
+
+def test_ledger_uuids_option_is_checked() -> None:
+    from offload_core.errors import ConfigError
+    from offload_core.spark.read_options import parse_read_options
+
+    uid = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
+    assert parse_read_options({"path": "memory://", "ledgerUuids": f"7:{uid.upper()}"}).ledger_uuids == {(7, uid)}
+    assert parse_read_options({"path": "memory://", "ledgerUuids": ""}).ledger_uuids == frozenset()
+    assert parse_read_options({"path": "memory://"}).ledger_uuids is None
+    with pytest.raises(ConfigError, match="bad ledgerUuids pair '7-x'; write LEDGER:UUID"):
+        parse_read_options({"path": "memory://", "ledgerUuids": "7-x"})

@@ -4,11 +4,13 @@ decoded and batches split, every message once, incrementally."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from offload_core import InMemoryReadHandle, open_offloader
 from offload_core.errors import FormatError
 from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.plugins import open_driver
@@ -85,3 +87,17 @@ def test_a_damaged_ledger_object_fails_the_run_naming_it(spark: Any, tmp_path: P
         export_pulsar(spark, data, TOPIC, "pulsar.damaged", catalog=file_catalog(data))
     assert "nothing was committed" in str(failed.value)
     assert load(file_catalog(data), "pulsar.damaged").current_snapshot() is None
+
+
+def test_a_copy_an_abandoned_offload_left_is_not_read(spark: Any, tmp_path: Path) -> None:
+    """The store holds a second, complete copy of a ledger (an offload
+    abandoned after writing both objects): only the uuid the metadata
+    names is read. Before, every message of that ledger came out twice."""
+    data = tmp_path / "data"
+    append_and_offload(data, TOPIC, ENTRIES[:85], streaming=False)
+    url = f"file://{data / 'bucket'}"
+    (first, _) = sorted(find_offloaded_ledgers(open_driver(url)), key=lambda ledger: ledger.ledger_id)
+    open_offloader(url).offload(InMemoryReadHandle(first.ledger_id, ENTRIES[:40]), uuid.uuid4())
+    result = export_pulsar(spark, data, TOPIC, "pulsar.copies", catalog=file_catalog(data))
+    assert result.rows_added == len(message_rows(80))
+    assert exported_messages(read_back(file_catalog(data), "pulsar.copies")) == expected_messages(80)

@@ -8,7 +8,8 @@ entry of its complete segments. The export takes the run of tiered entries
 from the start with no gap: at the first ledger not tiered to its end it
 stops, so an entry is never exported after one before it was skipped, and a
 re-run starts right after the watermark. Each ledger is read from the store
-its metadata recorded (the driver settings of its offload or segments)."""
+its metadata recorded (the driver settings of its offload or segments), a
+ledger offloaded whole from the objects of the uuid recorded only."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from ...errors import NotFoundError
 from ...managed_ledger import SqliteMetadataStore, TopicName
-from ...managed_ledger.lifecycle.ledger_records import driver_metadata, parse_info
+from ...managed_ledger.lifecycle.ledger_records import driver_metadata, parse_info, uuid_of
 from ...managed_ledger.streaming.segment_records import segment_settings, streamed_end
 from ...proto import LedgerInfo
 from .watermarks import Watermarks
@@ -60,17 +61,18 @@ def _topic_ledgers(store: SqliteMetadataStore, topic: TopicName) -> Iterator[tup
             yield partition, list(parse_info(record.value, path).ledgerInfo)
 
 
-def _tiered(ledger: LedgerInfo) -> tuple[int, dict[str, str]] | None:
-    """The last tiered entry of ``ledger`` and the settings of its store;
-    ``None`` when nothing of it is tiered."""
+def _tiered(ledger: LedgerInfo) -> tuple[int, dict[str, str], str | None] | None:
+    """The last tiered entry of ``ledger``, the settings of its store and,
+    offloaded whole, the uuid of its objects; ``None`` when nothing of it
+    is tiered."""
     context = ledger.offloadContext
-    if context.complete:
-        return int(ledger.entries) - 1, driver_metadata(context)
+    if context.complete and context.HasField("uidMsb"):
+        return int(ledger.entries) - 1, driver_metadata(context), str(uuid_of(context))
     end = streamed_end(context)
     if end < 0:
         return None
     last = max((s for s in context.offloadSegment if s.complete), key=lambda s: s.endEntryId)
-    return end, segment_settings(last)
+    return end, segment_settings(last), None
 
 
 def _store_options(settings: dict[str, str], data_dir: Path) -> dict[str, str]:
@@ -109,20 +111,24 @@ def plan_topic(data_dir: str | Path, topic: str, watermarks: Watermarks) -> list
     for partition, ledgers in partitions:
         after = watermarks.get((str(name), partition), (-1, -1))
         ranges: dict[tuple[tuple[str, str], ...], list[str]] = {}
+        whole: dict[tuple[tuple[str, str], ...], list[str]] = {}
         for ledger in ledgers:
             if ledger.HasField("entries") and ledger.entries == 0:
                 continue  # sealed empty: nothing to wait for
             tiered = _tiered(ledger)
             if tiered is None:
                 break
-            last, settings = tiered
+            last, settings, uid = tiered
             ledger_id = int(ledger.ledgerId)
             first = after[1] + 1 if ledger_id == after[0] else 0
             if ledger_id >= after[0] and first <= last:
                 store_key = tuple(sorted(_store_options(settings, root).items()))
                 ranges.setdefault(store_key, []).append(f"{ledger_id}:{first}-{last}")
+                whole.setdefault(store_key, []).extend([f"{ledger_id}:{uid}"] if uid else [])
             if not ledger.HasField("entries") or last < int(ledger.entries) - 1:
                 break  # not tiered to its end: what follows waits for the next run
         for store_key, spans in ranges.items():
-            reads.append(PartitionRead(str(name), partition, (*store_key, ("entries", ",".join(spans)))))
+            # Only the v1 objects the metadata names: a copy an abandoned offload left is not read.
+            chosen = (("entries", ",".join(spans)), ("ledgerUuids", ",".join(whole.get(store_key, []))))
+            reads.append(PartitionRead(str(name), partition, (*store_key, *chosen)))
     return reads
