@@ -28,7 +28,7 @@ from pyiceberg.table.metadata import TableMetadata
 from .tables import TableKind
 from .watermarks import Position, Watermarks
 
-__all__ = ["RESULT_SCHEMA", "RunWriter", "TaskResults"]
+__all__ = ["RESULT_SCHEMA", "RunWriter", "TaskResults", "io_properties"]
 
 #: What each task hands back: a data file, or a topic partition's last position.
 RESULT_SCHEMA = "data_file binary, topic string, partition int, position array<bigint>"

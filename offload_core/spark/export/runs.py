@@ -37,7 +37,7 @@ from .data_files import TaskResults
 from .tables import TableKind
 from .watermarks import Watermarks, committed_run_ids, merged, summary, watermarks_of
 
-__all__ = ["Run", "sweep_abandoned_runs", "table_watermarks"]
+__all__ = ["Run", "RunOutcome", "sweep_abandoned_runs", "table_watermarks"]
 
 _RUNS = "offload-runs"
 _ERROR_LINE = re.compile(r"^(?:offload_core\.errors\.)?(FormatError|LostEntriesError|NotFoundError): (.+)$", re.M)

@@ -32,7 +32,16 @@ from pyiceberg.types import (
 from ...errors import ConfigError, OffloadError
 from ...urls import redact_url_text
 
-__all__ = ["KAFKA", "PULSAR", "TableKind", "default_catalog_properties", "open_catalog", "open_table"]
+__all__ = [
+    "KAFKA",
+    "PULSAR",
+    "TableKind",
+    "default_catalog_properties",
+    "open_catalog",
+    "open_table",
+    "table_properties",
+    "unreachable",
+]
 
 CATALOG_NAME = "offload"
 
