@@ -46,7 +46,7 @@ _VERBS = {
         "failed to import, with its error.",
     ),
     "segments": _Verb("segment_commands", "segments", "Streaming-offload segments (PIP-76 objects) in a store."),
-    "spark": _Verb("spark_commands", "spark", "Bulk jobs on Spark: backfill, verify, retention."),
+    "spark": _Verb("spark_commands", "spark", "Bulk jobs on Spark: backfill, verify, retention, export to Iceberg."),
     "topics": _Verb("policy_commands", "topics", "Topics of the embedded broker (one managed ledger each)."),
 }
 

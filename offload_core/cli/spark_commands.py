@@ -5,38 +5,28 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import click
 
-from ..errors import ConfigError, mask_secret_text
+from ..errors import mask_secret_text
 from ..managed_ledger import SqliteMetadataStore, load_config
 from .broker_options import broker_options
 from .options import driver_options, execute_option, metrics_port_option, parse_driver_options
+from .spark_export_commands import export
+from .spark_session import master_option
+from .spark_session import printer as _printer
+from .spark_session import spark_session as _session
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
-master_option = click.option(
-    "--master", default=None, help="Spark master (default: the spark-submit one, else local[*])."
-)
-
 
 @click.group()
 def spark() -> None:
-    """Bulk jobs on Spark: backfill, verify, retention."""
+    """Bulk jobs on Spark: backfill, verify, retention, export to Iceberg."""
 
 
-def _session(master: str | None) -> Any:
-    try:
-        from ..spark.session import get_session
-    except ImportError as exc:
-        raise ConfigError(f"the spark verbs need PySpark ({exc}): pip install 'offload-core[spark]'") from None
-    return get_session(master)
-
-
-def _printer(progress: Any) -> None:
-    click.echo(f"{progress.description}: {progress.done}/{progress.total} tasks", err=True)
+spark.add_command(export)
 
 
 @spark.command()

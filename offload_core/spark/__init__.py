@@ -1,5 +1,7 @@
 """PySpark integration (``pip install offload-core[spark]``): the
-``pulsar-offload`` and ``kafka-remote`` data sources and the backfill, verify and retention jobs."""
+``pulsar-offload`` and ``kafka-remote`` data sources and the backfill, verify and retention jobs.
+The export to Iceberg tables is :mod:`offload_core.spark.export` (``offload-core[iceberg]``),
+not imported here: pyiceberg is not part of the ``spark`` extra."""
 
 from pyspark import cloudpickle
 

@@ -55,7 +55,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats import kafka
 from ..plugins import open_driver
 from ..rsm.aiven.storage import AivenRemoteStorage
@@ -227,11 +227,16 @@ def _aiven_partitions(
 
 
 def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:
-    """Rows of :data:`KAFKA_SCHEMA`, in offset order. A segment deleted
-    since the read was planned raises :class:`NotFoundError` naming it, or
-    with ``failOnDataLoss=false`` gives no rows and a logged line."""
+    """Rows of :data:`KAFKA_SCHEMA`, in offset order. :class:`FormatError`
+    names the segment's object. A segment deleted since the read was planned
+    raises :class:`NotFoundError` naming it, or with
+    ``failOnDataLoss=false`` gives no rows and a logged line."""
     try:
         yield from _segment_rows(partition, with_headers)
+    except FormatError as exc:
+        if partition.log_key in str(exc):
+            raise
+        raise FormatError(f"{partition.log_key}: {exc}") from None
     except NotFoundError as exc:
         gone = (f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished after the read "
                 "was planned")  # fmt: skip

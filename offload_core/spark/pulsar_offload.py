@@ -20,6 +20,10 @@ Options:
 - ``ledgers``: comma-separated ledger ids to read whole;
 - ``entries``: entry ranges, ``LEDGER:FIRST-LAST``, ``LEDGER:FIRST-`` or
   ``LEDGER:ENTRY``, comma-separated (with neither option, everything);
+- ``ledgerUuids``: ``LEDGER:UUID`` pairs, comma-separated: only these
+  whole-ledger (v1) objects are read, so a copy an abandoned offload left
+  is not read twice; every other ledger comes from segments (what a
+  managed ledger's metadata names: the export passes it);
 - ``decode``: ``auto`` (default: entries that are Pulsar messages are
   decoded, batches exploded into a row per message; other entries are one
   row with null message columns), ``pulsar`` (an entry that is not a
@@ -124,6 +128,7 @@ def plan_partitions(
             ledger
             for ledger in find_offloaded_ledgers(driver)
             if ledger.complete
+            and (parsed.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in parsed.ledger_uuids)
             and parsed.selection.wants_ledger(ledger.ledger_id)
             and ledger_bounds.admits(ledger.ledger_id)
         ]

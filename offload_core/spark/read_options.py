@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -61,6 +62,7 @@ class ReadOptions:
     max_records_per_batch: int
     filter_pushdown: bool
     driver_options: tuple[tuple[str, str], ...]
+    ledger_uuids: frozenset[tuple[int, str]] | None = None  # the v1 objects to read; None: every complete one
 
 
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
@@ -88,6 +90,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         driver_options=tuple(
             sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
         ),
+        ledger_uuids=_ledger_uuids(options.get("ledgerUuids")),
     )
 
 
@@ -98,6 +101,21 @@ def _ledger_ids(value: str | None) -> frozenset[int] | None:
         return frozenset(int(part) for part in value.split(","))
     except ValueError:
         raise ConfigError(f"pulsar-offload: ledgers is a comma-separated list of ledger ids, not {value!r}") from None
+
+
+def _ledger_uuids(value: str | None) -> frozenset[tuple[int, str]] | None:
+    if value is None:
+        return None
+    pairs = set()
+    for part in filter(None, (text.strip() for text in value.split(","))):
+        ledger, colon, uid = part.partition(":")
+        try:
+            pairs.add((int(ledger), str(uuid.UUID(uid))))
+        except ValueError:
+            raise ConfigError(
+                f"pulsar-offload: bad ledgerUuids pair {part!r}; write LEDGER:UUID, comma-separated"
+            ) from None
+    return frozenset(pairs)
 
 
 def _ranges(value: str | None) -> tuple[tuple[int, int, int | None], ...]:

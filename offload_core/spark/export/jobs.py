@@ -1,0 +1,161 @@
+"""The two exports: a Pulsar topic's offloaded ledgers and segments, and a
+Kafka topic's tiered segments, appended to an Iceberg table, each from
+where the table's last export stopped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import NotFoundError
+from ...urls import redact_url_text
+from ..source import KafkaRemoteDataSource, PulsarOffloadDataSource
+from .data_files import RESULT_SCHEMA, RunWriter, TaskResults, io_properties
+from .pulsar_plan import plan_topic
+from .runs import Run, sweep_abandoned_runs, table_watermarks
+from .tables import KAFKA, PULSAR, TableKind, default_catalog_properties, open_catalog, open_table, table_properties
+from .watermarks import Watermarks
+
+__all__ = ["DEFAULT_STALE_AFTER", "ExportResult", "export_kafka", "export_pulsar"]
+
+#: Seconds after which an unfinished run's files count as a killed run's.
+DEFAULT_STALE_AFTER = 3600.0
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """One export: the rows and data files it added, the snapshot it
+    committed (``None`` when there was nothing new: nothing is committed
+    then), where each topic partition now stands, and the killed runs
+    whose files it removed first."""
+
+    table: str
+    rows_added: int
+    data_files: int
+    snapshot_id: int | None
+    watermarks: Watermarks
+    swept_runs: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """The summary ``--json`` prints."""
+        marks: dict[str, dict[str, list[int]]] = {}
+        for (topic, partition), position in sorted(self.watermarks.items()):
+            marks.setdefault(topic, {})[str(partition)] = list(position)
+        return {"table": self.table, "rows_added": self.rows_added, "data_files": self.data_files,
+                "snapshot_id": self.snapshot_id, "watermarks": marks, "swept_runs": self.swept_runs}  # fmt: skip
+
+
+def export_pulsar(
+    spark: Any,
+    data_dir: str | Path,
+    topic: str,
+    table: str,
+    *,
+    catalog: Mapping[str, str] | None = None,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> ExportResult:
+    """Append what broker data directory ``data_dir`` has tiered of
+    ``topic`` (each ``-partition-N`` of a partitioned topic) since the
+    table's last export, to Iceberg table ``table``: Pulsar messages, batches
+    split, one row each (entries that are not messages as one row with the
+    message columns null). ``catalog``: pyiceberg catalog properties (default
+    :func:`default_catalog_properties` of ``data_dir``).
+
+    Raises :class:`NotFoundError` for an unknown topic, and when it has
+    nothing tiered and the table nothing from it; :class:`ConfigError` for a
+    catalog that cannot be reached or a table of another schema;
+    :class:`FormatError` naming a damaged object; :class:`ConflictError` when
+    another export committed first. Nothing is committed in each case."""
+    properties = dict(catalog) if catalog is not None else default_catalog_properties(data_dir)
+    origin = table_properties(PULSAR, topic=topic, **{"data-dir": Path(data_dir).resolve()})
+
+    def frame(marks: Watermarks) -> Any:
+        reads = plan_topic(data_dir, topic, marks)
+        from pyspark.sql.functions import lit
+
+        frames = [
+            spark.read.format("pulsar-offload").options(**dict(read.options)).load()
+            .withColumn("topic", lit(read.topic)).withColumn("partition", lit(read.partition).cast("int"))
+            for read in reads
+        ]  # fmt: skip
+        if not frames:
+            return None
+        union = frames[0]
+        for more in frames[1:]:
+            union = union.unionByName(more)
+        return union
+
+    return _export(spark, PULSAR, table, properties, origin, frame, f"Pulsar topic {topic} in {data_dir}",
+                   stale_after=stale_after)  # fmt: skip
+
+
+def export_kafka(
+    spark: Any,
+    url: str,
+    topic: str,
+    table: str,
+    *,
+    options: Mapping[str, str] | None = None,
+    catalog: Mapping[str, str] | None = None,
+    data_dir: str | Path = "./offload-data",
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> ExportResult:
+    """Append the records of Kafka topic ``topic`` tiered under ``url``
+    since the table's last export, to Iceberg table ``table``, in Spark's
+    Kafka source schema. ``options`` go to the ``kafka-remote`` source as
+    they are (``prefix``, ``topicId``, ``layout``, ``config``,
+    ``driver.<name>`` ...); ``startingOffsets`` is the export's. ``catalog``
+    as for :func:`export_pulsar`, its default under ``data_dir``.
+
+    Raises as :func:`export_pulsar` does (the source's own errors for its options)."""
+    properties = dict(catalog) if catalog is not None else default_catalog_properties(data_dir)
+    extra = dict(options or {})
+    where = {"url": redact_url_text(url), "topic": topic}
+    if extra.get("layout"):
+        where["layout"] = extra["layout"]
+    origin = table_properties(KAFKA, **where)
+
+    def frame(marks: Watermarks) -> Any:
+        starting = {str(partition): position[0] + 1 for (name, partition), position in marks.items() if name == topic}
+        reader = spark.read.format("kafka-remote").options(**extra).option("url", url).option("topic", topic)
+        if starting:
+            reader = reader.option("startingOffsets", json.dumps({topic: starting}))
+        return reader.load()
+
+    return _export(spark, KAFKA, table, properties, origin, frame, f"Kafka topic {topic} under {redact_url_text(url)}",
+                   stale_after=stale_after)  # fmt: skip
+
+
+def _export(
+    spark: Any,
+    kind: TableKind,
+    table_name: str,
+    properties: dict[str, str],
+    origin: dict[str, str],
+    frame_for: Callable[[Watermarks], Any],
+    what: str,
+    *,
+    stale_after: float = DEFAULT_STALE_AFTER,
+) -> ExportResult:
+    spark.dataSource.register(PulsarOffloadDataSource)
+    spark.dataSource.register(KafkaRemoteDataSource)
+    table = open_table(open_catalog(properties), properties, table_name, kind, origin)
+    swept = sweep_abandoned_runs(table, stale_after=stale_after)
+    marks = table_watermarks(table)
+    frame = frame_for(marks)
+    outcome = None
+    if frame is not None:
+        run = Run(table, kind, table_name)
+        writer = RunWriter(kind, run.writer_metadata(), io_properties(table.io.properties))
+        columns = [column.name for column in kind.schema.fields]
+        outcome = run.execute(lambda: TaskResults.of(frame.select(*columns).mapInArrow(writer, RESULT_SCHEMA)
+                                                     .collect()), marks)  # fmt: skip
+    if outcome is None or outcome.snapshot_id is None:
+        if not marks:
+            raise NotFoundError(f"{what} has nothing tiered: nothing was exported and no snapshot was committed "
+                                "to " + table_name)  # fmt: skip
+        return ExportResult(table_name, 0, 0, None, marks, swept)
+    return ExportResult(table_name, outcome.rows, outcome.data_files, outcome.snapshot_id, outcome.watermarks, swept)
