@@ -48,7 +48,7 @@ def test_the_plan_stops_at_the_first_ledger_not_tiered(tmp_path: Path) -> None:
     assert entries_option(data, {(TOPIC, -1): (second, 39)}) == []  # nothing after the gap yet
     (read,) = plan_topic(data, TOPIC, {})
     assert dict(read.options)["driver.root"] == str((data / "bucket").resolve())
-    assert (read.topic, read.partition, dict(read.options)["path"]) == (TOPIC, -1, "filesystem")
+    assert (read.topic, read.partition, dict(read.options)["path"]) == (TOPIC, -1, "local-directory")
     named = [pair.partition(":")[0] for pair in dict(read.options)["ledgerUuids"].split(",")]
     assert named == [str(first), str(second)]
 

@@ -23,7 +23,7 @@ from ...urls import redact_url_text
 from .filesystem_offload import FILESYSTEM, LOCAL_DIRECTORY, check_offload_driver, filesystem_settings
 from .policies import OffloadPolicies
 
-__all__ = ["OffloaderProvider", "driver_settings"]
+__all__ = ["OffloaderProvider", "driver_settings", "store_location"]
 
 _SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
 # "filesystem" among them only for ledgers recorded before it meant the
@@ -56,6 +56,20 @@ def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]
     if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
         settings["bucket"] = str(data_dir / "bucket")
     return settings
+
+
+def store_location(settings: Mapping[str, str], data_dir: Path) -> tuple[str, dict[str, str]]:
+    """The driver name (or URL) and driver options of the blob store that
+    recorded ``settings`` name: a local directory's ``root`` resolved
+    against ``data_dir``, a cloud store's ``bucket``, ``endpoint`` and
+    ``region``. Transforms are not among them (the caller chains them)."""
+    driver_name = settings.get("driver", LOCAL_DIRECTORY)
+    if "://" in driver_name:
+        return driver_name, {}
+    if driver_name.lower() in _LOCAL_DRIVERS:
+        root = Path(settings.get("bucket") or data_dir / "bucket")
+        return driver_name, {"root": str(root if root.is_absolute() else data_dir / root)}
+    return driver_name, {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
 
 
 class OffloaderProvider:
@@ -155,15 +169,8 @@ class OffloaderProvider:
             if settings.get("transform_chunk_size"):
                 chained["transform_chunk_size"] = int(settings["transform_chunk_size"])
         try:
-            if "://" in driver_name:
-                return self._plugins.open_driver(driver_name, **chained)
-            if driver_name.lower() in _LOCAL_DRIVERS:
-                root = Path(settings.get("bucket") or self._data_dir / "bucket")
-                return self._plugins.open_driver(
-                    driver_name, root=str(root if root.is_absolute() else self._data_dir / root), **chained
-                )
-            options = {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
-            return self._plugins.open_driver(driver_name, **options, **chained)
+            name, options = store_location(settings, self._data_dir)
+            return self._plugins.open_driver(name, **options, **chained)
         except OffloadError:
             raise
         except ValueError as exc:

@@ -121,6 +121,7 @@ def export_kafka(
     def frame(marks: Watermarks) -> Any:
         starting = {str(partition): position[0] + 1 for (name, partition), position in marks.items() if name == topic}
         reader = spark.read.format("kafka-remote").options(**extra).option("url", url).option("topic", topic)
+        reader = reader.option("includeHeaders", "true")  # the table keeps Spark's Kafka schema, headers included
         if starting:
             reader = reader.option("startingOffsets", json.dumps({topic: starting}))
         return reader.load()

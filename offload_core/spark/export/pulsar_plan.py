@@ -21,6 +21,7 @@ from pathlib import Path
 from ...errors import NotFoundError
 from ...managed_ledger import SqliteMetadataStore, TopicName
 from ...managed_ledger.lifecycle.ledger_records import driver_metadata, parse_info, uuid_of
+from ...managed_ledger.lifecycle.offloaders import store_location
 from ...managed_ledger.streaming.segment_records import segment_settings, streamed_end
 from ...proto import LedgerInfo
 from .watermarks import Watermarks
@@ -28,7 +29,6 @@ from .watermarks import Watermarks
 __all__ = ["PartitionRead", "plan_topic"]
 
 _PARTITION = re.compile(r"^(.*)-partition-(\d+)$")
-_LOCAL_DRIVERS = {"filesystem", "file", "local"}
 
 
 @dataclass(frozen=True)
@@ -77,15 +77,8 @@ def _tiered(ledger: LedgerInfo) -> tuple[int, dict[str, str], str | None] | None
 
 def _store_options(settings: dict[str, str], data_dir: Path) -> dict[str, str]:
     """A recorded store as ``pulsar-offload``'s ``path`` and ``driver.*`` options."""
-    driver = settings.get("driver", "filesystem")
-    options = {"path": driver}
-    if "://" not in driver:
-        if driver.lower() in _LOCAL_DRIVERS:
-            root = Path(settings.get("bucket") or data_dir / "bucket")
-            options["driver.root"] = str(root if root.is_absolute() else data_dir / root)
-        else:
-            options.update({f"driver.{name}": settings[name] for name in ("bucket", "endpoint", "region")
-                            if settings.get(name)})  # fmt: skip
+    driver, located = store_location(settings, data_dir)
+    options = {"path": driver, **{f"driver.{name}": value for name, value in located.items()}}
     if settings.get("transforms"):
         options["driver.transforms"] = "auto"  # reads what any installed transform wrote
     return options
