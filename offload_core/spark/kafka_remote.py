@@ -62,6 +62,7 @@ from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
 from ..rsm.types import TopicIdPartition, TopicPartition
 from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
 from .source import KAFKA_SCHEMA
+from .store_urls import pinned_url
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
 
@@ -144,7 +145,8 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
     driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
     cap = positive_option(options, "maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT, source="kafka-remote")
-    return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
+    store = pinned_url(str(url))
+    return KafkaReadOptions(store, options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,
                             isolation == "read_committed", max(per_partition, 1), driver, cap)  # fmt: skip
 
 

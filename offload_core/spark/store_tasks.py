@@ -11,6 +11,7 @@ from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..plugins import open_driver
 from ..storage import StorageDriver
 from .progress import Progress, run_with_progress
+from .store_urls import pinned_url
 
 __all__ = ["Store", "map_with_driver"]
 
@@ -20,14 +21,15 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Store:
-    """Where a job's objects are: a URL and driver options. Picklable."""
+    """Where a job's objects are: a URL and driver options. Picklable;
+    built with :meth:`of`, the URL means the same store on every executor."""
 
     url: str
     options: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def of(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
-        return cls(url, tuple(sorted((options or {}).items())))
+        return cls(pinned_url(url), tuple(sorted((options or {}).items())))
 
     def open(self) -> StorageDriver:
         return open_driver(self.url, **dict(self.options))

@@ -31,7 +31,8 @@ def cluster_spark(cluster: StandaloneCluster) -> Iterator[Any]:
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    saved = {name: os.environ.pop(name, None) for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    saved = {name: os.environ.pop(name, None) for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")}
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     config = {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
