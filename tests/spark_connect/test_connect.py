@@ -2,7 +2,9 @@
 ``sbin/start-connect-server.sh``, a client session from
 ``SparkSession.builder.remote``. The server finds the sources itself (the
 ``pyspark_*`` modules offload-core installs), and its Python workers run the
-project's interpreter."""
+project's interpreter. A package of its own: PySpark refuses a Connect
+session while a classic one runs in the process, so tests/spark_cluster's
+session is stopped by then."""
 
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     it was (the client marks it as in Connect mode)."""
     from pyspark.sql import SparkSession
 
+    classic = SparkSession.getActiveSession()
+    if classic is not None:
+        classic.stop()
     extra = {"PYSPARK_PYTHON": sys.executable}
     if os.environ.get("PYTHONPATH"):
         extra["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the server imports the code under test
