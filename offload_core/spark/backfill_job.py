@@ -20,7 +20,7 @@ or a shared filesystem) and the object store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from ..managed_ledger import (
     write_segment,
 )
 from .progress import Progress, run_with_progress
+from .store_tasks import collect_guarded
 
 __all__ = ["BackfillResult", "LedgerOutcome", "SegmentOutcome", "backfill"]
 
@@ -123,7 +124,7 @@ def backfill(
                 if not tickets:
                     return []
                 rdd = spark.sparkContext.parallelize([ticket for _, ticket in tickets], len(tickets))
-                return rdd.map(_write).collect()  # type: ignore[no-any-return]
+                return collect_guarded(rdd, _write_each)
 
             streamed = sum(1 for _, ticket in tickets if isinstance(ticket, SegmentTicket))
             what = f"offloading {len(tickets) - streamed} ledger(s)" + (f", {streamed} segment(s)" if streamed else "")
@@ -161,6 +162,10 @@ def backfill(
             for topic, ledger in ledgers.items()
         }
     return BackfillResult(outcomes, statuses, segments)
+
+
+def _write_each(tickets: Iterator[OffloadTicket | SegmentTicket]) -> Iterator[tuple[int, str | None, dict[int, int]]]:
+    return map(_write, tickets)
 
 
 def _write(ticket: OffloadTicket | SegmentTicket) -> tuple[int, str | None, dict[int, int]]:

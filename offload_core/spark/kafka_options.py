@@ -25,6 +25,7 @@ from ..rsm.remote_log import parse_topic_id
 from ..rsm.types import TopicPartition
 from .kafka_remote_aiven import aiven_config
 from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
+from .store_urls import pinned_url
 
 __all__ = ["EARLIEST", "LATEST", "KafkaReadOptions", "OffsetBound", "TopicSelection", "parse_options"]
 
@@ -123,6 +124,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
         raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)'
                           + (' or, with layout aiven, .option("config", "server.properties")' if layout == "aiven"
                              else ""))  # fmt: skip
+    url = pinned_url(str(url))  # a relative file:// root means the same directory on every executor
     if layout == "aiven" and config is None:
         config = AivenConfig(str(url))  # a URL alone: an unencrypted store, no key pairs
     topic_ids = None

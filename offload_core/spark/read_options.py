@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import ConfigError
+from .store_urls import pinned_url
 
 __all__ = ["Decode", "EntrySelection", "ReadOptions", "parse_read_options"]
 
@@ -77,7 +78,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     except ValueError:
         raise ConfigError(f"pulsar-offload: decode is auto, pulsar or none, not {decode_name!r}") from None
     return ReadOptions(
-        url=url,
+        url=pinned_url(url),
         selection=EntrySelection(_ledger_ids(options.get("ledgers")), _ranges(options.get("entries"))),
         blocks_per_partition=positive_option(options, "blocksPerPartition", 1)
         if "blocksPerPartition" in options

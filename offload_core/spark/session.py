@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["choose_master", "get_session"]
+__all__ = ["choose_master", "choose_python", "get_session"]
 
 
 def choose_master(requested: str | None, configured: str | None) -> str:
@@ -15,14 +16,29 @@ def choose_master(requested: str | None, configured: str | None) -> str:
     return requested or configured or "local[*]"
 
 
-def get_session(master: str | None = None, app_name: str = "offload-core") -> Any:
+def choose_python(configured: str | None, environment: str | None, running: str) -> str:
+    """The interpreter every Python worker runs (the driver's planning
+    workers and every executor's): ``spark.pyspark.python``, else
+    ``PYSPARK_PYTHON``, else ``running`` (this one, with offload-core
+    installed), never ``python3`` from each host's ``PATH``."""
+    return configured or environment or running
+
+
+def get_session(
+    master: str | None = None, app_name: str = "offload-core", config: Mapping[str, str] | None = None
+) -> Any:
     """The running session, else a new one on ``master``, else on the master
     Spark's configuration names (``PYSPARK_SUBMIT_ARGS``,
-    ``spark-defaults.conf``), else ``local[*]``; a new session has the
-    ``pulsar-offload`` and ``kafka-remote`` sources registered.
+    ``spark-defaults.conf``), else ``local[*]``, with ``config`` set on
+    it; a new session has the ``pulsar-offload`` and ``kafka-remote``
+    sources registered.
 
-    A local session binds to 127.0.0.1 and runs Python workers on this
-    interpreter, the one with offload-core installed."""
+    Every Python worker of a new session, on the driver and on every
+    executor, runs :func:`choose_python`'s interpreter: PySpark's RDD
+    tasks read ``PYSPARK_PYTHON`` (set here for this process) and its data
+    sources ``spark.pyspark.python``, so both are set to the same path. On
+    a cluster, that path must hold offload-core on every worker host. A
+    local session also binds to 127.0.0.1."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -34,9 +50,12 @@ def get_session(master: str | None = None, app_name: str = "offload-core") -> An
         # PYSPARK_SUBMIT_ARGS and spark-defaults.conf set (the master among them).
         SparkContext._ensure_initialized()
         conf = SparkConf()
+        conf.setAll(list((config or {}).items()))
         conf.setMaster(choose_master(master, conf.get("spark.master")))
+        python = choose_python(conf.get("spark.pyspark.python"), os.environ.get("PYSPARK_PYTHON"), sys.executable)
+        conf.set("spark.pyspark.python", python)
+        os.environ["PYSPARK_PYTHON"] = python
         if (conf.get("spark.master") or "").startswith("local"):
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")
             conf.setIfMissing("spark.driver.host", "127.0.0.1")
             conf.setIfMissing("spark.ui.enabled", "false")

@@ -8,13 +8,15 @@ registered with PySpark's cloudpickle to travel *by value*, and imports
 nothing but PySpark at module level, so a worker running the wrong
 interpreter reaches :meth:`PulsarOffloadDataSource.schema` and fails there
 with an error that names that interpreter and the fix, instead of a bare
-``ModuleNotFoundError`` deep in Spark's unpickler.
+``ModuleNotFoundError`` deep in Spark's unpickler. The jobs' tasks travel
+inside :func:`guarded_partition` for the same reason.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource
@@ -30,7 +32,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["KAFKA_SCHEMA", "SCHEMA", "KafkaRemoteDataSource", "PulsarOffloadDataSource", "WorkerEnvironmentError"]
+__all__ = [
+    "KAFKA_SCHEMA",
+    "SCHEMA",
+    "UNUSABLE_WORKER",
+    "KafkaRemoteDataSource",
+    "PulsarOffloadDataSource",
+    "WorkerEnvironmentError",
+    "guarded_partition",
+]
 
 SCHEMA = StructType(
     [
@@ -85,6 +95,25 @@ def _reader_module(name: str = "pulsar_offload") -> Any:
             "offload_core.spark.get_session(), which does"
         ) from None
     return module
+
+
+#: Tags the one result of a job's task whose worker cannot import offload-core.
+UNUSABLE_WORKER = "offload-core cannot be imported here"
+
+
+def guarded_partition(task: bytes, items: Iterator[Any]) -> Iterator[Any]:
+    """A job's task (``task``: its partition function, pickled), as Spark
+    runs it: loaded only once this worker has shown it can import
+    offload-core; if it cannot, the task's one result is
+    ``(UNUSABLE_WORKER, what to fix)``, for the driver to raise."""
+    try:
+        _reader_module("store_tasks")
+    except WorkerEnvironmentError as exc:
+        yield (UNUSABLE_WORKER, str(exc))
+        return
+    from pyspark import cloudpickle
+
+    yield from cloudpickle.loads(task)(items)
 
 
 class PulsarOffloadDataSource(DataSource):

@@ -1,4 +1,6 @@
-"""A local Spark session: local[2], UI off, bound to 127.0.0.1."""
+"""A local Spark session: local[2], UI off, bound to 127.0.0.1; one for this
+package, stopped when it ends (tests/spark_cluster starts its own: a process
+holds one SparkContext at a time)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark() -> Iterator[Any]:
     try:
         from pyspark.sql import SparkSession

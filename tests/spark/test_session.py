@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from offload_core.spark.session import choose_master
+from offload_core.spark.session import choose_master, choose_python
 
 pytestmark = pytest.mark.spark
 
@@ -30,6 +30,16 @@ def test_the_argument_wins_then_spark_configuration_then_local(
     requested: str | None, configured: str | None, master: str
 ) -> None:
     assert choose_master(requested, configured) == master
+
+
+@pytest.mark.parametrize(
+    ("configured", "environment", "python"),
+    [("/opt/py", "/env/py", "/opt/py"), (None, "/env/py", "/env/py"), (None, None, "/this/python")],
+)
+def test_workers_run_spark_pyspark_python_then_pyspark_python_then_this_interpreter(
+    configured: str | None, environment: str | None, python: str
+) -> None:
+    assert choose_python(configured, environment, "/this/python") == python
 
 
 def test_a_new_session_takes_its_master_from_spark_configuration() -> None:

@@ -1,0 +1,68 @@
+"""What goes wrong only on a real cluster ends the job with one error on
+the Spark driver naming what to fix: a worker whose Python cannot import
+offload-core, an executor with no credentials for the store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import InMemoryReadHandle, open_offloader
+from offload_core.errors import ConfigError
+from offload_core.managed_ledger import Broker, parse_config
+from offload_core.spark import WorkerEnvironmentError, backfill, verify_store
+from tests.emulators import MotoS3
+
+pytestmark = pytest.mark.spark
+
+BARE = Path(sys.base_prefix) / "bin" / "python3"
+
+
+def test_a_worker_that_cannot_import_offload_core_fails_the_jobs_naming_its_interpreter(
+    cluster_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = subprocess.run([str(BARE), "-c", "import offload_core.spark"], capture_output=True)
+    assert probe.returncode != 0, f"{BARE} can import offload-core; this test needs an interpreter that cannot"
+    url = f"file://{tmp_path / 'store'}"
+    open_offloader(url, max_block_size=1024).offload(InMemoryReadHandle(1, [b"entry"] * 20), uuid.uuid4())
+    config = parse_config({"managedLedgerMaxEntriesPerLedger": 10})
+    with Broker(tmp_path / "data", config) as broker:
+        for n in range(20):
+            broker.topic("public/default/orders").append(b"order %d" % n)
+    # The executors' interpreter, as a worker host whose python lacks offload-core would have it.
+    monkeypatch.setattr(cluster_spark.sparkContext, "pythonExec", str(BARE))
+    for job in (
+        lambda: verify_store(cluster_spark, url),
+        lambda: backfill(cluster_spark, tmp_path / "data", config=config),
+    ):
+        with pytest.raises(WorkerEnvironmentError) as caught:
+            job()
+        message = str(caught.value)
+        assert message.startswith(f"this Spark worker runs {BARE}") and "cannot import offload-core" in message
+        assert "PYSPARK_PYTHON" in message and "spark.pyspark.python" in message
+
+
+@pytest.mark.emulator
+def test_an_executor_without_credentials_fails_the_job_once_naming_the_store_and_the_fix(
+    cluster_spark: Any, s3: MotoS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = s3.client_options()
+    url = "s3://offload-test/ledgers"
+    for ledger_id in (1, 2):
+        open_offloader(url, **options, max_block_size=5 * 2**20).offload(
+            InMemoryReadHandle(ledger_id, [b"entry"] * 10), uuid.uuid4()
+        )
+    # The Spark driver has credentials of its own, which local[*] would lend its tasks; executors have none.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", options["access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", options["secret_access_key"])
+    without = {"endpoint": options["endpoint"], "region": options["region"]}
+    with pytest.raises(ConfigError) as caught:
+        verify_store(cluster_spark, url, driver_options=without)
+    message = str(caught.value)
+    assert message.startswith("a Spark task on ") and "cannot use the store s3://offload-test/ledgers" in message
+    assert "no AWS credentials found" in message and "pass credentials as driver options" in message

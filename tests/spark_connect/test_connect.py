@@ -1,0 +1,76 @@
+"""Both sources through Spark Connect: a server started with PySpark's own
+``sbin/start-connect-server.sh``, a client session from
+``SparkSession.builder.remote``. The server finds the sources itself (the
+``pyspark_*`` modules offload-core installs), and its Python workers run the
+project's interpreter. A package of its own: PySpark refuses a Connect
+session while a classic one runs in the process, so tests/spark_cluster's
+session is stopped by then."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, open_driver
+from tests.spark_cluster.processes import ConnectServer
+from tests.spark_cluster.test_cluster_sources import kafka_store
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A client session on a fresh Connect server; the process is left as
+    it was (the client marks it as in Connect mode)."""
+    from pyspark.sql import SparkSession
+
+    classic = SparkSession.getActiveSession()
+    if classic is not None:
+        classic.stop()
+    extra = {"PYSPARK_PYTHON": sys.executable}
+    if os.environ.get("PYTHONPATH"):
+        extra["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the server imports the code under test
+    server = ConnectServer.start(tmp_path_factory.mktemp("connect"), sys.executable, extra)
+    saved = {name: os.environ.get(name) for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    try:
+        session = SparkSession.builder.remote(server.url).getOrCreate()
+        yield session
+        session.stop()
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def test_both_sources_read_through_a_connect_session(connect: Any, tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'pulsar'}"
+    entries = [b"connect %d" % n * (n % 4 + 1) for n in range(120)]
+    BlobStoreLedgerOffloader(open_driver(url)).offload(InMemoryReadHandle(9, entries), uuid.uuid4())
+    pulsar = connect.read.format("pulsar-offload").option("decode", "none").load(url)
+    assert sorted((row.entry_id, bytes(row.payload)) for row in pulsar.collect()) == list(enumerate(entries))
+    assert pulsar.where("entry_id >= 100").count() == 20
+
+    expected = kafka_store(tmp_path, f"file://{tmp_path / 'kafka'}", {})
+    kafka = connect.read.format("kafka-remote").option("prefix", "tiered").option("topic", "orders")
+    rows = kafka.load(f"file://{tmp_path / 'kafka'}").select("partition", "offset", "value").collect()
+    assert sorted((row.partition, row.offset, bytes(row.value)) for row in rows) == sorted(
+        (partition, offset, value) for _, value, _, partition, offset, _, _ in expected
+    )
+
+
+def test_a_client_may_register_the_source_itself(connect: Any, tmp_path: Path) -> None:
+    from offload_core.spark import PulsarOffloadDataSource
+
+    url = f"file://{tmp_path / 'pulsar'}"
+    BlobStoreLedgerOffloader(open_driver(url)).offload(InMemoryReadHandle(3, [b"a", b"b"]), uuid.uuid4())
+    connect.dataSource.register(PulsarOffloadDataSource)  # shipped to the server by value
+    assert [bytes(row.payload) for row in connect.read.format("pulsar-offload").load(url).collect()] == [b"a", b"b"]
