@@ -60,10 +60,14 @@ def test_verify_and_retention_on_s3_with_credentials_as_options(cluster_spark: A
         offloader = open_offloader(url, **options, max_block_size=5 * 2**20)
         offloader.offload(InMemoryReadHandle(ledger_id, entries, metadata), uuid.uuid4())
     verified = verify_store(cluster_spark, url, driver_options=options)
-    assert verified.ok and [report.ledger.ledger_id for report in verified.reports] == [1, 2, 3]
+    assert verified.ok and [report.offload.ledger_ids for report in verified.reports] == [(1,), (2,), (3,)]
     assert all(report.entries == 200 for report in verified.reports)
     done = retention(cluster_spark, url, cutoff=CUTOFF, driver_options=options, dry_run=False)
-    assert [(d.ledger.ledger_id, d.action) for d in done.decisions] == [(1, "deleted"), (2, "deleted"), (3, "keep")]
+    assert [(d.offload.ledger_ids, d.action) for d in done.decisions] == [
+        ((1,), "deleted"),
+        ((2,), "deleted"),
+        ((3,), "keep"),
+    ]
     keys = [item["Key"] for item in s3.client().list_objects_v2(Bucket="offload-test")["Contents"]]
     assert len(keys) == 2 and all("-ledger-3" in key for key in keys)
 
@@ -77,7 +81,7 @@ def test_a_relative_store_url_names_the_drivers_directory_on_every_executor(
         offloader.offload(InMemoryReadHandle(ledger_id, [b"entry"] * 6 + [b"x" * 0] * 4, metadata), uuid.uuid4())
     monkeypatch.chdir(tmp_path)
     verified = verify_store(cluster_spark, "file://store")
-    assert verified.ok and [report.ledger.ledger_id for report in verified.reports] == [1, 2]
+    assert verified.ok and [report.offload.ledger_ids for report in verified.reports] == [(1,), (2,)]
     done = retention(cluster_spark, "file://store", cutoff=CUTOFF, dry_run=False)
     assert [decision.action for decision in done.decisions] == ["deleted", "deleted"]
     assert find_offloaded_ledgers(open_driver(f"file://{tmp_path / 'store'}")) == []
