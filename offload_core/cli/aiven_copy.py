@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,12 @@ import click
 
 from ..errors import ConfigError
 from ..plugins import open_driver
+from ..rsm import copy_lease
 from ..rsm.aiven.config import AivenConfig, load_config
+from ..rsm.aiven.keys import copier_lease_path
 from ..rsm.aiven.segment_upload import copied_segments, upload_aiven_segment
 from ..rsm.aiven.segment_writer import AivenWriteSettings, EncryptionKeyPair
+from ..rsm.object_records import ObjectRecordStore
 from ..rsm.partition_dir import LocalSegment
 from ..rsm.segment_copy import new_segment_metadata
 from ..rsm.types import TopicIdPartition
@@ -81,27 +85,46 @@ def copy_to_aiven(segments: list[LocalSegment], partition: TopicIdPartition, tar
     skipping those already there (a manifest at the same start offset for
     the same ``.log`` size) and empty ones, and print what was done. A
     re-run first sweeps what a killed run left in the store's temporaries;
-    a killed copy's objects without a manifest stay, unread by any reader."""
+    a killed copy's objects without a manifest stay, unread by any reader.
+
+    The copy holds the partition's copier lease (:mod:`offload_core.rsm.copy_lease`)
+    in the store itself, under the key prefix's
+    :data:`~offload_core.rsm.aiven.keys.COPIER_LEASES`, which the plugin never reads,
+    so two copies of one partition never both commit the same offsets.
+    Raises :class:`ConflictError` naming the holder, having written
+    nothing, when another live copy holds it."""
     name = partition.topic_partition
     settings = target.settings
+    owner = uuid.uuid4().hex
     with open_driver(target.url, **target.driver_options) as driver:
         sweep_before_rerun(driver)
-        done = copied_segments(driver, settings.key_prefix, partition)
-        copied = empty = 0
-        with click.progressbar(segments, label=f"copying {name}", file=sys.stderr) as progress:
-            for segment in progress:
-                size = segment.data.log_segment.stat().st_size
-                if size == 0:
-                    empty += 1  # Kafka tiers no empty segment: it holds no offset
-                    continue
-                if (segment.base_offset, size) in done:
-                    continue
-                metadata = new_segment_metadata(partition, segment.data, next_offset=segment.next_offset, broker_id=0,
-                                                event_timestamp_ms=time.time_ns() // 1_000_000,
-                                                limit=max_decompressed_bytes)  # fmt: skip
-                upload_aiven_segment(driver, settings, metadata, segment.data, limit=max_decompressed_bytes)
-                copied += 1
+        leases = ObjectRecordStore(driver)
+        lease = copier_lease_path(settings.key_prefix, name.topic, partition.topic_id, name.partition)
+        copy_lease.take(leases, lease, owner, _now_ms(), str(partition))
+        try:
+            done = copied_segments(driver, settings.key_prefix, partition)
+            copied = empty = 0
+            with click.progressbar(segments, label=f"copying {name}", file=sys.stderr) as progress:
+                for segment in progress:
+                    size = segment.data.log_segment.stat().st_size
+                    if size == 0:
+                        empty += 1  # Kafka tiers no empty segment: it holds no offset
+                        continue
+                    if (segment.base_offset, size) in done:
+                        continue
+                    copy_lease.take(leases, lease, owner, _now_ms(), str(partition))  # renewed per segment
+                    metadata = new_segment_metadata(partition, segment.data, next_offset=segment.next_offset,
+                                                    broker_id=0, event_timestamp_ms=_now_ms(),
+                                                    limit=max_decompressed_bytes)  # fmt: skip
+                    upload_aiven_segment(driver, settings, metadata, segment.data, limit=max_decompressed_bytes)
+                    copied += 1
+        finally:
+            copy_lease.give_back(leases, lease, owner)
     click.echo(f"{name} (topic id {partition.topic_id}): copied {copied} segment(s) in Aiven's layout, "
                f"{len(segments) - copied - empty} already there"
                + (f", {empty} empty segment(s) skipped" if empty else "")
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
