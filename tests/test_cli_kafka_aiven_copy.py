@@ -205,3 +205,9 @@ def test_a_bad_public_key_fails_before_anything_is_written(tmp_path: Path) -> No
     done = offload("copy", str(directory), url, "--all", "--layout", "aiven", "--config", str(config))
     assert done.returncode == 1 and f"{config}: public key of key pair 'oracle-key-1' is not" in done.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_our_layout_still_needs_the_url(tmp_path: Path) -> None:
+    directory = fixture_partition(CASE, tmp_path, TOPIC_ID)
+    refused = offload("copy", str(directory), "--all")
+    assert refused.returncode == 2 and "give the store's URL" in refused.stderr
