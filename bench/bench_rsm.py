@@ -37,18 +37,21 @@ MiB = 2**20
 RECORDS_PER_BATCH = 64
 
 
-def write_segment(directory: Path, size: int) -> tuple[LogSegmentData, int]:
+def write_segment(directory: Path, size: int, *, distinct: bool = False) -> tuple[LogSegmentData, int]:
     """A segment of ~``size`` bytes: one 1 MiB batch repeated with its base
     offset patched (the CRC does not cover the base offset, so every copy
-    stays a valid batch)."""
-    records = [kafka.Record(i, 1_700_000_000_000 + i, f"k{i}".encode(), os.urandom(16 * 1024 - 40))
-               for i in range(RECORDS_PER_BATCH)]  # fmt: skip
-    template = bytearray(kafka.encode_batch(records, base_offset=0))
+    stays a valid batch), or (``distinct``) 1 MiB batches of fresh random
+    records each, which no compressor shrinks: a repeated batch is
+    random only within 1 MiB, and zstd's window finds the repeats in a
+    larger chunk."""
+    template = bytearray(kafka.encode_batch(_random_records(), base_offset=0))
     header = kafka.decode_batch_header(template)
     count = size // len(template)
     indexes = kafka.IndexDeriver(0)
     with open(directory / f"{0:020d}.log", "wb") as log:
         for n in range(count):
+            if distinct and n:
+                template = bytearray(kafka.encode_batch(_random_records(), base_offset=0))
             template[0:8] = (n * RECORDS_PER_BATCH).to_bytes(8, "big")
             log.write(template)
             indexes.add(replace(header, base_offset=n * RECORDS_PER_BATCH, position=n * len(template)))
@@ -61,6 +64,11 @@ def write_segment(directory: Path, size: int) -> tuple[LogSegmentData, int]:
                           directory / f"{0:020d}.timeindex", None, directory / f"{end:020d}.snapshot",
                           kafka.encode_leader_epochs([(0, 0)]))  # fmt: skip
     return data, count * len(template)
+
+
+def _random_records() -> list[kafka.Record]:
+    return [kafka.Record(i, 1_700_000_000_000 + i, f"k{i}".encode(), os.urandom(16 * 1024 - 40))
+            for i in range(RECORDS_PER_BATCH)]  # fmt: skip
 
 
 def traced(action):  # type: ignore[no-untyped-def]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from offload_core.cli.aiven_copy import aiven_write_settings_from_properties
+from offload_core.cli.aiven_copy import aiven_copy_target
 from offload_core.errors import ConfigError
 from offload_core.plugins import open_driver
 from offload_core.rsm.aiven.custom_metadata import CustomMetadataField
-from offload_core.rsm.aiven.keys import parse_key
+from offload_core.rsm.aiven.keys import COPIER_LEASES, parse_key
 from offload_core.rsm.aiven.segment_reader import AivenSegmentReader
 from tests.aiven_vectors import AIVEN, AivenRun, aiven_runs, private_keys
 from tests.kafka_vectors import kafka_cases
@@ -27,10 +27,15 @@ TOPIC_ID = RUNS[0].spec["remote_log_segment_metadata"]["topicId"]
 CASE = next(case for case in kafka_cases() if case.name == "a-uncompressed")
 # Given by the broker at copy time, so ours differ from the plugin run's.
 PER_COPY = ("id", "eventTimestampMs", "brokerId")
+FILESYSTEM = "io.aiven.kafka.tieredstorage.storage.filesystem.FileSystemStorage"
 
 
 def broker_properties(run: AivenRun, path: Path, **extra: str) -> Path:
-    lines = ["broker.id=1", "# the plugin's settings", "remote.log.storage.system.enable=true"]
+    """A broker's properties for ``run``'s plugin settings, storing with the
+    filesystem backend in the ``store`` directory beside ``path``."""
+    lines = ["broker.id=1", "# the plugin's settings", "remote.log.storage.system.enable=true",
+             f"rsm.config.storage.backend.class={FILESYSTEM}",
+             f"rsm.config.storage.root={path.parent / 'store'}"]  # fmt: skip
     for key, value in run.spec["rsm_config"].items():
         if key.endswith(".key.file"):
             value = str(AIVEN / value)
@@ -41,8 +46,9 @@ def broker_properties(run: AivenRun, path: Path, **extra: str) -> Path:
 
 
 def store_objects(url: str) -> dict[str, bytes]:
+    """The store's objects but our copiers' leases (each run takes and gives back one)."""
     with open_driver(url) as driver:
-        return {info.key: driver.read(info.key) for info in driver.list("")}
+        return {info.key: driver.read(info.key) for info in driver.list("") if not info.key.startswith(COPIER_LEASES)}
 
 
 def without_per_copy_fields(value: object) -> object:
@@ -76,6 +82,21 @@ def test_copy_writes_what_the_plugin_wrote(tmp_path: Path, run: AivenRun) -> Non
     reader = AivenSegmentReader(lambda k, s, e: objects[k][s:e], segment, objects[segment.key], private_keys())
     assert reader.read_log() == run.input_bytes("log")
     assert all(reader.read_index(kind) == run.input_bytes(name) for kind, name in INPUTS.items())
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.name)
+def test_the_store_comes_from_the_config_when_the_url_is_omitted(tmp_path: Path, run: AivenRun) -> None:
+    directory = fixture_partition(CASE, tmp_path, TOPIC_ID)
+    config = str(broker_properties(run, tmp_path / "server.properties"))
+    (tmp_path / "store").mkdir()  # the plugin's filesystem backend writes under an existing root, as we do
+    copied = offload("copy", str(directory), "--all", "--layout", "aiven", "--config", config)
+    assert copied.returncode == 0, copied.stderr
+    listed = offload("ls", "--layout", "aiven", "--config", config, "--json")
+    [row] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert (row["topic"], row["partition"], row["start_offset"]) == ("oracle-a", 0, 0)
+    read = offload("read", "--layout", "aiven", "--config", config, "oracle-a-0", "--offset", "0", "--json")
+    assert read.returncode == 0, read.stderr
+    assert [json.loads(line)["offset"] for line in read.stdout.splitlines()][:3] == [0, 1, 2]
 
 
 def test_a_rerun_copies_nothing_again(tmp_path: Path) -> None:
@@ -141,8 +162,11 @@ def test_properties_are_read_as_java_reads_them(tmp_path: Path) -> None:
         "tiered.chunk.size : 4096\ntiered.compression.enabled   TRUE\n"
         "tiered.key.prefix=a\\\n    /b\\u00e9/\ntiered.custom.metadata.fields.include=REMOTE_SIZE,\\\n OBJECT_KEY\n"
         "rsm.config.chunk.size=1\n"
+        f"tiered.storage.backend.class={FILESYSTEM}\ntiered.storage.root=/srv/tiered\n"
     )
-    settings = aiven_write_settings_from_properties(path)
+    target = aiven_copy_target(path, None, ())
+    settings = target.settings
+    assert (target.url, target.driver_options) == ("file:///srv/tiered", {"create": False})
     assert (settings.chunk_size, settings.compression, settings.key_prefix, settings.encryption) == (
         4096, True, "a/b\u00e9/", None)  # fmt: skip
     assert settings.custom_metadata_fields == (CustomMetadataField.REMOTE_SIZE, CustomMetadataField.OBJECT_KEY)
@@ -151,21 +175,24 @@ def test_properties_are_read_as_java_reads_them(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "message"),
     [("", "rsm.config.chunk.size is not set"), ("rsm.config.chunk.size=big", "not an integer"),
-     ("rsm.config.chunk.size=0", "chunk.size 0"), ("rsm.config.chunk.size=1\nrsm.config.compression.enabled=yes",
-                                                   "compression.enabled is 'yes'"),
-     ("rsm.config.chunk.size=1\nrsm.config.encryption.enabled=true", "encryption.key.pair.id"),
+     ("rsm.config.chunk.size=0", "chunk.size is 0"), ("rsm.config.chunk.size=1\nrsm.config.compression.enabled=yes",
+                                                      "compression.enabled is 'yes'"),
+     ("rsm.config.chunk.size=1\nrsm.config.encryption.enabled=true", "encryption.key.pair.id is missing"),
      ("rsm.config.chunk.size=1\nrsm.config.encryption.enabled=true\nrsm.config.encryption.key.pair.id=k\n"
-      "rsm.config.encryption.key.pairs=k", "encryption.key.pairs.k.public.key.file is not set"),
+      "rsm.config.encryption.key.pairs=k", "encryption.key.pairs.k.public.key.file is missing"),
      ("rsm.config.chunk.size=1\nrsm.config.encryption.enabled=true\nrsm.config.encryption.key.pair.id=k\n"
-      "rsm.config.encryption.key.pairs=k\nrsm.config.encryption.key.pairs.k.public.key.file=/nowhere.pem",
-      "cannot read '/nowhere.pem'"),
-     ("rsm.config.chunk.size=1\nrsm.config.segment.format=iceberg", "only 'kafka'")],
+      "rsm.config.encryption.key.pairs=k\nrsm.config.encryption.key.pairs.k.public.key.file=/nowhere.pem\n"
+      f"rsm.config.encryption.key.pairs.k.private.key.file={AIVEN / 'keys/oracle-key-1.private.pem'}",
+      "public.key.file: cannot read '/nowhere.pem'"),
+     ("rsm.config.chunk.size=1\nrsm.config.segment.format=iceberg", "only 'kafka'"),
+     ("rsm.config.chunk.size=1\nrsm.config.storage.backend.class=com.example.TapeStorage", "TapeStorage"),
+     ("rsm.config.chunk.size=1\nrsm.config.storage.backend.class=", "storage.backend.class is missing")],
 )  # fmt: skip
 def test_bad_settings_name_the_file_and_key(tmp_path: Path, lines: str, message: str) -> None:
     path = tmp_path / "server.properties"
-    path.write_text(lines)
+    path.write_text(f"rsm.config.storage.backend.class={FILESYSTEM}\nrsm.config.storage.root=/srv\n{lines}\n")
     with pytest.raises(ConfigError, match=f"{path}.*{message}"):
-        aiven_write_settings_from_properties(path)
+        aiven_copy_target(path, None, ())
 
 
 def test_a_bad_public_key_fails_before_anything_is_written(tmp_path: Path) -> None:
@@ -178,3 +205,9 @@ def test_a_bad_public_key_fails_before_anything_is_written(tmp_path: Path) -> No
     done = offload("copy", str(directory), url, "--all", "--layout", "aiven", "--config", str(config))
     assert done.returncode == 1 and f"{config}: public key of key pair 'oracle-key-1' is not" in done.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_our_layout_still_needs_the_url(tmp_path: Path) -> None:
+    directory = fixture_partition(CASE, tmp_path, TOPIC_ID)
+    refused = offload("copy", str(directory), "--all")
+    assert refused.returncode == 2 and "give the store's URL" in refused.stderr

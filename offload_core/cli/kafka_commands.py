@@ -23,7 +23,7 @@ from .ledger_commands import sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
 
 if TYPE_CHECKING:
-    from ..rsm.aiven.segment_writer import AivenWriteSettings
+    from .aiven_copy import AivenCopyTarget
 
 copy_prefix_option = click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
 
@@ -43,7 +43,7 @@ def _manager(
 
 @kafka.command("copy")
 @click.argument("partition_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("url")
+@click.argument("url", required=False)
 @click.option("--all", "include_active", is_flag=True,
               help="Also copy the active (last) segment: only for a directory of a stopped broker.")  # fmt: skip
 @click.option(
@@ -57,11 +57,12 @@ def _manager(
 @click.option("--layout", type=click.Choice([OURS, AIVEN]), default=OURS, show_default=True,
               help="Object layout: ours, or Aiven's tiered-storage plugin's (needs --config).")  # fmt: skip
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="With --layout aiven: the broker's properties file, whose rsm.config.* keys say how the "
-                   "plugin writes segments (chunk size, compression, encryption, key prefix).")  # fmt: skip
+              help="With --layout aiven: the broker's properties file, whose rsm.config.* keys say where "
+                   "(storage.backend.class, storage.*; then URL may be omitted) and how the plugin writes "
+                   "segments (chunk size, compression, encryption, key prefix).")  # fmt: skip
 @driver_options
 @metrics_port_option
-def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | None, prefix: str,
+def copy(partition_dir: Path, url: str | None, include_active: bool, topic_id: str | None, prefix: str,
          metadata_path: Path | None, max_decompressed_bytes: int, layout: str, config_path: Path | None,
          options: tuple[str, ...]) -> None:  # fmt: skip
     """Tier the rolled segments of a Kafka partition directory to URL, under
@@ -74,9 +75,12 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
     temporary files of a killed run (see `offload ledgers sweep`).
 
     With --layout aiven the segments are written as Aiven's plugin writes
-    them, configured by --config (its key.prefix replaces --prefix; no
+    them, configured by --config, to the store its storage.backend.class
+    names unless URL is given (its key.prefix replaces --prefix; no
     --metadata: the broker's metadata topic holds those states)."""
-    aiven_settings = _aiven_copy_settings(layout, config_path, prefix, metadata_path)
+    aiven_target = _aiven_copy_target(layout, config_path, url, prefix, metadata_path, options)
+    if aiven_target is None and url is None:
+        raise click.UsageError("give the store's URL (only --layout aiven takes it from --config)")
     topic_partition, segments = read_partition_dir(partition_dir, topic_id)
     chosen = [s for s in segments if include_active or not s.active]
     skipped_active = len(segments) - len(chosen)
@@ -90,12 +94,13 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                    f"snapshot of {partition_dir}, so {stable} is the last stable offset the directory proves and "
                    "nothing from there is tiered (as Kafka); copy again once its marker is in a rolled segment",
                    err=True)  # fmt: skip
-    if aiven_settings is not None:
+    if aiven_target is not None:
         from .aiven_copy import copy_to_aiven
 
-        copy_to_aiven(chosen, topic_partition, url, aiven_settings, options=options,
-                      max_decompressed_bytes=max_decompressed_bytes, skipped_active=bool(skipped_active))  # fmt: skip
+        copy_to_aiven(chosen, topic_partition, aiven_target, max_decompressed_bytes=max_decompressed_bytes,
+                      skipped_active=bool(skipped_active))  # fmt: skip
         return
+    assert url is not None
     with open_driver(url, **parse_driver_options(options)) as driver:
         sweep_before_rerun(driver)
         rsm = _manager(driver, prefix, metadata_path, max_decompressed_bytes)
@@ -125,9 +130,8 @@ def copy(partition_dir: Path, url: str, include_active: bool, topic_id: str | No
                + (", active segment left (use --all for a stopped broker)" if skipped_active else ""))  # fmt: skip
 
 
-def _aiven_copy_settings(
-    layout: str, config_path: Path | None, prefix: str, metadata_path: Path | None
-) -> AivenWriteSettings | None:
+def _aiven_copy_target(layout: str, config_path: Path | None, url: str | None, prefix: str,
+                       metadata_path: Path | None, options: tuple[str, ...]) -> AivenCopyTarget | None:  # fmt: skip
     if layout != AIVEN:
         if config_path is not None:
             raise click.UsageError("--config is for --layout aiven")
@@ -135,9 +139,9 @@ def _aiven_copy_settings(
     if config_path is None or prefix or metadata_path is not None:
         raise click.UsageError("--layout aiven takes --config FILE (the broker's properties), and neither --prefix "
                                "(its rsm.config.key.prefix is the prefix) nor --metadata")  # fmt: skip
-    from .aiven_copy import aiven_write_settings_from_properties
+    from .aiven_copy import aiven_copy_target
 
-    return aiven_write_settings_from_properties(config_path)
+    return aiven_copy_target(config_path, url, options)
 
 
 for _verb in (list_segments, read, offsets, fetch_index, cleanup):

@@ -88,3 +88,14 @@ def require_key(key: str, prefix: str = "") -> ObjectKey:
             ".{log|indexes|rsm-manifest}'"
         )
     return parsed
+
+
+COPIER_LEASES = "offload-core-copier-leases/"
+"""Where (under the key prefix) our copiers keep their leases: never a
+segment key (:func:`parse_key` matches none), so the plugin, its listing
+and ours pass over them."""
+
+
+def copier_lease_path(prefix: str, topic: str, topic_id: str, partition: int) -> str:
+    """The record path of one partition's copier lease under ``prefix``."""
+    return f"{prefix}{COPIER_LEASES}{topic}-{topic_id}/{partition}"

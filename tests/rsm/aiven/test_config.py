@@ -142,3 +142,12 @@ def test_an_unreadable_file_or_key_file_is_a_config_error(tmp_path: Path) -> Non
                             "rsm.config.encryption.key.pairs": "a",
                             "rsm.config.encryption.key.pairs.a.public.key.file": "a.pub",
                             "rsm.config.encryption.key.pairs.a.private.key.file": str(tmp_path / "none")}))  # fmt: skip
+
+
+def test_the_brokers_rsm_prefix_is_the_one_read() -> None:
+    config = parse_config({"remote.log.storage.manager.impl.prefix": "tiered.", "tiered.key.prefix": "t/",
+                           "tiered.storage.backend.class": S3, "tiered.storage.s3.bucket.name": "b",
+                           "rsm.config.key.prefix": "ignored/"})  # fmt: skip
+    assert (config.url, config.key_prefix, config.rsm_prefix) == ("s3://b", "t/", "tiered.")
+    with pytest.raises(ConfigError, match="tiered.chunk.size is 0"):
+        parse_config({"remote.log.storage.manager.impl.prefix": "tiered.", "tiered.chunk.size": "0"})
