@@ -109,3 +109,45 @@ def test_units() -> None:
             parse_size(bad, what="x")
     with pytest.raises(ConfigError, match="too large"):
         parse_size("99999999999t", what="x")
+
+
+PROFILE = """<?xml version='1.0' encoding='UTF-8'?>
+<configuration>
+    <property><name>hadoop.tmp.dir</name><value>pulsar</value></property>
+    <property><name>io.seqfile.compression.type</name><value>BLOCK</value></property>
+</configuration>
+"""
+
+
+def test_the_file_system_offloader_settings_are_set_at_either_level(tmp_path: Path) -> None:
+    profile = tmp_path / "filesystem_offload_core_site.xml"
+    profile.write_text(PROFILE)
+    ok = offload(tmp_path, "namespaces", "set-offload-policies", "acme/prod", "-d", "filesystem",
+                 "--file-system-uri", "file:///", "--file-system-profile-path", str(profile))  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "fileSystemURI" in ok.stdout and str(profile) in ok.stdout
+    hdfs = offload(tmp_path, "topics", "set-offload-policies", "acme/prod/orders",
+                   "--file-system-uri", "hdfs://namenode:8020")  # fmt: skip
+    assert hdfs.returncode == 0, hdfs.stderr
+    topic = policies(tmp_path, "topics", "acme/prod/orders")
+    assert topic["driver"] == {"value": "filesystem", "from": "namespace"}
+    assert topic["file_system_uri"] == {"value": "hdfs://namenode:8020", "from": "topic"}
+    assert topic["file_system_profile_path"] == {"value": str(profile), "from": "namespace"}
+    assert offload(tmp_path, "namespaces", "remove-offload-policies", "acme/prod").returncode == 0
+    namespace = policies(tmp_path, "namespaces", "acme/prod")
+    assert namespace["file_system_profile_path"] == {"value": None, "from": "broker"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--file-system-uri", "s3://bucket"], "fileSystemURI must be file:///... or hdfs://namenode:port"),
+        (["--file-system-profile-path", "/nowhere/site.xml"], "fileSystemProfilePath names '/nowhere/site.xml'"),
+        (["-d", "filesystem"], 'managedLedgerOffloadDriver = "filesystem" now means'),
+    ],
+)
+def test_bad_file_system_settings_are_refused_and_nothing_stored(tmp_path: Path, args: list[str], message: str) -> None:
+    result = offload(tmp_path, "namespaces", "set-offload-policies", "acme/prod", *args)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert message in result.stderr
+    assert {row["from"] for row in policies(tmp_path, "namespaces", "acme/prod").values()} == {"broker"}

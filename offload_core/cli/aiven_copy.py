@@ -24,7 +24,7 @@ from ..rsm.object_records import ObjectRecordStore
 from ..rsm.partition_dir import LocalSegment
 from ..rsm.segment_copy import new_segment_metadata
 from ..rsm.types import TopicIdPartition
-from .ledger_commands import sweep_before_rerun
+from .ledger_store import sweep_before_rerun
 from .options import parse_driver_options
 
 

@@ -19,7 +19,7 @@ from ..rsm.partition_dir import undecided_transaction
 from .kafka_cleanup_command import cleanup
 from .kafka_read_commands import fetch_index, list_segments, offsets, read
 from .kafka_source import AIVEN, OURS, decompressed_option, metadata_option
-from .ledger_commands import sweep_before_rerun
+from .ledger_store import sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import click
 
 from ..key_rotation import rotate_keys
 from ..plugins import PluginManager
-from .ledger_commands import _open, prefix_option, sweep_before_rerun
+from .ledger_store import _open, prefix_option, sweep_before_rerun
 from .options import driver_options
 
 

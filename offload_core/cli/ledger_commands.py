@@ -5,32 +5,23 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
 
-from ..errors import FormatError, OffloadError, mask_secret_text
+from ..errors import FormatError, OffloadError
 from ..formats import pulsar_v1 as v1
-from ..leftovers import DEFAULT_GRACE_SECONDS, sweep_leftovers
-from ..managed_ledger import load_config
-from ..managed_ledger.lifecycle.references import offload_references
-from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..model import Entry
-from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
-from ..offload.ledgers.retention import ledger_ctime_ms
+from ..offload.ledgers.inventory import OffloadedLedger, select_ledger
 from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect
 from ..offload.mapfile.mapfile_inventory import MapFileLedger
 from ..offload.reading.read_handle import ReadHandle
-from ..offload.stored.pulsar_ledgers import PULSAR_LEDGERS
-from ..offload.stored.retention import decide, delete_offload
-from ..plugins import default_plugin_manager, open_driver
 from ..storage import StorageDriver
+from .ledger_cleanup_commands import orphans, sweep
 from .ledger_layouts import describe_mapfile, find_ledgers, ledger_bytes, ledger_keys, read_ledger, verify_any
-from .options import driver_options, dry_run_footer, execute_option, parse_driver_options
+from .ledger_store import _open, prefix_option, report_leftovers, uuid_option
+from .options import driver_options, dry_run_footer, execute_option
 
 _BATCH = 500
 
@@ -40,21 +31,8 @@ def ledgers() -> None:
     """Offloaded ledgers (PIP-17 objects) in a store."""
 
 
-def _open(url: str, options: tuple[str, ...], *, transforms: bool = True) -> StorageDriver:
-    """The store at ``url``. These verbs only read (or delete what is
-    there): a local root that does not exist is an error, never created."""
-    parsed = parse_driver_options(options)
-    if url.lower().startswith("file://"):
-        parsed.setdefault("create", False)
-    # Objects written through chunk transforms read as they were written (a
-    # stat per object, once); -o transforms=... chooses otherwise.
-    if transforms:
-        parsed.setdefault("transforms", "auto")
-    return open_driver(url, **parsed)
-
-
-prefix_option = click.option("--prefix", default="", help="Only keys starting with this prefix.")
-uuid_option = click.option("--uuid", default=None, help="Which offload of the ledger, when there are several.")
+ledgers.add_command(orphans)
+ledgers.add_command(sweep)
 
 
 @ledgers.command("ls")
@@ -68,7 +46,7 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
     found = find_ledgers(driver, prefix)
     with click.progressbar(found, label="reading indexes", file=sys.stderr) as progress:
         rows = [_describe(driver, ledger) for ledger in progress]
-    _report_leftovers(driver, url)
+    report_leftovers(driver, url)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -80,107 +58,6 @@ def list_ledgers(url: str, prefix: str, as_json: bool, options: tuple[str, ...])
             f"{_cell(row['blocks']):>6}  {row['state']}"
         )
     click.echo(f"{len(rows)} ledger(s)", err=True)
-
-
-@ledgers.command()
-@click.argument("url")
-@click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True),
-              help="The broker's data directory: its metadata says which ledgers are referenced.")  # fmt: skip
-@prefix_option
-@execute_option("--delete")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per orphan, one per line.")
-@driver_options
-def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, options: tuple[str, ...]) -> None:
-    """List offloaded ledgers under URL that no managed ledger in DATA_DIR's
-    metadata refers to (objects left by crashes, or by topics deleted
-    elsewhere), and with --execute delete them, data object before index.
-    The same decisions as `offload spark retention --delete-orphans`,
-    without Spark; ledgers a topic refers to are never touched."""
-    database = Path(data_dir) / "metadata.db"
-    if not database.is_file():
-        raise click.ClickException(f"no metadata store at {database}: without it orphans cannot be told apart")
-    driver = _open(url, options)
-    store = SqliteMetadataStore(database)
-    try:
-        references = offload_references(store)
-    finally:
-        store.close()
-    found = find_offloaded_ledgers(driver, prefix)
-    count = failed = size = 0
-    for ledger in found:
-        if (ledger.ledger_id, ledger.uuid) in references:
-            continue
-        offload = PULSAR_LEDGERS.stored(ledger, ledger_ctime_ms(driver, ledger))
-        decision = decide(offload, references, None, True, dry_run=not execute)
-        if decision.action == "deleted":
-            error = delete_offload(PULSAR_LEDGERS, driver, offload)
-            if error is not None:
-                decision = replace(decision, action="failed", reason=f"{decision.reason}; deleting failed: {error}")
-                failed += 1
-        count += 1
-        size += decision.size
-        created = decision.created_ms
-        if as_json:
-            click.echo(json.dumps({"ledger_id": ledger.ledger_id, "uuid": ledger.uuid, "keys": decision.keys,
-                                   "bytes": decision.size, "created_ms": created, "action": decision.action,
-                                   "reason": mask_secret_text(decision.reason), "dry_run": not execute}))  # fmt: skip
-        else:
-            click.echo(f"{ledger.ledger_id:>12}  {ledger.uuid}  {decision.size:>12} bytes  {decision.action}")
-    verb = "deleted" if execute else "found"
-    click.echo(f"{count} orphan ledger(s) {verb}, {size} bytes" + (f", {failed} failed" if failed else ""), err=True)
-    if not execute:
-        click.echo(dry_run_footer(f"these {count} orphan ledger(s)"), err=True)
-    if failed:
-        raise SystemExit(1)
-
-
-def _report_leftovers(driver: StorageDriver, url: str) -> None:
-    due = sweep_leftovers(driver, now=time.time(), dry_run=True, plugins=default_plugin_manager())
-    if due:
-        size = sum(temporary.size for temporary in due)
-        click.echo(
-            f"note: {len(due)} leftover file(s) of killed writers ({size} bytes) in the store; "
-            f"`offload ledgers sweep {mask_secret_text(url)}` removes them",
-            err=True,
-        )
-
-
-def sweep_before_rerun(driver: StorageDriver) -> None:
-    """What a re-run of a command that writes does first: remove the files
-    a killed run of it (or of any writer) left, by the sweep's rule."""
-    swept = sweep_leftovers(driver, now=time.time(), plugins=default_plugin_manager())
-    if swept:
-        size = sum(temporary.size for temporary in swept)
-        click.echo(f"removed {len(swept)} leftover file(s) of killed writers ({size} bytes)", err=True)
-
-
-@ledgers.command()
-@click.argument("url")
-@click.option(
-    "--older-than", type=click.FloatRange(min=0), default=None,
-    help=f"Seconds a file of a run not known to be dead must be untouched to count as left over [default: "
-         f"managedLedgerOffloadLeftoverGraceSeconds of --config, else {DEFAULT_GRACE_SECONDS:g}]",
-)  # fmt: skip
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Broker config (TOML): sweep with the broker's grace period.")  # fmt: skip
-@click.option("--dry-run", is_flag=True, help="List them, remove nothing.")
-@driver_options
-def sweep(url: str, older_than: float | None, config_path: str | None, dry_run: bool, options: tuple[str, ...]) -> None:
-    """Remove the temporary and sidecar files that killed writers left in
-    the store at URL: at once when their run has provably ended, else once
-    they are older than the grace period. Never a file a live writer holds,
-    never a committed object or its metadata; a write that reached its
-    commit point is finished instead. Unlike the verbs that delete data
-    (dry runs unless --execute), it removes by default: what it removes
-    holds no data, and the broker's maintenance runs the same sweep."""
-    if older_than is None:
-        older_than = float(load_config(config_path).leftover_grace_seconds) if config_path else DEFAULT_GRACE_SECONDS
-    driver = _open(url, options)
-    swept = sweep_leftovers(driver, now=time.time(), grace=older_than, dry_run=dry_run,
-                            plugins=default_plugin_manager())  # fmt: skip
-    for temporary in swept:
-        click.echo(f"{'would remove' if dry_run else 'removed'} {temporary.path} ({temporary.size} bytes)")
-    click.echo(f"{len(swept)} leftover file(s) of killed writers", err=True)
 
 
 def _cell(value: object) -> str:
@@ -330,7 +207,7 @@ def verify(
     defects: list[Defect] = []
     with click.progressbar(length=total, label="verifying", file=sys.stderr) as progress:
         reports = [verify_any(driver, target, progress.update) for target in targets]
-    _report_leftovers(driver, url)
+    report_leftovers(driver, url)
     for report in reports:
         defects.extend(report.defects)
         if as_json:

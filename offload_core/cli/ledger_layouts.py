@@ -1,4 +1,4 @@
-"""What ``offload ledgers ls / cat / verify / rm`` do differently for the
+"""What ``offload ledgers ls / cat / verify / rm / orphans / sweep`` do differently for the
 two ledger layouts: PIP-17 objects (``{uuid}-ledger-{id}`` and its index)
 and the file-system offloader's MapFile directories
 (``{ManagedLedgerName}/{id}-{uuid}/``)."""
@@ -11,13 +11,27 @@ from typing import Any
 from ..errors import FormatError, OffloadError
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
+from ..offload.ledgers.retention import ledger_ctime_ms
 from ..offload.ledgers.verify import LedgerReport, verify_ledger
 from ..offload.mapfile.mapfile_inventory import MapFileLedger, find_mapfile_ledgers, read_mapfile_ledger
 from ..offload.mapfile.mapfile_verify import verify_mapfile_ledger
 from ..offload.reading.read_handle import ReadHandle
+from ..offload.stored.pulsar_ledgers import PULSAR_LEDGERS
+from ..offload.stored.retention import delete_offload
 from ..storage import StorageDriver
 
-__all__ = ["describe_mapfile", "find_ledgers", "ledger_bytes", "ledger_keys", "read_ledger", "verify_any"]
+__all__ = [
+    "created_ms",
+    "delete_ledger",
+    "describe_mapfile",
+    "find_ledgers",
+    "ledger_bytes",
+    "ledger_keys",
+    "present_keys",
+    "read_ledger",
+    "unfinished_mapfiles",
+    "verify_any",
+]
 
 
 def find_ledgers(driver: StorageDriver, prefix: str) -> list[OffloadedLedger]:
@@ -72,3 +86,48 @@ def ledger_bytes(ledger: OffloadedLedger) -> int:
     """The bytes ``rm`` deletes."""
     files = ledger.files if isinstance(ledger, MapFileLedger) else (ledger.data, ledger.index)
     return sum(info.size for info in files if info is not None)
+
+
+def present_keys(ledger: OffloadedLedger) -> list[str]:
+    """The keys of ``ledger`` that are in the store."""
+    if isinstance(ledger, MapFileLedger):
+        return ledger.file_keys
+    return [key for info, key in ((ledger.data, ledger.data_key), (ledger.index, ledger.index_key)) if info]
+
+
+def created_ms(driver: StorageDriver, ledger: OffloadedLedger) -> int | None:
+    """The ledger's creation time from its BookKeeper metadata (the PIP-17
+    index, or a MapFile's key -1); ``None`` when it is missing, unreadable
+    or was never recorded."""
+    if not isinstance(ledger, MapFileLedger):
+        return ledger_ctime_ms(driver, ledger)
+    if not ledger.complete:
+        return None
+    try:
+        handle = read_mapfile_ledger(driver, ledger)
+    except OffloadError:
+        return None
+    handle.close()
+    return int(handle.metadata.ctime) or None
+
+
+def delete_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> str | None:
+    """Delete ``ledger``'s files; the error, or ``None``. A MapFile's
+    ``index`` goes first: it is the offload's commit point, so a deletion cut
+    short leaves an unfinished directory (never one that reads as complete
+    with files missing), which ``orphans`` and ``sweep`` find again."""
+    if not isinstance(ledger, MapFileLedger):
+        return delete_offload(PULSAR_LEDGERS, driver, PULSAR_LEDGERS.stored(ledger, None))
+    try:
+        if ledger.index is not None:
+            driver.delete([ledger.index_key])
+        driver.delete([key for key in ledger.file_keys if key != ledger.index_key])
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def unfinished_mapfiles(driver: StorageDriver, prefix: str) -> list[MapFileLedger]:
+    """The MapFile directories under ``prefix`` without ``index``: offloads
+    that never finished (neither Hadoop nor Pulsar nor we read them)."""
+    return [ledger for ledger in find_mapfile_ledgers(driver, prefix) if ledger.index is None]

@@ -7,6 +7,10 @@ and ``remove-``), with Pulsar's size and duration syntax (``10M``, ``4h``),
 ``set-`` / ``get-`` / ``remove-tiered-read-priority``, and ``set-`` / ``get-`` /
 ``remove-offload-streaming`` for PIP-76 streaming offload.
 ``get`` shows each effective value and the level it comes from.
+``--file-system-uri`` / ``--file-system-profile-path`` set what Pulsar's
+offload policies hold as ``fileSystemURI`` / ``fileSystemProfilePath`` for
+its file-system offloader (pulsar-admin's ``set-offload-policies`` has no
+flag for them: there they are set through the admin REST API's policies).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import click
 from ..errors import mask_secrets
 from ..managed_ledger import Broker, ReadPriority
 from ..managed_ledger.lifecycle.policies import TopicName, parse_namespace
+from ..offload.mapfile.hadoop_profile import read_profile, storage_url
 from .broker_options import broker_options, opened
 from .topic_commands import namespaces, topics
 from .units import parse_duration_ms, parse_size
@@ -32,6 +37,8 @@ _OFFLOAD_FIELDS: dict[str, str] = {
     "bucket": "bucket",
     "region": "region",
     "endpoint": "endpoint",
+    "file_system_uri": "file system URI (fileSystemURI)",
+    "file_system_profile_path": "Hadoop profile (fileSystemProfilePath)",
     "max_block_size": "max block size (bytes)",
     "read_buffer_size": "read buffer size (bytes)",
     "offload_threshold_bytes": "offload threshold (bytes; -1: off)",
@@ -59,6 +66,16 @@ def _check_driver(broker: Broker, driver: str | None) -> None:
         broker.plugins.driver(driver)  # raises DriverNotInstalledError naming what to install
 
 
+def _check_file_system(uri: str | None, profile: str | None) -> None:
+    """Refuse, before anything is stored, a ``fileSystemURI`` that names
+    neither a local nor an HDFS file system and a profile that is missing
+    or not Hadoop XML (:class:`ConfigError` naming it)."""
+    if uri is not None:
+        storage_url(uri, "/")
+    if profile is not None:
+        read_profile(profile)
+
+
 def _show(broker: Broker, level: str, name: str, fields: list[str], as_json: bool) -> None:
     sources = broker.policies.sources(level, name)
     # An endpoint or driver URL may carry credentials (user:password@, a signed query).
@@ -81,6 +98,16 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
     @click.option("-b", "--bucket", default=None)
     @click.option("-r", "--region", default=None)
     @click.option("-e", "--endpoint", default=None)
+    @click.option(
+        "--file-system-uri",
+        default=None,
+        help="fileSystemURI of the file-system offloader (-d filesystem): file:///... or hdfs://host:port.",
+    )
+    @click.option(
+        "--file-system-profile-path",
+        default=None,
+        help="fileSystemProfilePath: its Hadoop XML profile(s), comma-separated, later ones winning.",
+    )
     @click.option("--max-block-size", default=None, help="e.g. 64M")
     @click.option("--read-buffer-size", default=None, help="e.g. 1M")
     @click.option(
@@ -96,6 +123,8 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
         bucket: str | None,
         region: str | None,
         endpoint: str | None,
+        file_system_uri: str | None,
+        file_system_profile_path: str | None,
         max_block_size: str | None,
         read_buffer_size: str | None,
         offload_after_threshold: str | None,
@@ -107,7 +136,14 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
     ) -> None:
         changes: dict[str, Any] = {
             key: value
-            for key, value in (("driver", driver), ("bucket", bucket), ("region", region), ("endpoint", endpoint))
+            for key, value in (
+                ("driver", driver),
+                ("bucket", bucket),
+                ("region", region),
+                ("endpoint", endpoint),
+                ("file_system_uri", file_system_uri),
+                ("file_system_profile_path", file_system_profile_path),
+            )
             if value is not None
         }
         if max_block_size is not None:
@@ -126,6 +162,7 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
             changes["read_priority"] = ReadPriority.parse(offloaded_read_priority)
         if not changes:
             raise click.UsageError("give at least one policy option (see --help)")
+        _check_file_system(file_system_uri, file_system_profile_path)
         with opened(data_dir, config_path) as broker:
             _check_driver(broker, changes.get("driver"))
             key = parse_name(name)

@@ -13,7 +13,8 @@ from ..offload.ledger import DEFAULT_MAX_BLOCK_SIZE, DEFAULT_MAX_INDEX_SIZE, DEF
 from ..offload.segments.segment_inventory import StoredSegment, find_segments, select_segment
 from ..offload.segments.segment_reads import iter_segment_entries, open_segment
 from ..storage import StorageDriver
-from .ledger_commands import _cell, _open, format_entry, prefix_option
+from .ledger_commands import _cell, format_entry
+from .ledger_store import _open, prefix_option
 from .options import driver_options
 
 

@@ -1,15 +1,16 @@
 """Opening offloaded ledgers for reading, and read-ahead across them: a
 reader in the last block of an offloaded ledger has the next ledger's
 handle opened and its first ranges fetched in the background, so crossing
-into it does not start with a wait."""
+into it does not start with a wait. Every handle that is a
+:class:`PrefetchingHandle` takes part: PIP-17 and PIP-76 handles and the
+file-system offloader's MapFile handles alike."""
 
 from __future__ import annotations
 
 import logging
 
 from ...errors import OffloadError
-from ...offload.reading.offloaded_read_handle import OffloadedReadHandle
-from ...offload.reading.read_handle import ReadHandle
+from ...offload.reading.read_handle import PrefetchingHandle, ReadHandle
 from ...offload.segments.segmented_read_handle import LedgerSegment, SegmentedReadHandle
 from ...proto import OffloadContext
 from ..ledger_core import LedgerCore
@@ -69,7 +70,7 @@ class LedgerReadAhead(LedgerCore):
         """Called after a read of ``ledger_id`` that ended at ``last_read``:
         when that is in the ledger's last block, queue the next ledger's
         prefetch on the broker's background threads (once per ledger)."""
-        if not isinstance(handle, OffloadedReadHandle | SegmentedReadHandle) or not handle.in_last_block(last_read):
+        if not isinstance(handle, PrefetchingHandle) or not handle.in_last_block(last_read):
             return
         with self._lock:
             ids = self._ledger_ids
@@ -99,7 +100,7 @@ class LedgerReadAhead(LedgerCore):
             shared = self._shared_offloaded(ledger_id, context)
             with shared.read_lock:
                 prefetching = shared.handle
-                if isinstance(prefetching, OffloadedReadHandle | SegmentedReadHandle):
+                if isinstance(prefetching, PrefetchingHandle):
                     prefetching.prefetch(0)
         except OffloadError as exc:
             log.warning("read-ahead of ledger %s of %s failed (the read will retry): %s", ledger_id, self.name, exc)

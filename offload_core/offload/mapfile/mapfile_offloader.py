@@ -7,7 +7,8 @@ below the store's root (Pulsar's ``hadoop.tmp.dir`` on ``fileSystemURI``):
 PIP-17 index carries), then key = entry id, value = the entry; ``index``
 is the MapFile index (see :mod:`offload_core.formats.mapfile`). On a local
 directory store the ``.data.crc`` / ``.index.crc`` files Hadoop's
-``LocalFileSystem`` checks are written too (HDFS keeps checksums itself).
+``LocalFileSystem`` checks are written too (HDFS keeps checksums itself),
+and reads check them wherever they are found, as Hadoop does.
 
 Crash safety: every file is one all-or-nothing storage write, and
 ``index`` is written last, so a directory without it is an offload that
@@ -24,7 +25,7 @@ import uuid as uuid_module
 from collections.abc import Callable, Iterator, Mapping
 
 from ...errors import ConfigError, FormatError, NotFoundError, OffloadError, StateError
-from ...formats.hadoop_crc import CrcWriter, crc_file_name
+from ...formats.hadoop_crc import CrcWriter, check_crc_file, crc_file_name
 from ...formats.hadoop_writables import ShortInput
 from ...formats.mapfile import DEFAULT_INDEX_INTERVAL, MapFileEncoder, check_data_header, decode_index, unit_entries
 from ...formats.pulsar_v1_index import parse_ledger_metadata
@@ -39,6 +40,7 @@ from ..ledgers.ledger_payloads import ledger_payloads
 from ..reading.object_bytes import ObjectBytes
 from ..reading.read_ahead import ReadAheadPool
 from ..reading.read_handle import ReadHandle
+from .checksummed_reads import checksummed
 from .mapfile_read_handle import MapFileReadHandle, read_unit
 
 __all__ = ["MANAGED_LEDGER_NAME", "MapFileLedgerOffloader", "ledger_directory"]
@@ -209,7 +211,9 @@ class MapFileLedgerOffloader:
         """Open an offloaded MapFile ledger. Raises :class:`NotFoundError`
         when its ``data`` is not there, :class:`FormatError` naming the
         file and offset when ``index`` is missing or damaged, key -1 is not
-        the ledger's ``LedgerMetadataFormat`` or the files disagree."""
+        the ledger's ``LedgerMetadataFormat``, the files disagree or a
+        file fails its ``.crc`` file (checked whenever one is there: the
+        whole ``index`` here, the chunks of ``data`` each read touches)."""
         directory = self.directory(ledger_id, uuid, driver_metadata)
         data_key, index_key = f"{directory}/{DATA}", f"{directory}/{INDEX}"
         try:
@@ -229,8 +233,9 @@ class MapFileLedgerOffloader:
             ) from None
         if index_size > _MAX_INDEX_SIZE:
             raise FormatError(f"{index_key}: {index_size} bytes, larger than any index ({_MAX_INDEX_SIZE}) could be")
-        index = decode_index(self.driver.read(index_key), index_key)
-        data = ObjectBytes(self.driver, data_key, data_size, buffer_size=self.read_buffer_size, pool=None,
+        index = decode_index(self._checked_index(index_key), index_key)
+        reader = checksummed(self.driver, data_key, data_size)
+        data = ObjectBytes(reader, data_key, data_size, buffer_size=self.read_buffer_size, pool=None,
                            corrupt=lambda at, problem: FormatError(f"{data_key}: byte {at}: {problem}"))  # fmt: skip
         header, header_end = _read_header(data, data_size, data_key)
         index.check_offsets(header_end, data_size, index_key)
@@ -245,9 +250,19 @@ class MapFileLedgerOffloader:
                 f"{data_key}: key -1 at byte {first.offset} is not a LedgerMetadataFormat: {exc}"
             ) from None
         data.close()
-        return MapFileReadHandle(ledger_id, metadata, driver=self.driver, data_key=data_key, header=header,
+        return MapFileReadHandle(ledger_id, metadata, driver=reader, data_key=data_key, header=header,
                                  data_size=data_size, index=index, read_buffer_size=self.read_buffer_size,
                                  read_ahead=self.read_ahead)  # fmt: skip
+
+    def _checked_index(self, index_key: str) -> bytes:
+        """``index``, checked against its ``.crc`` file when there is one."""
+        index = self.driver.read(index_key)
+        try:
+            crc = self.driver.read(crc_file_name(index_key))
+        except NotFoundError:
+            return index
+        check_crc_file(crc, index, index_key)
+        return index
 
     # -- delete --------------------------------------------------------------
 

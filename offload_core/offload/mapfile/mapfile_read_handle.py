@@ -123,6 +123,27 @@ class MapFileReadHandle(LedgerMetadataView):
         self._cursor = (last + 1, position, stream)
         return entries
 
+    def prefetch(self, entry_id: int) -> bool:
+        """Start reading ahead from ``entry_id`` for the reader that will
+        read it next (one crossing into this ledger), without waiting.
+        False when the handle is closed or already follows a reader (it
+        follows one). Raises :class:`InvalidRangeError` for an entry the
+        ledger does not hold."""
+        check_read_range(self._ledger_id, entry_id, entry_id, self.last_entry_id)
+        if self._closed or self._cursor is not None:
+            return False
+        position = self._seek(entry_id)
+        stream = self._bytes.stream()
+        self._bytes.warm(stream, position)
+        self._cursor = (entry_id, position, stream)
+        return True
+
+    def in_last_block(self, entry_id: int) -> bool:
+        """Whether ``entry_id`` is past the index's last key: a reader there
+        has at most one index interval left before it crosses into what
+        follows."""
+        return self._index.floor_offset(entry_id) == self._index.floor_offset(self.last_entry_id)
+
     def _seek(self, entry_id: int) -> int:
         offset = self._index.floor_offset(entry_id)
         if offset is None:

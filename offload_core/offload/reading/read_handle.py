@@ -11,7 +11,7 @@ from ...formats.pulsar_v1 import closed_ledger_metadata
 from ...model import Entry
 from ...proto import LedgerMetadataFormat
 
-__all__ = ["InMemoryReadHandle", "LedgerMetadataView", "ReadHandle", "check_read_range"]
+__all__ = ["InMemoryReadHandle", "LedgerMetadataView", "PrefetchingHandle", "ReadHandle", "check_read_range"]
 
 
 @runtime_checkable
@@ -41,6 +41,20 @@ class ReadHandle(Protocol):
     def read(self, first: int, last: int) -> list[Entry]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class PrefetchingHandle(Protocol):
+    """A read handle the broker can have read ahead of a reader crossing
+    into its ledger: ``in_last_block(entry_id)`` says whether a reader at
+    ``entry_id`` is near the ledger's end (so the next ledger's prefetch is
+    due), ``prefetch(entry_id)`` starts reading ahead from ``entry_id``
+    without waiting (False when it did not). Any offloader's read handle
+    takes part by having both (two methods: a cheap ``isinstance``)."""
+
+    def in_last_block(self, entry_id: int) -> bool: ...
+
+    def prefetch(self, entry_id: int) -> bool: ...
 
 
 def check_read_range(ledger_id: int, first: int, last: int, last_entry_id: int) -> None:
