@@ -206,3 +206,26 @@ def test_a_store_holding_v1_ledgers_v2_segments_and_mapfiles(spark: Any, tmp_pat
         sorted((d.offload.kind, d.action) for d in dry.decisions if d.offload.kind == "pulsar-mapfile")
         == [("pulsar-mapfile", "delete")] * 2
     )
+
+
+def test_the_spark_verbs_over_mapfiles(spark: Any, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from offload_core.cli import main
+
+    url = f"file://{tmp_path / 'hadoop'}"
+    ledger = write_mapfile(url, 4)
+    driver = open_driver(url)
+    crc_key = f"{ledger.directory}/.index.crc"
+    checksums = bytearray(driver.read(crc_key))
+    checksums[-1] ^= 0x01  # the checksum of the index's last 512-byte chunk
+    driver.write(crc_key, bytes(checksums), metadata={})
+    last_chunk = (driver.stat(ledger.index_key).size - 1) // 512 * 512
+    verified = CliRunner().invoke(main, ["spark", "verify", url], catch_exceptions=False)
+    assert verified.exit_code == 1
+    defect = f"DEFECT  ledger 4 ({ledger.index_key} at byte {last_chunk}): checksum mismatch (.index.crc)"
+    assert defect in verified.stdout
+    retained = CliRunner().invoke(main, ["spark", "retention", url, "--before", "2026-06-01", "--execute"])
+    assert retained.exit_code == 0, retained.output
+    assert f"deleted  MapFile ledger 4 ({MANAGED_LEDGER}) ({ledger.uuid})" in retained.stdout
+    assert list(driver.list("")) == []
