@@ -66,7 +66,7 @@ ENV_DISABLE_AUTOLOAD = "OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "offload_core.memory",
     "offload_core.offload.ledger",
-    "offload_core.offload.mapfile.mapfile_offloader",
+    "offload_core.offload.mapfile.mapfile_plugin",
 )
 
 _Missing = TypeVar("_Missing", bound=ConfigError)  # what a lookup of something nothing registers raises

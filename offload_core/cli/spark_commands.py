@@ -80,7 +80,8 @@ def verify(
     url: str, prefix: str, ledger_ids: tuple[int, ...], as_json: bool, options: tuple[str, ...], master: str | None
 ) -> None:
     """Check every block of every offload under URL in parallel (v1
-    ledgers, v2 segments, and what other installed offloaders wrote):
+    ledgers, v2 segments, Hadoop MapFile ledgers, and what other
+    installed offloaders wrote):
     framing, the index against the data, entry ids and lengths.
 
     Prints each defect with its ledger and byte offset; exits 1 if any."""
@@ -143,10 +144,10 @@ def retention(
     url: str, older_than: str | None, before: str | None, data_dir: str | None, delete_orphans: bool,
     execute: bool, prefix: str, options: tuple[str, ...], master: str | None,
 ) -> None:  # fmt: skip
-    """Delete offloads under URL (v1 ledgers, v2 segments, and what other
-    installed offloaders wrote) created before a cut-off, and find
-    orphans. A dry run unless --execute; ledgers a managed ledger in
-    --data-dir refers to are never deleted here."""
+    """Delete offloads under URL (v1 ledgers, v2 segments, Hadoop MapFile
+    ledgers, and what other installed offloaders wrote) created before a
+    cut-off, and find orphans. A dry run unless --execute; ledgers a
+    managed ledger in --data-dir refers to are never deleted here."""
     cutoff = _cutoff(older_than, before)
     if delete_orphans and data_dir is None:
         raise click.UsageError("--delete-orphans needs --data-dir: orphans are found against the metadata there")

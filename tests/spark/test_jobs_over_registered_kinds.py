@@ -76,9 +76,17 @@ def test_a_registered_kind_is_listed_and_a_second_claim_of_its_name_is_refused()
 
     manager = PluginManager()
     manager.register(NotesPlugin())
-    assert [kind.name for kind in manager.stored_kinds()] == ["notes", "pulsar-ledger", "pulsar-segment"]
+    assert [kind.name for kind in manager.stored_kinds()] == [
+        "notes",
+        "pulsar-ledger",
+        "pulsar-mapfile",
+        "pulsar-segment",
+    ]
     assert all(isinstance(kind, StoredKind) for kind in manager.stored_kinds())
-    assert [kind.name for kind in manager.stored_kinds() if isinstance(kind, ReadableKind)] == ["notes"]
+    assert [kind.name for kind in manager.stored_kinds() if isinstance(kind, ReadableKind)] == [
+        "notes",
+        "pulsar-mapfile",
+    ]
 
     class Again:
         @hookimpl

@@ -31,7 +31,7 @@ from ...formats.mapfile import DEFAULT_INDEX_INTERVAL, MapFileEncoder, check_dat
 from ...formats.pulsar_v1_index import parse_ledger_metadata
 from ...formats.sequence_file import Compression, Header, Unit, decode_header
 from ...formats.sequence_file_writer import DEFAULT_BLOCK_SIZE
-from ...hooks import Event, OffloaderRegistrar, hookimpl
+from ...hooks import Event
 from ...instrument import InstrumentedDriver, RequestCounts
 from ...proto import LedgerMetadataFormat
 from ...storage import StorageDriver
@@ -336,11 +336,3 @@ def _first_record(unit: Unit, name: str) -> tuple[int, bytes]:
     if entries[0][0] != -1:
         raise FormatError(f"{name}: the first key, at byte {unit.offset}, is {entries[0][0]}, not -1 (the metadata)")
     return entries[0]
-
-
-@hookimpl
-def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
-    # It claims no storage driver: "filesystem" is also the local directory
-    # driver's name, which the blob-store offloader serves. The broker picks
-    # this offloader by name for managedLedgerOffloadDriver = "filesystem".
-    register(MapFileLedgerOffloader, name="filesystem", aliases=("mapfile", "hadoop-mapfile"))

@@ -1,0 +1,19 @@
+"""The built-in plugin of Pulsar's file-system offloader: the MapFile
+offloader and the kind of stored offload it writes, registered through
+``offload_core_register_offloaders`` as any third-party offloader is (a
+module of its own, since the kind reads through the offloader)."""
+
+from __future__ import annotations
+
+from ...hooks import OffloaderRegistrar, hookimpl
+from .mapfile_offloader import MapFileLedgerOffloader
+from .mapfile_stored import MAPFILE_LEDGERS
+
+
+@hookimpl
+def offload_core_register_offloaders(register: OffloaderRegistrar) -> None:
+    # It claims no storage driver: "filesystem" is also the local directory
+    # driver's name, which the blob-store offloader serves. The broker picks
+    # this offloader by name for managedLedgerOffloadDriver = "filesystem".
+    register(MapFileLedgerOffloader, name="filesystem", aliases=("mapfile", "hadoop-mapfile"),
+             stored=(MAPFILE_LEDGERS,))  # fmt: skip

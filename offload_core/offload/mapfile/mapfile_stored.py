@@ -1,0 +1,115 @@
+"""MapFile ledgers as a kind of stored offload (:class:`~offload_core.offload.stored.kinds.ReadableKind`):
+the store-wide jobs (Spark ``verify`` and ``retention``) and Spark's
+``pulsar-offload`` source serve them through it.
+
+A directory ``{ManagedLedgerName}/{ledgerId}-{uuid}/`` is one offload of
+one ledger; it is complete when both ``data`` and ``index`` are there (the
+offloader writes ``index`` last). Its age is the ledger's creation time
+(``ctime``) in the ``LedgerMetadataFormat`` at key -1 of ``data``, the
+only time Pulsar's MapFile holds; unknown while the directory is
+unfinished, so an offload still being written is never aged out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+
+from ...errors import FormatError, OffloadError
+from ...formats.hadoop_crc import crc_file_name
+from ...storage import StorageDriver
+from ..ledgers.verify import LedgerReport
+from ..reading.read_ahead import ReadAheadPool
+from ..stored.kinds import OffloadPlan, OffloadReport, StoredOffload
+from .mapfile_inventory import MapFileLedger, driver_metadata_of, find_mapfile_ledgers
+from .mapfile_offloader import DATA, INDEX, MapFileLedgerOffloader
+from .mapfile_read_handle import MapFileReadHandle
+from .mapfile_verify import verify_mapfile_ledger
+
+__all__ = ["MAPFILE_LEDGERS", "MapFileLedgers"]
+
+_READ_BATCH = 256  # entries per read of the source: a few MB at most for Pulsar's usual entry sizes
+
+
+class MapFileLedgers:
+    """The :class:`~offload_core.offload.stored.kinds.StoredKind` (and
+    ``ReadableKind``) of MapFile ledger directories. Verifying one is one
+    task: ``data`` is checked unit by unit from its start (keys must run
+    -1, 0, 1, ... across units, so its parts cannot be checked apart), with
+    the ``.crc`` files where there are any."""
+
+    name = "pulsar-mapfile"
+
+    def stored(self, ledger: MapFileLedger) -> StoredOffload:
+        """``ledger`` as a stored offload."""
+        return StoredOffload(self.name, ledger.uuid, (ledger.ledger_id,), tuple(ledger.file_keys),
+                             sum(info.size for info in ledger.files), ledger.complete,
+                             f"MapFile ledger {ledger.ledger_id} ({ledger.managed_ledger})", ledger)  # fmt: skip
+
+    def find(self, driver: StorageDriver, prefix: str) -> Sequence[StoredOffload]:
+        return [self.stored(ledger) for ledger in find_mapfile_ledgers(driver, prefix)]
+
+    def describe(self, driver: StorageDriver, offload: StoredOffload) -> StoredOffload:
+        if not offload.complete:
+            return offload
+        try:
+            with _opened(driver, offload.detail) as handle:
+                ctime = int(handle.metadata.ctime)
+        except (FormatError, OffloadError):
+            return offload
+        return replace(offload, created_ms=ctime or None)  # ledgers written without a creation time
+
+    def plan(self, driver: StorageDriver, offload: StoredOffload) -> OffloadPlan | OffloadReport:
+        ledger: MapFileLedger = offload.detail
+        if not offload.complete:  # reported from the listing alone
+            return _report(offload, verify_mapfile_ledger(driver, ledger))
+        return OffloadPlan(offload, (ledger,), None)
+
+    def check(self, driver: StorageDriver, task: MapFileLedger) -> LedgerReport:
+        return verify_mapfile_ledger(driver, task)
+
+    def summarize(self, plan: OffloadPlan, outcomes: Sequence[LedgerReport]) -> OffloadReport:
+        (report,) = outcomes
+        return _report(plan.offload, report)
+
+    def delete(self, driver: StorageDriver, offload: StoredOffload) -> None:
+        ledger: MapFileLedger = offload.detail
+        # ``index`` first, ``data`` last (the reverse of the offloader's writes): an interrupted run leaves
+        # a directory without ``index``, which every reader refuses as unfinished and find() still lists,
+        # and never an ``index`` pointing into a ``data`` that is going.
+        for name in (INDEX, crc_file_name(INDEX), crc_file_name(DATA), DATA):
+            driver.delete(f"{ledger.directory}/{name}")
+
+    def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
+        ledger: MapFileLedger = offload.detail
+        if ledger_id != ledger.ledger_id:
+            return
+        with _opened(driver, ledger) as handle:
+            for first in range(0, handle.last_entry_id + 1, _READ_BATCH):
+                last = min(first + _READ_BATCH - 1, handle.last_entry_id)
+                for entry in handle.read(first, last):
+                    yield entry.entry_id, entry.data
+
+
+@contextmanager
+def _opened(driver: StorageDriver, ledger: MapFileLedger) -> Iterator[MapFileReadHandle]:
+    """``ledger`` open for reading, with a read-ahead pool of its own that
+    is closed with it (an offloader's own pool would outlive the handle)."""
+    pool = ReadAheadPool()
+    try:
+        offloader = MapFileLedgerOffloader(driver, prefix=ledger.prefix, read_ahead=pool)
+        handle = offloader.read_offloaded(ledger.ledger_id, ledger.uuid, driver_metadata_of(ledger))
+        try:
+            yield handle
+        finally:
+            handle.close()
+    finally:
+        pool.close()
+
+
+def _report(offload: StoredOffload, report: LedgerReport) -> OffloadReport:
+    return OffloadReport(offload, report.blocks, report.entries, report.entry_bytes, report.defects)
+
+
+MAPFILE_LEDGERS = MapFileLedgers()
