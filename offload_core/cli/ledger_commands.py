@@ -26,6 +26,7 @@ from ..offload.ledgers.retention import decide, delete_ledger_objects, ledger_ct
 from ..offload.ledgers.verify import DEFAULT_INDEX_LIMIT, Defect, verify_ledger
 from ..offload.reading.read_handle import ReadHandle
 from ..plugins import default_plugin_manager, open_driver
+from ..read_transforms import with_read_transforms
 from ..storage import StorageDriver
 from .options import driver_options, dry_run_footer, execute_option, parse_driver_options
 
@@ -45,9 +46,7 @@ def _open(url: str, options: tuple[str, ...], *, transforms: bool = True) -> Sto
         parsed.setdefault("create", False)
     # Objects written through chunk transforms read as they were written (a
     # stat per object, once); -o transforms=... chooses otherwise.
-    if transforms:
-        parsed.setdefault("transforms", "auto")
-    return open_driver(url, **parsed)
+    return open_driver(url, **(with_read_transforms(parsed) if transforms else parsed))
 
 
 prefix_option = click.option("--prefix", default="", help="Only keys starting with this prefix.")
@@ -315,7 +314,8 @@ def verify(
     Not checked: payload bytes. PIP-17 objects carry no checksum, so a
     changed payload byte of the same length passes, unless the ledger was
     written through a checking transform (crc32c, aes-gcm, zstd) and is
-    read with -o transforms=auto: then every chunk is checked too.
+    read through them (the default, -o transforms=auto; not with
+    -o transforms=none): then every chunk is checked too.
 
     Exits 1 if any ledger has a defect, naming where the first one is.
     """

@@ -60,7 +60,7 @@ from ..rsm.remote_log import list_partitions, one_topic_id, parse_topic_id
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
 from ..rsm.types import TopicIdPartition, TopicPartition
-from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
+from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option, source_driver_options
 from .source import KAFKA_SCHEMA
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
@@ -141,7 +141,7 @@ def parse_options(options: Mapping[str, str]) -> KafkaReadOptions:
         per_partition = int(options.get("bytesPerPartition", DEFAULT_BYTES_PER_PARTITION))
     except ValueError:
         raise ConfigError(f"bytesPerPartition={options['bytesPerPartition']!r} is not a number of bytes") from None
-    driver = tuple(sorted((k[len("driver.") :], v) for k, v in options.items() if k.startswith("driver.")))
+    driver = source_driver_options(options)
     starting, ending = _offsets(options, "startingOffsets"), _offsets(options, "endingOffsets")
     cap = positive_option(options, "maxDecompressedBytes", kafka.DEFAULT_DECOMPRESSED_LIMIT, source="kafka-remote")
     return KafkaReadOptions(str(url), options.get("prefix", ""), topics, topic_ids, partitions, starting, ending,

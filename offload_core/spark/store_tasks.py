@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..plugins import open_driver
+from ..read_transforms import with_read_transforms
 from ..storage import StorageDriver
 from .progress import Progress, run_with_progress
 
@@ -27,7 +28,9 @@ class Store:
 
     @classmethod
     def of(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
-        return cls(url, tuple(sorted((options or {}).items())))
+        """The store at ``url``, read through transforms as everywhere
+        (``transforms`` defaults to ``auto``; see :mod:`offload_core.read_transforms`)."""
+        return cls(url, tuple(sorted(with_read_transforms(options or {}).items())))
 
     def open(self) -> StorageDriver:
         return open_driver(self.url, **dict(self.options))
