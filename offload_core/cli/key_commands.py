@@ -16,6 +16,7 @@ import click
 from ..errors import ConfigError, TransformNotInstalledError
 from ..key_rotation import rotate_keys
 from ..plugins import PluginManager
+from ..registries import install_hint
 from .ledger_commands import _open, prefix_option, sweep_before_rerun
 from .options import driver_options
 
@@ -80,7 +81,7 @@ def _keyring_files() -> ModuleType:
     except ImportError:
         raise TransformNotInstalledError(
             "keyring files are the aes-gcm transform's: install offload-plugin-aes-gcm "
-            "(pip install -e plugins/aes-gcm from a clone)"
+            f"({install_hint('offload-plugin-aes-gcm')})"
         ) from None
 
 

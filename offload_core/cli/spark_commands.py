@@ -1,4 +1,4 @@
-"""``offload spark ...``: the bulk jobs on Spark (``pip install offload-core[spark]``)."""
+"""``offload spark ...``: the bulk jobs on Spark (the core's ``spark`` extra: ``pip install -e ".[spark]"``)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def _session(master: str | None) -> Any:
     try:
         from ..spark.session import get_session
     except ImportError as exc:
-        raise ConfigError(f"the spark verbs need PySpark ({exc}): pip install 'offload-core[spark]'") from None
+        raise ConfigError(
+            f"the spark verbs need PySpark ({exc}): pip install -e '.[spark]' in a clone of offload-core"
+        ) from None
     return get_session(master)
 
 

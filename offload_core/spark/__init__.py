@@ -1,4 +1,4 @@
-"""PySpark integration (``pip install offload-core[spark]``): the
+"""PySpark integration (the core's ``spark`` extra, ``pip install -e ".[spark]"`` in a clone): the
 ``pulsar-offload`` and ``kafka-remote`` data sources and the backfill, verify and retention jobs."""
 
 from pyspark import cloudpickle
