@@ -31,7 +31,7 @@ from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
 from ..rsm.partition_dir import undecided_transaction
 from ..rsm.remote_log import resolve_partition
 from ..rsm.types import RemoteLogSegmentMetadata
-from .ledger_commands import _open, sweep_before_rerun
+from .ledger_commands import _cell, _open, sweep_before_rerun
 from .options import driver_options, dry_run_footer, execute_option, metrics_port_option, parse_driver_options
 
 _INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
@@ -210,15 +210,20 @@ def list_segments(url: str, topic_partition: str | None, prefix: str, as_json: b
             rows.append({"topic_partition": str(tp.topic_partition), "topic_id": _topic_id(tp), "base_offset": base,
                          "end_offset": None, "max_timestamp_ms": None, "bytes": size, "leader_epochs": None,
                          "segment_id": segment_id, "state": state})  # fmt: skip
+    rows.sort(key=lambda row: (row["topic_partition"], row["base_offset"], row["segment_id"]))  # log order
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
         return
-    click.echo("\t".join(["partition", "topic_id", "base", "end", "max_timestamp", "bytes", "state", "segment_id"]))
+    width = max([len("PARTITION"), *(len(row["topic_partition"]) for row in rows)])
+    click.echo(f"{'PARTITION':<{width}}  {'TOPIC ID':<22}  {'BASE':>20}  {'END':>20}  {'MAX TIMESTAMP':>13}  "
+               f"{'BYTES':>12}  {'SEGMENT ID':<22}  STATE")  # fmt: skip
     for row in rows:
-        cells = [row["topic_partition"], row["topic_id"] or "unknown", row["base_offset"], row["end_offset"],
-                 row["max_timestamp_ms"], row["bytes"], row["state"], row["segment_id"]]  # fmt: skip
-        click.echo("\t".join("-" if c is None else str(c) for c in cells))
+        click.echo(f"{row['topic_partition']:<{width}}  {row['topic_id'] or 'unknown':<22}  "
+                   f"{_cell(row['base_offset']):>20}  {_cell(row['end_offset']):>20}  "
+                   f"{_cell(row['max_timestamp_ms']):>13}  {_cell(row['bytes']):>12}  {row['segment_id']:<22}  "
+                   f"{row['state']}")  # fmt: skip
+    click.echo(f"{len(rows)} segment(s)", err=True)
 
 
 def _b64(value: bytes | None) -> str | None:

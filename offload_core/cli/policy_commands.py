@@ -22,6 +22,7 @@ from ..errors import mask_secrets
 from ..managed_ledger import Broker, ReadPriority
 from ..managed_ledger.lifecycle.policies import TopicName, parse_namespace
 from .broker_options import broker_options, opened
+from .options import READ_PRIORITIES
 from .topic_commands import namespaces, topics
 from .units import parse_duration_ms, parse_size
 
@@ -106,7 +107,7 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
     )
     @click.option("--offload-after-elapsed", default=None, help="Age that triggers offload, e.g. 4h; -1: off.")
     @click.option("--offload-deletion-lag", default=None, help="Delete the hot copy this long after offload, e.g. 4h.")
-    @click.option("--offloaded-read-priority", default=None, help="tiered-storage-first or bookkeeper-first.")
+    @click.option("--offloaded-read-priority", default=None, metavar="PRIORITY", help=f"One of: {READ_PRIORITIES}.")
     @click.option("--transforms", default=None, help=_TRANSFORMS_HELP)
     @click.option("--transform-chunk-size", default=None, help="Logical bytes per transformed chunk, e.g. 1M.")
     @broker_options
@@ -237,7 +238,7 @@ def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str
     """``set-``, ``get-`` and ``remove-tiered-read-priority`` for one policy level."""
     label = level.upper()
 
-    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}.")
+    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}: {READ_PRIORITIES}.")
     @click.argument("name", metavar=label)
     @click.argument("priority", metavar="PRIORITY")
     @broker_options
