@@ -23,6 +23,10 @@ class MemoryDriver(StorageDriver):
 
     name = "memory"
 
+    def create_bucket(self) -> bool:
+        """A private dict: always there."""
+        return False
+
     def __init__(self) -> None:
         self._objects: dict[str, tuple[bytes, dict[str, str]]] = {}
         self._lock = threading.Lock()
