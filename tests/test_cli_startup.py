@@ -116,3 +116,9 @@ def test_a_verb_starts_without_a_store_sdk_or_metrics_library(verb: str) -> None
     _, modules = imported_by(verb, "--help")
     loaded = sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in NOT_AT_START))
     assert loaded == [], f"offload {verb} --help imported {loaded}"
+
+
+@pytest.mark.parametrize("verb", ["ledgers", "keys", "segments", "drivers"])
+def test_verbs_on_a_bare_store_start_without_the_broker(verb: str) -> None:
+    _, modules = imported_by(verb, "--help")
+    assert not [m for m in modules if m.startswith("offload_core.managed_ledger")], verb

@@ -16,9 +16,6 @@ import click
 from ..errors import FormatError, OffloadError, mask_secret_text
 from ..formats import pulsar_v1 as v1
 from ..leftovers import DEFAULT_GRACE_SECONDS, sweep_leftovers
-from ..managed_ledger import load_config
-from ..managed_ledger.lifecycle.references import offload_references
-from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..model import Entry
 from ..offload.ledger import BlobStoreLedgerOffloader
 from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers, select_ledger
@@ -92,6 +89,11 @@ def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, 
     elsewhere), and with --execute delete them, data object before index.
     The same decisions as `offload spark retention --delete-orphans`,
     without Spark; ledgers a topic refers to are never touched."""
+    # The broker's side, imported here: the other verbs (and `keys`,
+    # `segments`, `kafka`, which share this module) start without it.
+    from ..managed_ledger.lifecycle.references import offload_references
+    from ..managed_ledger.metadata_store import SqliteMetadataStore
+
     database = Path(data_dir) / "metadata.db"
     if not database.is_file():
         raise click.ClickException(f"no metadata store at {database}: without it orphans cannot be told apart")
@@ -168,8 +170,12 @@ def sweep(url: str, older_than: float | None, config_path: str | None, dry_run: 
     commit point is finished instead. Unlike the verbs that delete data
     (dry runs unless --execute), it removes by default: what it removes
     holds no data, and the broker's maintenance runs the same sweep."""
-    if older_than is None:
-        older_than = float(load_config(config_path).leftover_grace_seconds) if config_path else DEFAULT_GRACE_SECONDS
+    if older_than is None and config_path:
+        from ..managed_ledger import load_config  # the broker's side, only for its config
+
+        older_than = float(load_config(config_path).leftover_grace_seconds)
+    elif older_than is None:
+        older_than = DEFAULT_GRACE_SECONDS
     driver = _open(url, options)
     swept = sweep_leftovers(driver, now=time.time(), grace=older_than, dry_run=dry_run,
                             plugins=default_plugin_manager())  # fmt: skip
