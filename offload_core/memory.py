@@ -23,10 +23,6 @@ class MemoryDriver(StorageDriver):
 
     name = "memory"
 
-    def create_bucket(self) -> bool:
-        """A private dict: always there."""
-        return False
-
     def __init__(self) -> None:
         self._objects: dict[str, tuple[bytes, dict[str, str]]] = {}
         self._lock = threading.Lock()
@@ -35,6 +31,10 @@ class MemoryDriver(StorageDriver):
     def from_url(cls, url: str) -> MemoryDriver:
         """``memory://`` (anything after the scheme is ignored): a new empty store."""
         return cls()
+
+    def create_bucket(self) -> bool:
+        """A private dict: always there."""
+        return False
 
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
         data = bytearray()
