@@ -11,7 +11,10 @@ DISTRIBUTIONS := -e ".[dev,spark,iceberg]" -e drivers/filesystem -e "drivers/s3[
 AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
 PYPROJECTS := pyproject.toml $(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml) examples/driver-plugin/pyproject.toml
 
-.PHONY: setup demo test test-fast proto bench bench-all lint clean reliability
+# Every distribution this checkout holds, for `make wheels`.
+WHEEL_SOURCES := . $(patsubst %/pyproject.toml,%,$(wildcard drivers/*/pyproject.toml plugins/*/pyproject.toml)) examples/driver-plugin
+
+.PHONY: setup demo test test-fast proto bench bench-all lint clean reliability wheels
 
 setup: $(STAMP) $(AZURITE)
 
@@ -67,5 +70,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy offload_core $(wildcard drivers/*/offload_driver_*)
 
+# Wheels of every distribution into dist/, for machines without this
+# checkout: copy dist/ over and `pip install dist/*.whl` (or the ones wanted:
+# the core, plus a driver or plugin, pip install dist/offload_core-*.whl
+# dist/offload_driver_s3-*.whl). pip fetches the build backend (hatchling).
+wheels: | $(BIN)/python
+	rm -rf dist
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist $(WHEEL_SOURCES)
+	ls dist
+
 clean:
-	rm -rf $(VENV) .tools offload-data .pytest_cache .hypothesis
+	rm -rf $(VENV) .tools offload-data .pytest_cache .hypothesis dist

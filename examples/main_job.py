@@ -163,7 +163,12 @@ def main() -> None:
             print(read_everything(broker, priority, args.messages, counter))
         print("\nThe current (unsealed) ledger is always served hot; OFFLOADED_ONLY refuses it.")
         stream(broker, counter, args.messages // 4, header)
-        print(f"Look around: .venv/bin/offload topics stats {TOPIC} --data-dir {data_dir}")
+        print(
+            "Look around (each command opens the topic, and an open seals the ledger the last owner left "
+            "current, as a Pulsar broker taking over a topic does: the ledgers still being written above show "
+            "as sealed there):"
+        )
+        print(f"             .venv/bin/offload topics stats {TOPIC} --data-dir {data_dir}")
         print(f"             .venv/bin/offload topics stats {STREAM_TOPIC} --data-dir {data_dir}")
         print(f"             .venv/bin/offload segments ls file://{data_dir / 'bucket'}")
         if broker.metrics_server is not None:
@@ -205,8 +210,9 @@ def stream(broker: Broker, counter: RequestCounter, messages: int, header: str) 
             ledger.append(event(n))
     broker.drain()
     current = ledger.ledgers()[-1]
-    print(f"\nPhase 3: streaming offload (PIP-76) on {STREAM_TOPIC}; ledger {current.ledger_id} is still open "
-          f"({current.entries} entries). Segments in the store already:")  # fmt: skip
+    print(f"\nPhase 3: streaming offload (PIP-76) on {STREAM_TOPIC}; ledger {current.ledger_id} is still open, "
+          f"being written ({current.entries} entries; the next open of the topic seals it). Segments in the store "
+          "already:")  # fmt: skip
     for segment in ledger.segments(sizes=True):
         held = ", ".join(f"ledger {lid} entries {first}..{'' if end is None else end}"
                          for lid, first, end in segment.ledgers)  # fmt: skip

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidKeyError",
     "InvalidMetadataError",
     "InvalidRangeError",
+    "KeyUnavailableError",
     "LostEntriesError",
     "NotFoundError",
     "OffloadError",
@@ -128,6 +129,13 @@ class DriverNotInstalledError(ConfigError):
 class TransformNotInstalledError(DriverNotInstalledError):
     """An object was written with a transform whose plugin is not installed
     here; the message names the distribution to install."""
+
+
+class KeyUnavailableError(ConfigError):
+    """A key an encrypted object needs cannot be had: its keyring is gone or
+    lacks it, or holds other key material under its id. The message names
+    the key id. (Raised by encrypting transforms' keyrings; a read under a
+    ``*_FIRST`` priority falls back to the other tier on it.)"""
 
 
 class PluginLoadError(OffloadError):

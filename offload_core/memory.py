@@ -32,6 +32,10 @@ class MemoryDriver(StorageDriver):
         """``memory://`` (anything after the scheme is ignored): a new empty store."""
         return cls()
 
+    def create_bucket(self) -> bool:
+        """A private dict: always there."""
+        return False
+
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
         data = bytearray()
         for part in parts:

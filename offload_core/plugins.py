@@ -41,6 +41,7 @@ from .registries import (
     OffloaderSpec,
     Registries,
     driver_registrar,
+    install_hint,
     not_installed,
     offloader_registrar,
     transform_registrar,
@@ -279,7 +280,9 @@ class PluginManager:
             return registries.transforms[name][0]
         except KeyError:
             installed = ", ".join(sorted(registries.transforms)) or "none"
-            where = f"install {distribution} (its plugin); " if distribution else "install its plugin; "
+            where = (
+                f"install {distribution} ({install_hint(distribution)}); " if distribution else "install its plugin; "
+            )
             raise self._maybe_failed(
                 TransformNotInstalledError(
                     f"no chunk transform named {name!r} is registered: objects written with it cannot be read or "
@@ -344,7 +347,7 @@ class PluginManager:
         if server is None:
             raise ConfigError(
                 "no installed plugin serves metrics: install offload-plugin-prometheus "
-                "(pip install -e plugins/prometheus; make setup installs it)"
+                f"({install_hint('offload-plugin-prometheus')}; make setup installs it)"
             )
         return server  # type: ignore[no-any-return]
 

@@ -21,6 +21,7 @@ __all__ = [
     "OffloaderSpec",
     "Registries",
     "driver_registrar",
+    "install_hint",
     "not_installed",
     "offloader_registrar",
     "transform_registrar",
@@ -46,6 +47,18 @@ _DISTRIBUTION_FOR = {
     "hdfs": "offload-driver-hdfs",
     "webhdfs": "offload-driver-hdfs",
 }
+
+
+def install_hint(distribution: str) -> str:
+    """How to install one of this project's distributions, which no package
+    index serves: from a clone, or from a wheel ``make wheels`` built
+    (``offload-driver-s3``: ``pip install -e drivers/s3``)."""
+    kind, _, name = distribution.removeprefix("offload-").partition("-")
+    if distribution == "offload-core" or not name:
+        clone, wheel = ".", "offload_core"
+    else:
+        clone, wheel = f"{kind}s/{name}", distribution.replace("-", "_")
+    return f"pip install -e {clone} in a clone of offload-core, or pip install {wheel}-*.whl built there by make wheels"
 
 
 @dataclass(frozen=True)
@@ -153,7 +166,7 @@ def _check_transform_api(transform: Transform, info: PluginInfo) -> None:
 def not_installed(message: str, wanted: str, registries: Registries) -> DriverNotInstalledError:
     distribution = _DISTRIBUTION_FOR.get(wanted.lower())
     if distribution is not None:
-        return DriverNotInstalledError(f"{message}; install it with: pip install {distribution}")
+        return DriverNotInstalledError(f"{message}; install {distribution}: {install_hint(distribution)}")
     names = sorted({spec.name for spec in registries.drivers_by_name.values()})
     schemes = sorted(registries.drivers_by_scheme)
     close = difflib.get_close_matches(wanted.lower(), [*registries.drivers_by_name, *schemes], n=1)

@@ -282,6 +282,13 @@ class StorageDriver(abc.ABC):
             f"(needed for {key!r}); rewrite the object instead"
         )
 
+    def create_bucket(self) -> bool:
+        """Create the bucket (container) this driver stores in if missing:
+        ``True`` if created, ``False`` if there. Raises :class:`ConfigError`
+        for a store that cannot (the default), else what a write raises."""
+        raise ConfigError(f"storage driver {self.name or type(self).__name__!r} cannot create its bucket: create it "
+                          "with the store's own tools")  # fmt: skip
+
     def exists(self, key: str) -> bool:
         """True if an object is stored under ``key``."""
         try:

@@ -117,7 +117,9 @@ class Azurite:
     endpoint: str
 
     @classmethod
-    def start(cls) -> Azurite:
+    def start(cls, *, skip_api_version_check: bool = True) -> Azurite:
+        """Azurite on a free port; ``skip_api_version_check=False`` starts it
+        as its README's plain command does, refusing SDKs newer than it."""
         if not AZURITE_BIN.exists():
             pytest.fail(
                 f"Azurite is not installed at {AZURITE_BIN}: run `make test` (it runs "
@@ -127,8 +129,8 @@ class Azurite:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         process = subprocess.Popen(
-            [str(AZURITE_BIN), "--inMemoryPersistence", "--skipApiVersionCheck", "--silent",
-             "--blobHost", "127.0.0.1", "--blobPort", str(port)],
+            [str(AZURITE_BIN), "--inMemoryPersistence", *(["--skipApiVersionCheck"] if skip_api_version_check else []),
+             "--silent", "--blobHost", "127.0.0.1", "--blobPort", str(port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         deadline = time.monotonic() + 60

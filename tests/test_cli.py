@@ -66,7 +66,8 @@ def test_drivers_check_with_named_driver_and_options(tmp_path: Path) -> None:
 def test_drivers_check_fails_clearly_for_a_missing_driver() -> None:
     result = offload("drivers", "check", "s3://bucket", env={"OFFLOAD_CORE_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert result.returncode == 1
-    assert "pip install offload-driver-s3" in result.stderr
+    assert "install offload-driver-s3: pip install -e drivers/s3 in a clone" in result.stderr
+    assert "offload_driver_s3-*.whl built there by make wheels" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -88,7 +88,7 @@ def test_segments_copied_before_topic_ids_list_as_unknown(tmp_path: Path) -> Non
         manifest.write_text(json.dumps(body))
     (row,) = lines(offload("ls", url, "--json").stdout)
     assert row["topic_id"] is None and row["end_offset"] == 4
-    assert "\tunknown\t" in offload("ls", url).stdout
+    assert "  unknown  " in offload("ls", url).stdout
     assert [r["offset"] for r in lines(offload("read", url, "orders-0", "--offset", "0", "--json").stdout)] == [
         0, 1, 2, 3, 4
     ]  # fmt: skip

@@ -104,3 +104,21 @@ def test_every_public_name_imports(name: str) -> None:
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         offload_core.no_such_name  # noqa: B018 - the lookup is what is tested
+
+
+# What no verb's start needs: each storage SDK and fsspec load with the first store a verb opens,
+# prometheus_client with the first metric (installed plugins register by path, or import them late).
+NOT_AT_START = ("fsspec", "boto3", "s3fs", "gcsfs", "adlfs", "azure", "prometheus_client", "pyspark")
+
+
+@pytest.mark.parametrize("verb", sorted(_VERBS))
+def test_a_verb_starts_without_a_store_sdk_or_metrics_library(verb: str) -> None:
+    _, modules = imported_by(verb, "--help")
+    loaded = sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in NOT_AT_START))
+    assert loaded == [], f"offload {verb} --help imported {loaded}"
+
+
+@pytest.mark.parametrize("verb", ["ledgers", "keys", "segments", "drivers"])
+def test_verbs_on_a_bare_store_start_without_the_broker(verb: str) -> None:
+    _, modules = imported_by(verb, "--help")
+    assert not [m for m in modules if m.startswith("offload_core.managed_ledger")], verb

@@ -54,9 +54,9 @@ def test_a_streamed_topic_shows_its_segments_and_they_are_on_the_store(tmp_path:
     lines = [json.loads(line) for line in stats.stdout.splitlines()]
     segments = [line["segment"] for line in lines if "segment" in line]
     (segment,) = segments
-    assert segment["status"] == "offloaded" and segment["bytes"] > 500 * 64
+    assert segment["status"] == "complete" and segment["bytes"] > 500 * 64
     assert [tuple(held) for held in segment["ledgers"]] == [(1, 0, 199), (2, 0, 199), (3, 0, 99)]
-    assert "offloaded" in run(tmp_path, "topics", "stats", "acme/prod/orders").stdout
+    assert "complete" in run(tmp_path, "topics", "stats", "acme/prod/orders").stdout
     bucket = f"file://{tmp_path / 'data' / 'bucket'}"
     listed = [json.loads(line) for line in offload("segments", "ls", bucket, "--json").stdout.splitlines()]
     assert [row["uuid"] for row in listed] == [segment["uuid"]]

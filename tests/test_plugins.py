@@ -114,7 +114,10 @@ def test_memory_urls_open_isolated_stores() -> None:
 )
 def test_missing_driver_names_the_distribution_to_install(wanted: str, distribution: str) -> None:
     only_builtins = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1"})
-    with pytest.raises(DriverNotInstalledError, match=f"pip install {distribution}"):
+    clone = "drivers/" + distribution.removeprefix("offload-driver-")
+    wheel = distribution.replace("-", "_")
+    with pytest.raises(DriverNotInstalledError, match=rf"install {distribution}: pip install -e {clone} in a clone "
+                       rf"of offload-core, or pip install {wheel}-\*\.whl built there by make wheels"):  # fmt: skip
         only_builtins.open_driver(wanted)
 
 
@@ -141,7 +144,8 @@ def test_disable_autoload_keeps_builtins_only() -> None:
     manager = PluginManager(environ={ENV_DISABLE_AUTOLOAD: "1"})
     assert [info.name for info in manager.plugins()] == list(BUILTIN_PLUGINS)
     assert isinstance(manager.open_driver("memory://"), MemoryDriver)
-    with pytest.raises(DriverNotInstalledError, match="pip install offload-driver-filesystem"):
+    wanted = r"pip install -e drivers/filesystem in a clone .* offload_driver_filesystem-\*\.whl"
+    with pytest.raises(DriverNotInstalledError, match=wanted):
         manager.open_driver("file:///tmp/x")
 
 

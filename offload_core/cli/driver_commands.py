@@ -29,15 +29,18 @@ def drivers() -> None:
 @drivers.command()
 @click.argument("url")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per step, then a summary, one per line.")
+@click.option("--create", is_flag=True, help="First create the bucket (S3, GCS) or container (Azure) if it is missing.")
 @driver_options
-def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
+def check(url: str, as_json: bool, create: bool, options: tuple[str, ...]) -> None:
     """Write, read, list and delete a probe object at URL, and report each step.
 
     URL is a store URL (file:///data/bucket, s3://bucket/prefix) or a driver
     name with -o options. Stops at the first failing step (removing the
     probe object) and exits 1. A store that accepts a conditional create
     over an existing object is reported as a warning: offload-core does not
-    rely on it, but it is worth knowing.
+    rely on it, but it is worth knowing. With --create, the bucket or
+    container is created first if it is missing (a directory store's root
+    is made when it is opened).
     """
     driver = open_driver(url, **parse_driver_options(options))
     key = f"offload-probe/{uuid.uuid4().hex}"
@@ -61,7 +64,7 @@ def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
             text = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
             error = (mask_secret_text(text).splitlines() or [type(exc).__name__])[0]
             report({"step": name, "ok": False, "error": error}, f"  FAIL {name}: {error}")
-            if name != "write":
+            if name not in ("create bucket", "write"):
                 _remove_quietly(driver, key)
             driver.close()
             report({"ok": False, "probe": probe}, "check failed")
@@ -107,7 +110,11 @@ def check(url: str, as_json: bool, options: tuple[str, ...]) -> None:
             return "gone"
         raise AssertionError("the probe object is still there after delete")
 
+    def create_bucket() -> str:
+        return "created" if driver.create_bucket() else "already there"
+
     for name, action in [
+        *([("create bucket", create_bucket)] if create else []),
         ("write", write),
         ("stat", stat),
         ("read", read),

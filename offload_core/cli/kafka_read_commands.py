@@ -27,6 +27,7 @@ from .kafka_source import (
     topic_id_option,
     topic_partition_of,
 )
+from .ledger_commands import _cell
 
 __all__ = ["fetch_index", "list_segments", "offsets", "read", "record_json"]
 
@@ -108,15 +109,20 @@ def list_segments(url: str | None, topic_partition: str | None, as_json: bool, l
         url, topic_partition = None, url
     store = open_store(url, config_path, layout, prefix, options)
     rows = _rows(store, topic_partition)
+    rows.sort(key=lambda row: (row["topic_partition"], row["base_offset"], row["segment_id"]))  # log order
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
         return
-    click.echo("\t".join(["partition", "topic_id", "base", "end", "max_timestamp", "bytes", "state", "segment_id"]))
+    width = max([len("PARTITION"), *(len(row["topic_partition"]) for row in rows)])
+    click.echo(f"{'PARTITION':<{width}}  {'TOPIC ID':<22}  {'BASE':>20}  {'END':>20}  {'MAX TIMESTAMP':>13}  "
+               f"{'BYTES':>12}  {'SEGMENT ID':<22}  STATE")  # fmt: skip
     for row in rows:
-        cells = [row["topic_partition"], row["topic_id"] or "unknown", row["base_offset"], row["end_offset"],
-                 row["max_timestamp_ms"], row["bytes"], row["state"], row["segment_id"]]  # fmt: skip
-        click.echo("\t".join("-" if c is None else str(c) for c in cells))
+        click.echo(f"{row['topic_partition']:<{width}}  {row['topic_id'] or 'unknown':<22}  "
+                   f"{_cell(row['base_offset']):>20}  {_cell(row['end_offset']):>20}  "
+                   f"{_cell(row['max_timestamp_ms']):>13}  {_cell(row['bytes']):>12}  {row['segment_id']:<22}  "
+                   f"{row['state']}")  # fmt: skip
+    click.echo(f"{len(rows)} segment(s)", err=True)
 
 
 def _b64(value: bytes | None) -> str | None:

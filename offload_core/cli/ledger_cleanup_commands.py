@@ -13,9 +13,6 @@ import click
 
 from ..errors import mask_secret_text
 from ..leftovers import DEFAULT_GRACE_SECONDS, sweep_leftovers
-from ..managed_ledger import load_config
-from ..managed_ledger.lifecycle.references import offload_references
-from ..managed_ledger.metadata_store import SqliteMetadataStore
 from ..offload.stored.kinds import StoredOffload
 from ..offload.stored.retention import decide
 from ..plugins import default_plugin_manager
@@ -43,6 +40,11 @@ def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, 
     `index` before the rest of its directory. The same decisions as
     `offload spark retention --delete-orphans`, without Spark; ledgers a
     topic refers to (offloads in progress too) are never touched."""
+    # The broker's side, imported here: the other ledger verbs (and `keys`,
+    # `segments`, `kafka`, which share these modules) start without it.
+    from ..managed_ledger.lifecycle.references import offload_references
+    from ..managed_ledger.metadata_store import SqliteMetadataStore
+
     database = Path(data_dir) / "metadata.db"
     if not database.is_file():
         raise click.ClickException(f"no metadata store at {database}: without it orphans cannot be told apart")
@@ -113,8 +115,12 @@ def sweep(
     --dry-run): the store does not say how old they are, so run it when no
     offload is under way, or use `offload ledgers orphans`, which keeps
     every offload a managed ledger records."""
+    if older_than is None and config_path:
+        from ..managed_ledger import load_config
+
+        older_than = float(load_config(config_path).leftover_grace_seconds)
     if older_than is None:
-        older_than = float(load_config(config_path).leftover_grace_seconds) if config_path else DEFAULT_GRACE_SECONDS
+        older_than = DEFAULT_GRACE_SECONDS
     driver = _open(url, options)
     swept = sweep_leftovers(driver, now=time.time(), grace=older_than, dry_run=dry_run,
                             plugins=default_plugin_manager())  # fmt: skip

@@ -196,7 +196,8 @@ def verify(
     Not checked: payload bytes. PIP-17 objects carry no checksum, so a
     changed payload byte of the same length passes, unless the ledger was
     written through a checking transform (crc32c, aes-gcm, zstd) and is
-    read with -o transforms=auto: then every chunk is checked too.
+    read through them (the default, -o transforms=auto; not with
+    -o transforms=none): then every chunk is checked too.
 
     Exits 1 if any ledger has a defect, naming where the first one is.
     """

@@ -11,6 +11,7 @@ import click
 from ..errors import mask_secret_text
 from ..leftovers import sweep_leftovers
 from ..plugins import default_plugin_manager, open_driver
+from ..read_transforms import with_read_transforms
 from ..storage import StorageDriver
 from .options import parse_driver_options
 
@@ -25,9 +26,7 @@ def _open(url: str, options: tuple[str, ...], *, transforms: bool = True) -> Sto
         parsed.setdefault("create", False)
     # Objects written through chunk transforms read as they were written (a
     # stat per object, once); -o transforms=... chooses otherwise.
-    if transforms:
-        parsed.setdefault("transforms", "auto")
-    return open_driver(url, **parsed)
+    return open_driver(url, **(with_read_transforms(parsed) if transforms else parsed))
 
 
 prefix_option = click.option("--prefix", default="", help="Only keys starting with this prefix.")

@@ -79,3 +79,10 @@ def execute_option(*aliases: str) -> Callable[[F], F]:
 def dry_run_footer(what: str) -> str:
     """The last line of a deleting verb's dry run: how to really delete."""
     return f"dry run: nothing deleted; add --execute to delete {what}"
+
+
+# Every name ReadPriority.parse takes, for the help of the options that take one.
+READ_PRIORITIES = (
+    "tiered-storage-first (= offloaded-first), bookkeeper-first, "
+    "offloaded-only (= tiered-storage-only), bookkeeper-only"
+)

@@ -5,7 +5,8 @@
 (``set-offload-threshold``, ``set-offload-deletion-lag`` and their ``get-``
 and ``remove-``), with Pulsar's size and duration syntax (``10M``, ``4h``),
 ``set-`` / ``get-`` / ``remove-tiered-read-priority``, and ``set-`` / ``get-`` /
-``remove-offload-streaming`` for PIP-76 streaming offload.
+``remove-offload-streaming`` for PIP-76 streaming offload, and ``set-`` /
+``get-`` / ``remove-offload-transforms`` for chunk transforms (ours).
 ``get`` shows each effective value and the level it comes from.
 ``--file-system-uri`` / ``--file-system-profile-path`` set what Pulsar's
 offload policies hold as ``fileSystemURI`` / ``fileSystemProfilePath`` for
@@ -26,6 +27,7 @@ from ..managed_ledger import Broker, ReadPriority
 from ..managed_ledger.lifecycle.policies import TopicName, parse_namespace
 from ..offload.mapfile.hadoop_profile import read_profile, storage_url
 from .broker_options import broker_options, opened
+from .options import READ_PRIORITIES
 from .topic_commands import namespaces, topics
 from .units import parse_duration_ms, parse_size
 
@@ -49,8 +51,11 @@ _OFFLOAD_FIELDS: dict[str, str] = {
     "segment_max_size_mb": "max segment size (MB)",
     "segment_rollover_minutes": "segment rollover time (minutes)",
     "streaming_buffer_bytes": "streaming buffer (bytes)",
+    "transforms": "chunk transforms",
+    "transform_chunk_size": "transform chunk size (bytes)",
 }
 _STREAMING_FIELDS = ["streaming_enabled", "segment_max_size_mb", "segment_rollover_minutes", "streaming_buffer_bytes"]
+_TRANSFORM_FIELDS = ["transforms", "transform_chunk_size"]
 
 
 def _printable(value: Any) -> Any:
@@ -89,6 +94,20 @@ def _show(broker: Broker, level: str, name: str, fields: list[str], as_json: boo
         click.echo(f"{_OFFLOAD_FIELDS[field]:<38} {'-' if value is None else value!s:<28} ({source})")
 
 
+_TRANSFORMS_HELP = 'Chunk transforms of new offloads, in order, e.g. zstd,aes-gcm,crc32c; "" for none.'
+
+
+def _transform_changes(transforms: str | None, chunk_size: str | None) -> dict[str, Any]:
+    """The policy fields ``--transforms`` and ``--transform-chunk-size`` set
+    (names are checked against the installed plugins when stored)."""
+    changes: dict[str, Any] = {}
+    if transforms is not None:
+        changes["transforms"] = ",".join(name.strip() for name in transforms.split(",") if name.strip())
+    if chunk_size is not None:
+        changes["transform_chunk_size"] = parse_size(chunk_size, what="--transform-chunk-size")
+    return changes
+
+
 def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
     label = level.upper()
 
@@ -115,7 +134,9 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
     )
     @click.option("--offload-after-elapsed", default=None, help="Age that triggers offload, e.g. 4h; -1: off.")
     @click.option("--offload-deletion-lag", default=None, help="Delete the hot copy this long after offload, e.g. 4h.")
-    @click.option("--offloaded-read-priority", default=None, help="tiered-storage-first or bookkeeper-first.")
+    @click.option("--offloaded-read-priority", default=None, metavar="PRIORITY", help=f"One of: {READ_PRIORITIES}.")
+    @click.option("--transforms", default=None, help=_TRANSFORMS_HELP)
+    @click.option("--transform-chunk-size", default=None, help="Logical bytes per transformed chunk, e.g. 1M.")
     @broker_options
     def set_policies(
         name: str,
@@ -131,10 +152,12 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
         offload_after_elapsed: str | None,
         offload_deletion_lag: str | None,
         offloaded_read_priority: str | None,
+        transforms: str | None,
+        transform_chunk_size: str | None,
         data_dir: str,
         config_path: str | None,
     ) -> None:
-        changes: dict[str, Any] = {
+        changes: dict[str, Any] = _transform_changes(transforms, transform_chunk_size) | {
             key: value
             for key, value in (
                 ("driver", driver),
@@ -252,7 +275,7 @@ def _priority_commands(group: click.Group, level: str, parse_name: Callable[[str
     """``set-``, ``get-`` and ``remove-tiered-read-priority`` for one policy level."""
     label = level.upper()
 
-    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}.")
+    @group.command("set-tiered-read-priority", help=f"Set the tiered read priority of {label}: {READ_PRIORITIES}.")
     @click.argument("name", metavar=label)
     @click.argument("priority", metavar="PRIORITY")
     @broker_options
@@ -347,9 +370,46 @@ def _streaming_commands(group: click.Group, level: str, parse_name: Callable[[st
             click.echo(f"{level} {name}: streaming offload settings removed")
 
 
+def _transform_commands(group: click.Group, level: str, parse_name: Callable[[str], str]) -> None:
+    """``set-``, ``get-`` and ``remove-offload-transforms`` for one policy level."""
+    label = level.upper()
+
+    @group.command("set-offload-transforms", help=f"Set the chunk transforms of {label}'s new offloads "
+                   "(objects already written keep theirs and stay readable).")  # fmt: skip
+    @click.argument("name", metavar=label)
+    @click.argument("transforms", metavar="TRANSFORMS")
+    @click.option("--chunk-size", default=None, help="Logical bytes per transformed chunk, e.g. 1M.")
+    @broker_options
+    def set_transforms(name: str, transforms: str, chunk_size: str | None, data_dir: str,
+                       config_path: str | None) -> None:  # fmt: skip
+        with opened(data_dir, config_path) as broker:
+            key = parse_name(name)
+            changes = _transform_changes(transforms, chunk_size)
+            broker.policies.update(level, key, **changes)
+            _show(broker, level, key, list(changes), as_json=False)
+
+    @group.command("get-offload-transforms", help=f"Show the chunk transforms of {label} and their levels.")
+    @click.argument("name", metavar=label)
+    @click.option("--json", "as_json", is_flag=True)
+    @broker_options
+    def get_transforms(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            _show(broker, level, parse_name(name), _TRANSFORM_FIELDS, as_json)
+
+    @group.command("remove-offload-transforms", help=f"Remove the chunk transforms set on {label}.")
+    @click.argument("name", metavar=label)
+    @broker_options
+    def remove_transforms(name: str, data_dir: str, config_path: str | None) -> None:
+        with opened(data_dir, config_path) as broker:
+            broker.policies.update(level, parse_name(name), **dict.fromkeys(_TRANSFORM_FIELDS))
+            click.echo(f"{level} {name}: chunk transforms removed")
+
+
 _policy_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _policy_commands(namespaces, "namespace", parse_namespace)
 _priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _priority_commands(namespaces, "namespace", parse_namespace)
 _streaming_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
 _streaming_commands(namespaces, "namespace", parse_namespace)
+_transform_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
+_transform_commands(namespaces, "namespace", parse_namespace)

@@ -68,16 +68,25 @@ def _describe(driver: StorageDriver, segment: StoredSegment) -> dict[str, Any]:
     return row
 
 
+def _log_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    held = row["ledgers"]
+    if not held:
+        return (row["prefix"], 1, 0, 0, row["uuid"])
+    return (row["prefix"], 0, held[0]["ledger_id"], held[0]["first_entry_id"], row["uuid"])
+
+
 @segments.command("ls")
 @click.argument("url")
 @prefix_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per segment, one per line.")
 @driver_options
 def list_segments(url: str, prefix: str, as_json: bool, options: tuple[str, ...]) -> None:
-    """List the segments under URL: uuid, the ledgers each holds and from
-    which entry, blocks, size and state (from their indexes)."""
+    """List the segments under URL in log order (by the first ledger and
+    entry each holds; those whose index cannot be read last): uuid, the
+    ledgers each holds and from which entry, blocks, size and state (from
+    their indexes)."""
     driver = _open(url, options)
-    rows = [_describe(driver, segment) for segment in find_segments(driver, prefix)]
+    rows = sorted((_describe(driver, segment) for segment in find_segments(driver, prefix)), key=_log_order)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))

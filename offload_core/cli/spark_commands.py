@@ -1,4 +1,4 @@
-"""``offload spark ...``: the bulk jobs on Spark (``pip install offload-core[spark]``)."""
+"""``offload spark ...``: the bulk jobs on Spark (the core's ``spark`` extra: ``pip install -e ".[spark]"``)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,9 @@ def spark_session(master: str | None) -> Any:
     try:
         from ..spark.session import get_session
     except ImportError as exc:
-        raise ConfigError(f"the spark verbs need PySpark ({exc}): pip install 'offload-core[spark]'") from None
+        raise ConfigError(
+            f"the spark verbs need PySpark ({exc}): pip install -e '.[spark]' in a clone of offload-core"
+        ) from None
     return get_session(master)
 
 

@@ -15,7 +15,7 @@ from ..formats.pulsar_message import PulsarMessage, decode_entry
 from ..hooks import Event, hookimpl
 from ..model import Entry, Position
 from .broker_options import broker_options, opened, parse_position
-from .options import metrics_port_option
+from .options import READ_PRIORITIES, metrics_port_option
 from .produce_command import produce
 
 
@@ -42,7 +42,13 @@ def list_topics(as_json: bool, data_dir: str, config_path: str | None) -> None:
 @click.argument("topic")
 @click.option("--from", "start", default=None, help="First position L:E (default: the first entry).")
 @click.option("--count", type=click.IntRange(min=0), default=10, show_default=True)
-@click.option("--priority", default=None, help="Tiered read priority for this read (default: the policy's).")
+@click.option(
+    "--priority",
+    default=None,
+    metavar="PRIORITY",
+    help=f"Tiered read priority for this read, one of: {READ_PRIORITIES} "
+    "(default: the topic's policy; tiered-storage-first unless one is set).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per entry.")
 @broker_options
 def consume(
@@ -241,8 +247,8 @@ def clear_offload(topic: str, ledger_ids: tuple[int, ...], force: bool, data_dir
 @broker_options
 def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
     """Each ledger of TOPIC: entries, size and tier state; and each
-    streaming-offload segment: status, the entries of each ledger it holds,
-    size."""
+    streaming-offload segment: size, the entries of each ledger it holds,
+    state (assigned, complete or failed, as `segments ls` says)."""
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
         states = ledger.ledgers()
@@ -258,15 +264,15 @@ def stats(topic: str, as_json: bool, data_dir: str, config_path: str | None) -> 
             if unclaimed:
                 click.echo(f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims", err=True)
             return
-        click.echo(f"{'LEDGER':>8} {'ENTRIES':>8} {'BYTES':>12} {'SEALED':>6}  TIER")
+        click.echo(f"{'LEDGER':>12}  {'ENTRIES':>9}  {'BYTES':>12}  {'SEALED':>6}  TIER")
         for s in states:
-            click.echo(f"{s.ledger_id:>8} {s.entries:>8} {s.size:>12} {'yes' if s.sealed else 'no':>6}  {s.tier}")
+            click.echo(f"{s.ledger_id:>12}  {s.entries:>9}  {s.size:>12}  {'yes' if s.sealed else 'no':>6}  {s.tier}")
         if segments:
-            click.echo(f"{'SEGMENT':<36} {'STATUS':<9} {'BYTES':>12}  LEDGER:ENTRIES")
+            click.echo(f"{'SEGMENT':<36}  {'BYTES':>12}  {'LEDGER:ENTRIES':<30}  STATE")
         for segment in segments:
             held = ", ".join(f"{lid}:{first}..{'' if end is None else end}" for lid, first, end in segment.ledgers)
             size = "-" if segment.bytes is None else str(segment.bytes)
-            click.echo(f"{segment.uuid:<36} {segment.status:<9} {size:>12}  {held}")
+            click.echo(f"{segment.uuid:<36}  {size:>12}  {held:<30}  {segment.status}")
         if unclaimed:
             click.echo(
                 f"warning: hot-tier files of ledgers {unclaimed} hold entries no topic claims (damaged metadata?)",

@@ -204,7 +204,7 @@ def _arrow_codec(name: str) -> Callable[[bytes, int], bytes]:
         except ImportError:
             raise ConfigError(
                 f"this message is compressed with {name.upper()}, which needs pyarrow: "
-                "pip install 'offload-core[spark]'"
+                "pip install -e '.[spark]' in a clone of offload-core"
             ) from None
         codec = pyarrow.Codec(name)
         result = bytes(codec.decompress(payload, decompressed_size=size, asbytes=True))

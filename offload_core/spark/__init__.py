@@ -1,6 +1,6 @@
-"""PySpark integration (``pip install offload-core[spark]``): the
+"""PySpark integration (the core's ``spark`` extra, ``pip install -e ".[spark]"`` in a clone): the
 ``pulsar-offload`` and ``kafka-remote`` data sources and the backfill, verify and retention jobs.
-The export to Iceberg tables is :mod:`offload_core.spark.export` (``offload-core[iceberg]``),
+The export to Iceberg tables is :mod:`offload_core.spark.export` (the ``iceberg`` extra),
 not imported here: pyiceberg is not part of the ``spark`` extra."""
 
 from pyspark import cloudpickle

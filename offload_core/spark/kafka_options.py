@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..formats import kafka
+from ..read_transforms import with_read_transforms
 from ..rsm.aiven.config import RSM_CONFIG_PREFIX, AivenConfig
 from ..rsm.remote_log import parse_topic_id
 from ..rsm.types import TopicPartition
@@ -140,6 +141,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
     if streaming and ending_given:
         raise ConfigError(f"kafka-remote: {ending_given[0]} is for batch reads only (as in Spark's Kafka source)")
     given = {str(k)[len("driver.") :]: str(v) for k, v in options.items() if str(k).lower().startswith("driver.")}
+    given = {k: str(v) for k, v in with_read_transforms(given).items()}
     from_config = config.driver_options if config is not None and not lowered.get("url") else {}
     driver = tuple(sorted({**from_config, **given}.items()))
     return KafkaReadOptions(

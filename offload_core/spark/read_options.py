@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import ConfigError
+from ..read_transforms import with_read_transforms
 from .store_urls import pinned_url
 
 __all__ = ["Decode", "EntrySelection", "ReadOptions", "parse_read_options"]
@@ -88,11 +89,17 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         arrow=_boolean(options, "arrow", True),
         max_records_per_batch=positive_option(options, "maxRecordsPerBatch", 10_000),
         filter_pushdown=_boolean(options, "filterPushdown", False),
-        driver_options=tuple(
-            sorted((name[len("driver.") :], value) for name, value in options.items() if name.startswith("driver."))
-        ),
+        driver_options=source_driver_options(options),
         ledger_uuids=_ledger_uuids(options.get("ledgerUuids")),
     )
+
+
+def source_driver_options(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``driver.*`` options of a source, without the prefix, sorted;
+    ``transforms`` defaulting to ``auto`` as everywhere (see
+    :mod:`offload_core.read_transforms`)."""
+    given = {name[len("driver.") :]: value for name, value in options.items() if name.startswith("driver.")}
+    return tuple(sorted(with_read_transforms(given).items()))
 
 
 def _ledger_ids(value: str | None) -> frozenset[int] | None:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from ..errors import AccessDeniedError, ConfigError, OffloadError
 from ..offload.stored.kinds import StoredKind, StoredOffload
 from ..plugins import PluginManager, default_plugin_manager, open_driver
+from ..read_transforms import with_read_transforms
 from ..redaction import redact_url
 from ..storage import StorageDriver
 from . import source
@@ -48,7 +49,10 @@ class Store:
 
     @classmethod
     def of(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
-        return cls(pinned_url(url), tuple(sorted((options or {}).items())))
+        """The store at ``url`` (pinned: the same store on every executor),
+        read through transforms as everywhere (``transforms`` defaults to
+        ``auto``; see :mod:`offload_core.read_transforms`)."""
+        return cls(pinned_url(url), tuple(sorted(with_read_transforms(options or {}).items())))
 
     def open(self) -> StorageDriver:
         return open_driver(self.url, **dict(self.options))

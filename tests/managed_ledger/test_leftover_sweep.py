@@ -113,7 +113,7 @@ def test_offload_ledgers_sweep_removes_a_killed_segment_workers_upload(tmp_path:
         for _ in range(3):
             if ledger.complete_current_segment().status == "success":
                 break
-        assert {s.status for s in ledger.segments()} == {"offloaded"}
+        assert {s.status for s in ledger.segments()} == {"complete"}
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

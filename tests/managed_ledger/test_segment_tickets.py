@@ -58,12 +58,12 @@ def test_a_segment_ticket_is_written_then_completed(make_broker: Any, faulty: Fa
     ledger.complete_segment_ticket(first, {r.ledger_id: r.last_entry_id for r in result.ledgers})
     for ticket in rest:
         ledger.abandon_segment_ticket(ticket)  # as the job does when a task failed
-    assert [s.status for s in ledger.segments()] == ["offloaded"]
+    assert [s.status for s in ledger.segments()] == ["complete"]
     offloaded = [s.ledger_id for s in ledger.ledgers() if s.tier != "hot"]
     assert offloaded and offloaded == [s.ledger_id for s in sealed[: len(offloaded)]]
     entries = ledger.read(Position(sealed[0].ledger_id, 0), 10**6, priority=ReadPriority.OFFLOADED_FIRST)
     assert [e.data for e in entries] == [(f"{n}:".encode() * 700)[:2000] for n in range(1250)]
     # The rest streams as usual afterwards, from where the completed segment ended.
     assert ledger.complete_current_segment().status == "success"
-    assert {s.status for s in ledger.segments()} == {"offloaded"}
+    assert {s.status for s in ledger.segments()} == {"complete"}
     assert all(s.tier != "hot" for s in ledger.ledgers() if s.sealed)

@@ -59,7 +59,7 @@ def test_the_worker_streams_the_segments_and_its_events_come_back(tmp_path: Path
         finished = [e for e in listener.events if e.kind == "offload.finished" and e.fields.get("streaming")]
         assert finished, "the worker's events never reached the broker"
         segments = ledger.segments()
-        assert {s.status for s in segments} == {"offloaded"}
+        assert {s.status for s in segments} == {"complete"}
         ranges = [r for s in segments for r in s.ledgers]
         assert sum(last - first + 1 for _, first, last in ranges) == 250
         first_ledger = ledger.ledgers()[0].ledger_id
@@ -108,7 +108,7 @@ def test_a_worker_killed_mid_segment_fails_it_and_it_is_retried(tmp_path: Path) 
         assert failed and all("died" in str(e.fields["error"]) for e in failed)
         assert workers.process_id not in (None, killed)
         segments = ledger.segments()
-        assert {s.status for s in segments} == {"offloaded"}
+        assert {s.status for s in segments} == {"complete"}
         first_ledger = ledger.ledgers()[0].ledger_id
         entries = ledger.read(Position(first_ledger, 0), 200, priority=ReadPriority.OFFLOADED_ONLY)
         assert [e.data for e in entries] == [payload(n) for n in range(200)]
@@ -136,7 +136,7 @@ def test_a_segment_in_the_worker_closes_at_its_age_on_the_brokers_clock(tmp_path
         assert broker.drain(30)
         statuses = [(s.status, s.ledgers) for s in ledger.segments()]
         first_ledger = ledger.ledgers()[0].ledger_id
-        assert statuses[0] == ("offloaded", ((first_ledger, 0, 49),))  # closed at its age, before entry 50
+        assert statuses[0] == ("complete", ((first_ledger, 0, 49),))  # closed at its age, before entry 50
         assert statuses[1][0] == "assigned" and statuses[1][1][0][1] == 50  # the next one holds what followed
 
 

@@ -98,7 +98,7 @@ def streamed_exactly_once(ledger: Any, count: int) -> None:
     """Every one of ``count`` entries is in exactly one complete segment,
     in order, and the sealed ones read back as written."""
     segments = ledger.segments()
-    assert {s.status for s in segments} == {"offloaded"}
+    assert {s.status for s in segments} == {"complete"}
     ranges = sorted(r for s in segments for r in s.ledgers)
     assert sum(last - first + 1 for _, first, last in ranges) == count
     for (ledger_id, _, last), (next_id, next_first, _) in itertools.pairwise(ranges):
@@ -167,7 +167,7 @@ def test_a_segment_a_pipelined_offer_fills_exactly_completes_without_another_app
         produce.append(full - 2)  # under the bytes that send an offer, and no time passes: nothing sent yet
         now[0] += 1.01
         produce.append()  # sends entries 1..full-1: taken whole, and the segment closes at its size
-        wait_for(lambda: ledger.segments()[0].status == "offloaded", timeout=20)  # once the worker's report arrives
+        wait_for(lambda: ledger.segments()[0].status == "complete", timeout=20)  # once the worker's report arrives
         (segment,) = ledger.segments()
         assert [(first, last) for _, first, last in segment.ledgers] == [(0, full - 1)]
         produce.append()  # the next entry goes to a new segment
@@ -207,7 +207,7 @@ def test_switching_streaming_off_completes_a_segment_fed_by_the_appends(tmp_path
         produce.append(1000)
         assert broker.drain(30)
         (segment,) = ledger.segments()
-        assert segment.status == "offloaded"  # the pump the appends asked for completed it
+        assert segment.status == "complete"  # the pump the appends asked for completed it
         assert sum(last - first + 1 for _, first, last in segment.ledgers) < 3048  # later entries stay hot
 
 

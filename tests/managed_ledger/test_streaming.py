@@ -59,7 +59,7 @@ def test_entries_reach_the_store_while_their_ledger_is_still_open(make_broker: A
     (state,) = ledger.ledgers()
     assert not state.sealed and state.tier == "hot"
     (segment,) = ledger.segments()
-    assert segment.status == "offloaded" and segment.ledgers == ((state.ledger_id, 0, 59),)
+    assert segment.status == "complete" and segment.ledgers == ((state.ledger_id, 0, 59),)
     assert stored_segments(faulty) == {segment.uuid}
     index = v2.decode_index(faulty.store.read(v2.segment_index_key(segment.uuid)))
     info = index.section(state.ledger_id).info()
@@ -151,7 +151,7 @@ def test_segments_span_ledgers_and_ledgers_span_segments(make_broker: Any, fault
     assert broker.drain(30)  # the hot copies past the lag (0) are deleted in the background
     assert {s.tier for s in ledger.ledgers()} == {"offloaded"}
     segments = ledger.segments()
-    assert len(segments) == 3 and {s.status for s in segments} == {"offloaded"}
+    assert len(segments) == 3 and {s.status for s in segments} == {"complete"}
     assert all(len(s.ledgers) > 1 for s in segments)
     spanning = {lid for s in segments for lid, first, _ in s.ledgers if first > 0}
     assert spanning  # some ledger continues from one segment into the next
@@ -172,7 +172,7 @@ def test_a_segment_closes_at_its_age(make_broker: Any, clock: Clock, faulty: Fau
     assert stored_segments(faulty) == set()
     clock.advance(61)
     ledger.run_maintenance()
-    assert [s.status for s in ledger.segments()] == ["offloaded"]
+    assert [s.status for s in ledger.segments()] == ["complete"]
     assert len(stored_segments(faulty)) == 1
 
 
@@ -189,7 +189,7 @@ def test_a_failed_upload_is_retried_under_the_same_segment(make_broker: Any, fau
     produce(broker, 20, start=150)  # appends go on; nothing new is created meanwhile
     assert ledger.complete_current_segment().status == "success"
     (done,) = ledger.segments()
-    assert done.uuid == failed.uuid and done.status == "offloaded"
+    assert done.uuid == failed.uuid and done.status == "complete"
     assert stored_segments(faulty) == {done.uuid}
     assert [e.entry.data for e in read_everything(broker)] == [payload(n) for n in range(170)]
 
@@ -223,7 +223,7 @@ def test_switching_completes_the_segment_and_both_formats_stay_readable(
     broker.policies.update("topic", TOPIC, streaming_enabled=False)
     ledger.pump_streaming()
     assert broker.drain(30)  # a pump the upload asked for may be the one that completes it
-    assert [s.status for s in ledger.segments()] == ["offloaded"]
+    assert [s.status for s in ledger.segments()] == ["complete"]
     produce(broker, 160, start=150)
     status = ledger.offload_prefix()  # PIP-17 again: whole sealed ledgers
     assert status.status == "success"
@@ -263,7 +263,7 @@ def test_reopening_cleans_an_assigned_segment_and_resumes_after_the_last_complet
     ledger.complete_current_segment()
     produce(broker, 50, start=120)
     ledger.pump_streaming()  # what maintenance does every so often for a quiet topic
-    assert [s.status for s in ledger.segments()] == ["offloaded", "assigned"]
+    assert [s.status for s in ledger.segments()] == ["complete", "assigned"]
     # What a crash leaves: the open segment assigned in metadata, its upload never finished.
     assert ledger._segment is not None
     ledger._segment.abort()
@@ -272,10 +272,10 @@ def test_reopening_cleans_an_assigned_segment_and_resumes_after_the_last_complet
     broker.close()
     broker = make_broker(**STREAMING)
     ledger = broker.topic(TOPIC)
-    assert [s.status for s in ledger.segments()] == ["offloaded"]
+    assert [s.status for s in ledger.segments()] == ["complete"]
     ledger.complete_current_segment()
     segments = ledger.segments()
-    assert [s.status for s in segments] == ["offloaded", "offloaded"]
+    assert [s.status for s in segments] == ["complete", "complete"]
     second_ledger = ledger.ledgers()[1].ledger_id
     assert segments[1].ledgers == ((second_ledger, 20, 69),)  # resumed right after the complete segment
     assert stored_segments(faulty) == {s.uuid for s in segments}

@@ -105,7 +105,7 @@ def test_kill_at_each_segment_step(tmp_path: Path, kind: str, point: str, nth: i
         served = ledger.read_tiered(first, COUNT + 10, priority=ReadPriority.OFFLOADED_ONLY)
         assert len(served) == appended and {e.tier for e in served} == {"offloaded"}
         referenced = {segment.uuid for segment in ledger.segments()}
-        assert {s.status for s in ledger.segments()} == {"offloaded"}
+        assert {s.status for s in ledger.segments()} == {"complete"}
     bucket = open_driver(f"file://{data_dir / 'bucket'}")
     stored = {parsed.uuid for obj in bucket.list("") if (parsed := v2.parse_segment_key(obj.key)) is not None}
     assert stored == referenced

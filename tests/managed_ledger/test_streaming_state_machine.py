@@ -136,7 +136,7 @@ class StreamingModel(RuleBasedStateMachine):
     @invariant()
     def the_store_holds_exactly_the_complete_segments(self) -> None:
         stored = {p.uuid for info in self.faulty.store.list() if (p := v2.parse_segment_key(info.key)) is not None}
-        complete = {s.uuid for s in self.ledger.segments() if s.status == "offloaded"}
+        complete = {s.uuid for s in self.ledger.segments() if s.status == "complete"}
         assert stored == complete
 
 

@@ -128,7 +128,7 @@ def test_a_streaming_topic_is_backfilled_in_segments(spark: Any, data: Path) -> 
     with Broker(data, config) as broker:
         for topic in TOPICS:
             ledger = broker.topic(topic)
-            assert {s.status for s in ledger.segments()} == {"offloaded"}
+            assert {s.status for s in ledger.segments()} == {"complete"}
             first = ledger.ledgers()[0].ledger_id
             entries = ledger.read(Position(first, 0), 440, priority=ReadPriority.OFFLOADED_ONLY)
             assert [entry.data for entry in entries] == [message(topic, n) for n in range(440)]

@@ -1,5 +1,7 @@
-"""Both Spark sources read objects written through chunk transforms, given
-``driver.transforms=auto`` (the chain comes from each object)."""
+"""Both Spark sources, and the jobs, read objects written through chunk
+transforms by default (``driver.transforms`` is ``auto``, as on the
+command line: the chain comes from each object); ``none`` reads the bytes
+as stored."""
 
 from __future__ import annotations
 
@@ -25,12 +27,25 @@ def test_pulsar_offload_and_kafka_remote_read_transformed_objects(spark: Any, tm
     tp, (segment,) = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(1)))
     rsm.copy_log_segment(tp, segment.data)
 
-    rows = (spark.read.format("pulsar-offload").option("decode", "none").option("driver.transforms", "auto")
-            .load(url).orderBy("entry_id").collect())  # fmt: skip
+    rows = spark.read.format("pulsar-offload").option("decode", "none").load(url).orderBy("entry_id").collect()
     assert [bytes(r.payload) for r in rows] == entries
     records = (spark.read.format("kafka-remote").option("url", url).option("prefix", "kafka").option("topic", "orders")
-               .option("driver.transforms", "auto").load())  # fmt: skip
+               .load())  # fmt: skip
     assert sorted(r.offset for r in records.select("offset").collect()) == list(range(100))
+
+
+def test_the_sources_and_jobs_take_one_transforms_default() -> None:
+    from offload_core.spark.kafka_remote import parse_options
+    from offload_core.spark.read_options import parse_read_options
+    from offload_core.spark.store_tasks import Store
+
+    assert dict(parse_read_options({"path": "memory://"}).driver_options) == {"transforms": "auto"}
+    assert dict(parse_options({"url": "memory://", "topic": "t"}).driver_options) == {"transforms": "auto"}
+    assert dict(Store.of("memory://").options) == {"transforms": "auto"}
+    bare = parse_read_options({"path": "memory://", "driver.transforms": "none", "driver.region": "x"})
+    assert dict(bare.driver_options) == {"region": "x"}
+    chain = parse_options({"url": "memory://", "topic": "t", "driver.transforms": "zstd"})
+    assert dict(chain.driver_options) == {"transforms": "zstd"}
 
 
 def test_the_spark_verify_job_checks_every_chunk(spark: Any, tmp_path: Path) -> None:
@@ -43,11 +58,11 @@ def test_the_spark_verify_job_checks_every_chunk(spark: Any, tmp_path: Path) -> 
     BlobStoreLedgerOffloader(driver, max_block_size=8192).offload(
         InMemoryReadHandle(4, [b"entry %d " % n * 30 for n in range(1000)]), uuid.UUID(int=4)
     )
-    assert verify_store(spark, url, driver_options={"transforms": "auto"}).defects.count() == 0
+    assert verify_store(spark, url).defects.count() == 0
     inner = FilesystemDriver(str(tmp_path / "store"))
     (key,) = [i.key for i in inner.list("") if i.key.endswith("-ledger-4")]
     stored = bytearray(inner.read(key))
     stored[5000] ^= 1  # a payload byte: only the chunk's CRC can tell
     inner.write(key, [bytes(stored)], metadata=dict(inner.stat(key).metadata))
-    defects = verify_store(spark, url, driver_options={"transforms": "auto"}).defects.collect()
+    defects = verify_store(spark, url).defects.collect()
     assert defects and "CRC-32C" in defects[0].problem

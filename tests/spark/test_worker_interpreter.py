@@ -43,3 +43,36 @@ def test_a_worker_without_offload_core_names_its_interpreter_and_the_fix(tmp_pat
     assert "WorkerEnvironmentError" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"this Spark worker runs {bare}" in result.stdout
     assert "PYSPARK_PYTHON" in result.stdout and "spark.pyspark.python" in result.stdout
+
+
+PLAIN_SESSION = textwrap.dedent(
+    """
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.pyspark.python", sys.argv[2]).getOrCreate())
+    for name, option in (("kafka-remote", "url"), ("pulsar-offload", "path")):
+        try:
+            spark.read.format(name).option(option, "file://" + sys.argv[1]).option("topic", "t").load().count()
+        except Exception as exc:
+            print(name, "->", str(exc).replace("\\n", " "))
+    """
+)
+
+
+def test_a_plain_session_on_a_worker_that_sees_offload_core_but_cannot_import_it(tmp_path: Path) -> None:
+    # No registration: PySpark's lookup finds the sources through the pyspark_* modules, which the
+    # worker sees (a checkout on PYTHONPATH) but whose offload-core it cannot import (no dependencies).
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    root = Path(__file__).resolve().parents[2]
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), environment.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", PLAIN_SESSION, str(tmp_path), str(bare)],
+                            capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
+    lines = [line for line in result.stdout.splitlines() if "->" in line]
+    assert len(lines) == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    for line in lines:
+        assert "DATA_SOURCE_NOT_FOUND" not in line, line
+        assert "WorkerEnvironmentError: this Spark worker runs" in line and str(bare) in line, line
+        assert "PYSPARK_PYTHON" in line and "get_session()" in line

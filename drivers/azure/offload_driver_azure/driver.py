@@ -151,8 +151,8 @@ class AzureBlobDriver(StorageDriver):
         status = getattr(cause, "status_code", None)
         if code == "ContainerNotFound":
             return ConfigError(
-                f"Azure container {self.container!r} does not exist in account {self.account!r}; create it, or "
-                "fix managedLedgerOffloadBucket"
+                f"Azure container {self.container!r} does not exist in account {self.account!r}; create it "
+                "(offload drivers check URL --create), or fix managedLedgerOffloadBucket"
             )
         if isinstance(cause, ResourceNotFoundError):
             return NotFoundError(f"object {where} not found", key=key)
@@ -179,6 +179,8 @@ class AzureBlobDriver(StorageDriver):
             status is not None and (status == 429 or status >= 500)
         ):
             return TransientStorageError(f"Azure request for {where} failed transiently: {code or status or exc}")
+        if isinstance(cause, HttpResponseError):
+            return _refused(where, code, status, cause)
         return exc
 
     # -- reading ------------------------------------------------------------------
@@ -268,6 +270,14 @@ class AzureBlobDriver(StorageDriver):
     def _stage(self, key: str, blob: Any, block_id: str, data: bytes) -> None:
         self._call(key, lambda: blob.stage_block(block_id, data), op="write")
 
+    def create_bucket(self) -> bool:
+        """Create the container unless it exists."""
+        try:
+            self._call("", lambda: self._container.create_container(), op="write")
+        except AlreadyExistsError:
+            return False
+        return True
+
     def _where_missing(self) -> ConfigError:
         """A write or a listing answered 404, which names no object: the
         container or the account is not where the endpoint points."""
@@ -279,6 +289,18 @@ class AzureBlobDriver(StorageDriver):
 
     def close(self) -> None:
         self._service.close()
+
+
+def _refused(where: str, code: str, status: object, cause: HttpResponseError) -> ConfigError:
+    """Any other answer the service refused a request with, in one line (the
+    SDK's message spans several, with headers)."""
+    said = (str(cause.message or cause).strip().splitlines() or [""])[0]
+    if code == "InvalidHeaderValue" and "version" in str(cause).lower():
+        return ConfigError(
+            f"Azure request for {where}: the server refused the API version of the Azure SDK ({said}); with "
+            "Azurite, start it with --skipApiVersionCheck (or upgrade it)"
+        )
+    return ConfigError(f"Azure refused the request for {where} ({code or status}): {said}")
 
 
 def _azure_cause(exc: BaseException) -> BaseException | None:

@@ -81,6 +81,11 @@ class FilesystemDriver(FsspecDriver):
     def __repr__(self) -> str:
         return f"FilesystemDriver({self.root!r})"
 
+    def create_bucket(self) -> bool:
+        """The root is there: opening the driver made it (``create``) or
+        refused a missing one."""
+        return False
+
     def _path(self, key: str) -> str:
         return self._confined(key, super()._path(key))
 

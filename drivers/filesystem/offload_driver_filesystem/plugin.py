@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from offload_core.hooks import DriverRegistrar, hookimpl
 
-from .driver import FilesystemDriver
-
 
 @hookimpl
 def offload_core_register_drivers(register: DriverRegistrar) -> None:
-    register(FilesystemDriver, name="filesystem", aliases=("local-directory", "file", "local"), schemes=("file",))
+    # By path, as the cloud drivers: fsspec loads when the driver is first
+    # used, not whenever a registry is built (every `offload` verb builds one).
+    register("offload_driver_filesystem.driver:FilesystemDriver", name="filesystem",
+             aliases=("local-directory", "file", "local"), schemes=("file",))  # fmt: skip

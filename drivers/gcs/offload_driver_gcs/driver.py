@@ -126,8 +126,8 @@ class GCSDriver(FsspecDriver):
         if isinstance(exc, FileNotFoundError) or status == 404:
             if not self._bucket_exists():
                 return ConfigError(
-                    f"GCS bucket {self.bucket!r} does not exist{self._at()}; create it, or fix "
-                    "managedLedgerOffloadBucket"
+                    f"GCS bucket {self.bucket!r} does not exist{self._at()}; create it (offload drivers check "
+                    "URL --create), or fix managedLedgerOffloadBucket"
                 )
             return NotFoundError(f"object {where} not found", key=key)
         if isinstance(exc, FileExistsError) or status == 412:
@@ -153,6 +153,14 @@ class GCSDriver(FsspecDriver):
 
     def _at(self) -> str:
         return f" at {redact_url(self.endpoint)}" if self.endpoint else ""
+
+    def create_bucket(self) -> bool:
+        """Create the bucket (in ``project``) unless it exists."""
+        if self._call("", lambda: bool(self.fs.exists(self.bucket)), op="stat"):
+            return False
+        self._call("", lambda: self.fs.mkdir(self.bucket), op="write")
+        self.fs.invalidate_cache(self.bucket)
+        return True
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         # One page of the JSON API at a time, in the store's key order.

@@ -115,6 +115,7 @@ class S3Driver(FsspecDriver):
         )
         fs.retries = 1
         self.bucket = bucket
+        self.region = region
         self.prefix = key_prefix(prefix)
         self.endpoint = endpoint
         self.list_page_size = list_page_size
@@ -151,7 +152,8 @@ class S3Driver(FsspecDriver):
             )
         if code == "NoSuchBucket" or (isinstance(exc, FileNotFoundError) and "bucket does not exist" in str(exc)):
             return ConfigError(
-                f"S3 bucket {self.bucket!r} does not exist{self._at()}; create it, or fix managedLedgerOffloadBucket"
+                f"S3 bucket {self.bucket!r} does not exist{self._at()}; create it (offload drivers check URL "
+                "--create), or fix managedLedgerOffloadBucket"
             )
         if code in ("NoSuchKey", "NotFound", "404") or isinstance(exc, FileNotFoundError):
             return NotFoundError(f"object {where} not found", key=key)
@@ -174,6 +176,19 @@ class S3Driver(FsspecDriver):
 
     def _at(self) -> str:
         return f" at {redact_url(self.endpoint)}" if self.endpoint else ""
+
+    def create_bucket(self) -> bool:
+        """Create the bucket (in ``region``) unless it exists."""
+        try:
+            self._s3("", "head_bucket")
+            return False
+        except (NotFoundError, ConfigError) as exc:
+            if isinstance(exc, ConfigError) and "does not exist" not in str(exc):
+                raise
+        where = {"CreateBucketConfiguration": {"LocationConstraint": self.region}} if self.region not in (
+            None, "", "us-east-1") else {}  # fmt: skip
+        self._s3("", "create_bucket", **where)
+        return True
 
     # -- the contract ------------------------------------------------------
 

@@ -11,8 +11,10 @@ from ...errors import (
     ConfigError,
     ConflictError,
     InvalidRangeError,
+    KeyUnavailableError,
     OffloadError,
     StateError,
+    TransformNotInstalledError,
 )
 from ...hooks import Event
 from ...model import Entry, Position
@@ -25,8 +27,11 @@ from .ledger_read_ahead import LedgerReadAhead
 log = logging.getLogger(__name__)
 
 # Errors that say the request or the setup is wrong, not the tier: *_FIRST
-# falls back on storage and format failures only.
+# falls back on storage and format failures, and on what an offloaded
+# object needs and this process lacks (a key, a transform's plugin): the
+# hot copy needs neither.
 _NO_FALLBACK = (ConfigError, InvalidRangeError, StateError, ConflictError)
+_FALLBACK_ALL_THE_SAME = (KeyUnavailableError, TransformNotInstalledError)
 # A read whose ledger changes tiers underneath it is planned again, a few times at most.
 _REPLANS = 3
 
@@ -167,7 +172,7 @@ class TieredReads(LedgerReadAhead):
         try:
             return readers[tiers[0]](ledger_id, first, last), tiers[0]
         except (OffloadError, OSError) as exc:
-            if isinstance(exc, _NO_FALLBACK):
+            if isinstance(exc, _NO_FALLBACK) and not isinstance(exc, _FALLBACK_ALL_THE_SAME):
                 raise  # a misconfiguration or a wrong request: the other tier would only hide it
             if len(tiers) == 1:
                 raise OffloadError(

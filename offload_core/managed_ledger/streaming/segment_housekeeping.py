@@ -92,7 +92,7 @@ class SegmentHousekeeping(LedgerCore):
         states = self._segment_states()
         if not sizes:
             return states
-        return [replace(state, bytes=self._segment_size(state)) if state.status == "offloaded" else state
+        return [replace(state, bytes=self._segment_size(state)) if state.status == "complete" else state
                 for state in states]  # fmt: skip
 
     def _segment_size(self, state: SegmentState) -> int | None:

@@ -28,7 +28,8 @@ __all__ = [
 @dataclass(frozen=True)
 class SegmentState:
     """One segment as ``offload topics stats`` shows it: ``status`` is
-    ``assigned`` (being written), ``offloaded`` or ``failed`` (being
+    ``assigned`` (being written), ``complete`` (Pulsar's ``complete=true``, the
+    word ``segments ls`` uses too) or ``failed`` (being
     retried); ``ledgers`` holds ``(ledger id, first entry, last entry)``
     (the last is ``None`` while assigned); ``bytes`` is the data object's
     size where it was asked for and known."""
@@ -168,7 +169,7 @@ def segment_states(
         states.append(
             SegmentState(
                 uuid=str(uid),
-                status="offloaded" if record.complete else "failed" if is_failed else "assigned",
+                status="complete" if record.complete else "failed" if is_failed else "assigned",
                 ledgers=tuple(record.ledgers),
                 assigned_ms=record.assigned_ms,
                 offloaded_ms=record.offloaded_ms,

@@ -21,7 +21,7 @@ from typing import Protocol
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from offload_core.errors import ConfigError
+from offload_core.errors import KeyUnavailableError
 
 __all__ = ["ENV_KEYRING", "FileKeyring", "Keyring", "KeyringError", "keyring_from_spec"]
 
@@ -30,7 +30,7 @@ _WRAP_AD = b"offload-core aes-gcm data key v1"
 _NONCE = 12
 
 
-class KeyringError(ConfigError):
+class KeyringError(KeyUnavailableError):
     """A key id the keyring does not hold, or key material that cannot
     unwrap a data key; the message names the key id."""
 
@@ -67,9 +67,8 @@ class FileKeyring:
         except KeyringError:
             raise
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            create = f"python -m offload_plugin_aes_gcm.keyring new {path}"
-            raise KeyringError(f"keyring file {path} cannot be read ({type(exc).__name__}: {exc}); "
-                               f"create one with: {create}") from None  # fmt: skip
+            raise KeyringError(f"keyring file {path} cannot be read ({type(exc).__name__}: {exc}); restore it, "
+                               f"or create a new one with: offload keys add --keyring {path}") from None  # fmt: skip
 
     @classmethod
     def from_spec(cls, spec: str) -> FileKeyring:

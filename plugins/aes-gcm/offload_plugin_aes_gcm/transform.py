@@ -55,6 +55,16 @@ class AesGcmTransform:
             self._keyring = self._keyring_factory()
         return self._keyring
 
+    def _keyring_for(self, key_id: str) -> Keyring:
+        """The keyring, to use key ``key_id``; a keyring that cannot be had
+        (none configured, its file gone) is a :class:`KeyringError` naming
+        the key the object needs, so the user knows what to restore."""
+        try:
+            return self.keyring()
+        except KeyringError as exc:
+            raise KeyringError(f"this object's data key is wrapped under key id {key_id!r}, and the keyring "
+                               f"holding it cannot be opened: {exc}") from None  # fmt: skip
+
     def for_writing(self, *, object_id: bytes) -> tuple[_Codec, Mapping[str, str]]:
         keyring = self.keyring()
         key_id = keyring.active_key_id()
@@ -65,8 +75,9 @@ class AesGcmTransform:
     def rewrap(self, params: Mapping[str, str]) -> Mapping[str, str] | None:
         """New parameters wrapping the same data key under the keyring's
         active key, or ``None`` if it already is (``offload keys rotate``)."""
-        keyring = self.keyring()
-        key_id, active = params.get("key_id", ""), keyring.active_key_id()
+        key_id = params.get("key_id", "")
+        keyring = self._keyring_for(key_id)
+        active = keyring.active_key_id()
         if key_id == active:
             return None
         data_key = keyring.unwrap(key_id, base64.b64decode(params["wrapped_key"], validate=True))
@@ -89,7 +100,7 @@ class AesGcmTransform:
         except (KeyError, ValueError):
             raise FormatError(f"aes-gcm parameters of the object lack a wrapped data key (key id {key_id!r})") from None
         try:
-            return _Codec(self.keyring().unwrap(key_id, wrapped), binding)
+            return _Codec(self._keyring_for(key_id).unwrap(key_id, wrapped), binding)
         except KeyringError:
             raise
         except ValueError as exc:

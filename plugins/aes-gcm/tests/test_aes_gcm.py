@@ -125,7 +125,7 @@ def test_keyring_files_and_configuration(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("OFFLOAD_AES_GCM_KEYRING")
     with pytest.raises(KeyringError, match="set OFFLOAD_AES_GCM_KEYRING"):
         AesGcmTransform().for_writing(object_id=bytes(16))
-    with pytest.raises(KeyringError, match="python -m offload_plugin_aes_gcm.keyring new"):
+    with pytest.raises(KeyringError, match="offload keys add --keyring"):
         FileKeyring.load(tmp_path / "missing.json")
     path.write_text(json.dumps({"active": "a", "keys": {"a": base64.b64encode(b"short").decode()}}))
     with pytest.raises(KeyringError, match="5 bytes"):

@@ -1,0 +1,59 @@
+"""Every broker config the docs show is one the broker takes: each ```toml
+block of the README, the guides and the packages' READMEs parses as TOML
+(a flat one, a broker config, through :func:`parse_config` too), and so
+does every inline code span that sets a config key (```key = value```),
+so a reader can paste any of them into a config file."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+
+from offload_core.managed_ledger.config import _KEYS, parse_config
+
+from .test_docs_runnable import LINKED_DOCS, ROOT, code_blocks, fenced_lines
+
+# `key = value` or `key: value` where key is a broker config key.
+SETTING = re.compile(r"`(?P<setting>(?P<key>[A-Za-z0-9]+)\s*[:=][^`\n]*)`")
+
+
+def toml_blocks() -> list[object]:
+    return [
+        pytest.param(block.code, id=block.where)
+        for path in LINKED_DOCS
+        for block in code_blocks(path)
+        if block.language == "toml"
+    ]
+
+
+def inline_settings() -> list[object]:
+    cases: list[object] = []
+    for path in LINKED_DOCS:
+        fenced = fenced_lines(path)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if number in fenced:
+                continue
+            for match in SETTING.finditer(line):
+                if match["key"] in _KEYS:
+                    where = f"{path.relative_to(ROOT)}:{number}"
+                    cases.append(pytest.param(match["setting"], id=f"{where}:{match['key']}"))
+    return cases
+
+
+def test_the_docs_show_configs() -> None:
+    assert toml_blocks()
+    assert inline_settings()
+
+
+@pytest.mark.parametrize("code", toml_blocks())
+def test_toml_blocks_parse(code: str) -> None:
+    values = tomllib.loads(code)
+    if not any(isinstance(value, dict) for value in values.values()):
+        parse_config(values, source="the docs")
+
+
+@pytest.mark.parametrize("setting", inline_settings())
+def test_inline_settings_parse(setting: str) -> None:
+    parse_config(tomllib.loads(setting), source="the docs")
