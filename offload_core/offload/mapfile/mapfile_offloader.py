@@ -73,7 +73,9 @@ class MapFileLedgerOffloader:
     ``block_size`` (``io.seqfile.compress.blocksize``) and
     ``index_interval`` (``io.map.index.interval``) are the Hadoop profile's;
     ``checksum_files`` writes the ``.crc`` files (by default on a local
-    directory store). ``new_sync`` draws each file's 16-byte sync marker.
+    directory store); ``check_checksums`` (default on) checks reads against
+    them where they are there (off only for a reader that checks them
+    itself and reports each mismatch, as verification does). ``new_sync`` draws each file's 16-byte sync marker.
     Every storage request is counted (``requests``) and, with ``emit``,
     reported as a ``storage.request`` event, as the blob-store offloader
     does. Invalid settings raise :class:`ConfigError`.
@@ -89,6 +91,7 @@ class MapFileLedgerOffloader:
         read_buffer_size: int = 2**20,
         prefix: str = "",
         checksum_files: bool | None = None,
+        check_checksums: bool = True,
         emit: Callable[[Event], None] | None = None,
         read_ahead: ReadAheadPool | None = None,
         new_sync: Callable[[], bytes] = lambda: os.urandom(16),
@@ -107,6 +110,7 @@ class MapFileLedgerOffloader:
         self.read_buffer_size = read_buffer_size
         self.prefix = prefix
         self.checksum_files = driver.name in _CHECKSUMMED_DRIVERS if checksum_files is None else checksum_files
+        self.check_checksums = check_checksums
         self._emit = emit
         self._owns_read_ahead = read_ahead is None
         self.read_ahead = ReadAheadPool() if read_ahead is None else read_ahead
@@ -234,7 +238,7 @@ class MapFileLedgerOffloader:
         if index_size > _MAX_INDEX_SIZE:
             raise FormatError(f"{index_key}: {index_size} bytes, larger than any index ({_MAX_INDEX_SIZE}) could be")
         index = decode_index(self._checked_index(index_key), index_key)
-        reader = checksummed(self.driver, data_key, data_size)
+        reader = checksummed(self.driver, data_key, data_size) if self.check_checksums else self.driver
         data = ObjectBytes(reader, data_key, data_size, buffer_size=self.read_buffer_size, pool=None,
                            corrupt=lambda at, problem: FormatError(f"{data_key}: byte {at}: {problem}"))  # fmt: skip
         header, header_end = _read_header(data, data_size, data_key)
@@ -257,6 +261,8 @@ class MapFileLedgerOffloader:
     def _checked_index(self, index_key: str) -> bytes:
         """``index``, checked against its ``.crc`` file when there is one."""
         index = self.driver.read(index_key)
+        if not self.check_checksums:
+            return index
         try:
             crc = self.driver.read(crc_file_name(index_key))
         except NotFoundError:

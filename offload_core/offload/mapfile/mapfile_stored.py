@@ -54,7 +54,8 @@ class MapFileLedgers:
         if not offload.complete:
             return offload
         try:
-            with _opened(driver, offload.detail) as handle:
+            # Its age only: a damaged .crc (which verify reports) must not make an old ledger ageless.
+            with _opened(driver, offload.detail, check_checksums=False) as handle:
                 ctime = int(handle.metadata.ctime)
         except (FormatError, OffloadError):
             return offload
@@ -93,12 +94,15 @@ class MapFileLedgers:
 
 
 @contextmanager
-def _opened(driver: StorageDriver, ledger: MapFileLedger) -> Iterator[MapFileReadHandle]:
+def _opened(
+    driver: StorageDriver, ledger: MapFileLedger, *, check_checksums: bool = True
+) -> Iterator[MapFileReadHandle]:
     """``ledger`` open for reading, with a read-ahead pool of its own that
     is closed with it (an offloader's own pool would outlive the handle)."""
     pool = ReadAheadPool()
     try:
-        offloader = MapFileLedgerOffloader(driver, prefix=ledger.prefix, read_ahead=pool)
+        offloader = MapFileLedgerOffloader(driver, prefix=ledger.prefix, read_ahead=pool,
+                                           check_checksums=check_checksums)  # fmt: skip
         handle = offloader.read_offloaded(ledger.ledger_id, ledger.uuid, driver_metadata_of(ledger))
         try:
             yield handle
