@@ -220,10 +220,14 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
 
     def roll_over_if_due(self) -> bool:
         """Seal the current ledger if it is past its maximum age (call it
-        periodically); true if it was sealed."""
+        periodically); true if it was sealed. As any seal, it schedules the
+        threshold offload and retention on the broker's background threads."""
+        return self._roll_over_if_due(offload_and_trim_in_background=True)
+
+    def _roll_over_if_due(self, *, offload_and_trim_in_background: bool) -> bool:
         with self._lock:
             if self._current is not None and self._current.entry_count and self._current_is_full():
-                self._seal_current()
+                self._seal_current(offload_and_trim_in_background=offload_and_trim_in_background)
                 return True
         return False
 
@@ -238,7 +242,10 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._current = LedgerFile.create(self._file(ledger_id), ledger_id, fsync=self._config.fsync_policy)
         self._current_created = self._clock()
 
-    def _seal_current(self) -> None:
+    def _seal_current(self, *, offload_and_trim_in_background: bool = True) -> None:
+        """Seal the current ledger; then, unless told not to (by a caller
+        that offloads and trims itself next), schedule the threshold offload
+        and retention in the background."""
         current = self._current
         assert current is not None
         self._flush_before_seal()
@@ -260,12 +267,13 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         self._emit(
             Event("ledger.sealed", {"managed_ledger": self.name, "ledger_id": current.ledger_id, "entries": entries})
         )
-        # Offloading by threshold reads hot files and writes to the store:
-        # the broker's background threads do it, so the append that sealed
-        # the ledger returns at once.
-        self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
-        # A rollover is when retention may have something new to trim (as in Pulsar).
-        self._schedule(f"retention of {self.name}", self.trim_in_background)
+        if offload_and_trim_in_background:
+            # Offloading by threshold reads hot files and writes to the store:
+            # the broker's background threads do it, so the append that sealed
+            # the ledger returns at once.
+            self._schedule(f"threshold offload of {self.name}", self.maybe_offload)
+            # A rollover is when retention may have something new to trim (as in Pulsar).
+            self._schedule(f"retention of {self.name}", self.trim_in_background)
         self._stream_if_enabled(sealed=True)
 
     def offload_prefix(self, position: Position | None = None) -> OffloadStatus:
@@ -284,8 +292,14 @@ class ManagedLedger(StreamingLifecycle, SegmentBackfill, OffloadLifecycle, Tiere
         is too old, offload by threshold, delete hot copies past the lag,
         and trim by retention; with streaming offload on, stream what is
         not in a segment yet and close a segment past its age. Returns what
-        each step did."""
-        rolled = self.roll_over_if_due()
+        each step did. Its own rollover schedules no background offload or
+        trim: this call does both itself, so what a rollover made due is
+        done and reported here (an offload or trim already running on
+        another thread takes this call's request instead, and is not counted)."""
+        # This run offloads and trims itself below: background copies of
+        # those steps, scheduled by its own rollover, would only race it (and
+        # whichever took the ledger first would do, and report, its work).
+        rolled = self._roll_over_if_due(offload_and_trim_in_background=False)
         self.retry_unfinished_cleanups()
         self.sweep_leftovers()
         streamed = self.pump_streaming()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -235,6 +236,34 @@ def test_periodic_maintenance_runs_every_time_based_rule(make_broker: Any, clock
     clock.advance(1800)
     trimmed = ledger.run_maintenance()["trimmed"]
     assert len(trimmed) == 2  # type: ignore[arg-type]
+    assert ledger.ledgers() == []
+
+
+def test_maintenance_does_and_reports_what_its_rollover_made_due(
+    make_broker: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rollover in run_maintenance used to hand a threshold offload and a
+    trim to the background threads as well; run late, after the clock had
+    moved, they did the next run's work and that run reported nothing (the
+    rare failure of test_periodic_maintenance_runs_every_time_based_rule)."""
+    broker = make_broker(
+        managedLedgerOffloadThresholdInSeconds=60,
+        managedLedgerMaxLedgerRolloverTimeMinutes=10,
+        defaultRetentionTimeInMinutes=30,
+    )
+    late: list[Callable[[], object]] = []
+    # Background threads that lag: every job waits until this test runs it.
+    monkeypatch.setattr(broker.background, "submit", lambda what, job: late.append(job))
+    produce(broker, 50)
+    ledger = broker.topic(TOPIC)
+    sealed = ledger.ledgers()[0].ledger_id
+    clock.advance(600)
+    assert ledger.run_maintenance()["rolled_over"] is True
+    clock.advance(1800)
+    for job in late:
+        job()
+    done = ledger.run_maintenance()
+    assert getattr(done["offload"], "offloaded_ledgers", 0) == 1 and done["trimmed"] == [sealed]
     assert ledger.ledgers() == []
 
 
