@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from offload_core.errors import ConfigError
-from offload_core.managed_ledger import Broker, ReadPriority, parse_config, write_offload
+from offload_core.managed_ledger import Broker, ReadPriority, parse_config, write_offload, write_segment
 from offload_core.model import Position
 from tests.emulators import MotoS3
 
@@ -71,3 +71,20 @@ def test_driver_options_naming_where_offloads_go_are_refused_naming_the_config_k
     message = str(caught.value)
     assert f"{option} ({config_key})" in message and "set them in the broker config" in message
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.emulator
+def test_a_segment_ticket_is_written_with_credentials_given_beside_it(s3: MotoS3, tmp_path: Path) -> None:
+    with Broker(tmp_path / "data", parse_config(s3_config(s3)), driver_options=SECRETS) as broker:
+        ledger = broker.topic(TOPIC)
+        for n in range(120):
+            ledger.append(b"segment message %d" % n)
+        broker.policies.update("topic", "public/default/credentials", streaming_enabled=True)
+        (ticket,) = ledger.prepare_segment_tickets()
+        with pytest.raises(ConfigError, match="no AWS credentials found for s3://offload-test"):
+            write_segment(ticket)
+        result = write_segment(ticket, driver_options=SECRETS)
+        ledger.complete_segment_ticket(ticket, {run.ledger_id: run.last_entry_id for run in result.ledgers})
+        first = ticket.runs[0].ledger_id
+        entries = ledger.read(Position(first, 0), 100, priority=ReadPriority.OFFLOADED_ONLY)
+        assert [entry.data for entry in entries] == [b"segment message %d" % n for n in range(100)]
