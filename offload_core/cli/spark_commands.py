@@ -32,20 +32,30 @@ spark.add_command(export)
 @spark.command()
 @click.option("--topic", "topics", multiple=True, help="Topic to backfill (repeatable; default: every topic).")
 @broker_options
+@driver_options
 @master_option
 @metrics_port_option
-def backfill(topics: tuple[str, ...], data_dir: str, config_path: str | None, master: str | None) -> None:
+def backfill(
+    topics: tuple[str, ...], data_dir: str, config_path: str | None, options: tuple[str, ...], master: str | None
+) -> None:
     """Offload every sealed ledger not offloaded yet, one Spark task per
     ledger; each ledger is marked offloaded once all its objects are written.
     A topic with streaming offload on is backfilled in segments of its
     configured size instead, one Spark task per segment.
+
+    The store is the config's (managedLedgerOffloadDriver, Bucket,
+    ServiceEndpoint, Region); credentials go as -o access_key_id=... -o
+    secret_access_key=..., sent to every executor and never recorded.
 
     The topics must not be open in a running broker. Exits 1 if any ledger
     failed (those stay as they were)."""
     session = _session(master)
     from ..spark.backfill_job import backfill as run_backfill
 
-    result = run_backfill(session, data_dir, config=load_config(config_path), topics=topics or None, progress=_printer)
+    result = run_backfill(
+        session, data_dir, config=load_config(config_path), topics=topics or None,
+        driver_options=parse_driver_options(options), progress=_printer,
+    )  # fmt: skip
     for outcome in result.ledgers:
         if outcome.error is None:
             click.echo(

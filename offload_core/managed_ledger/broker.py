@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..offload.reading.read_ahead import ReadAheadPool
@@ -13,7 +14,7 @@ from ..plugins import PluginManager
 from .background import BackgroundWork
 from .config import BrokerConfig
 from .lifecycle.offload_workers import OffloadWorkers
-from .lifecycle.offloaders import OffloaderProvider
+from .lifecycle.offloaders import OffloaderProvider, check_driver_options
 from .lifecycle.policies import PolicyStore, TopicName
 from .managed_ledger import ManagedLedger, unclaimed_hot_files
 from .metadata_store import MetadataStore, SqliteMetadataStore
@@ -37,6 +38,13 @@ class Broker:
     :meth:`~ManagedLedger.run_maintenance` is queued there too, so age
     rollover, time thresholds, the deletion lag and retention apply without
     anyone calling it.
+
+    ``driver_options`` go to the offload store's driver (credentials such
+    as ``access_key_id`` / ``secret_access_key`` instead of the SDK's
+    default chain); they are never recorded with a ledger nor printed, and
+    never sent to worker processes: a broker given them offloads on its own
+    threads. Raises :class:`ConfigError` if they name what the config sets
+    (bucket, endpoint, region, transforms).
     """
 
     def __init__(
@@ -47,7 +55,9 @@ class Broker:
         plugin_manager: PluginManager | None = None,
         store: MetadataStore | None = None,
         clock: Callable[[], float] = time.time,
+        driver_options: Mapping[str, Any] | None = None,
     ) -> None:
+        check_driver_options(driver_options or {})  # before anything needs closing
         self.data_dir = Path(data_dir).resolve()
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise ConfigError(f"data directory {self.data_dir} is not a directory; choose another --data-dir")
@@ -71,15 +81,18 @@ class Broker:
         )
         self.offloaders = OffloaderProvider(self.plugins, self.data_dir, self.plugins.emit,
                                             read_ahead=self.read_ahead,
-                                            entry_offsets=self.config.entry_offsets)  # fmt: skip
+                                            entry_offsets=self.config.entry_offsets,
+                                            driver_options=driver_options)  # fmt: skip
         self._clock = clock
         self._open: dict[TopicName, ManagedLedger] = {}
         self.background = BackgroundWork(self.plugins.emit)
         # Worker processes need every plugin from entry points: a broker given
-        # its own plugin manager (plugins registered in code) offloads in-process.
+        # its own plugin manager (plugins registered in code) offloads in-process,
+        # as does one given driver options (credentials stay in this process).
         # Where no worker process can start, the launcher says so once and
         # the work runs on the broker's threads.
-        workers = self.config.offload_worker_processes if plugin_manager is None else 0
+        in_process = plugin_manager is not None or bool(driver_options)
+        workers = 0 if in_process else self.config.offload_worker_processes
         launcher = WorkerLauncher()
         self.offload_workers = OffloadWorkers(workers, self.plugins.emit, launcher) if workers > 0 else None
         self.segment_workers = (

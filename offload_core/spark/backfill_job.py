@@ -15,17 +15,22 @@ abandoned the same way.
 
 The topics must not be open in another process (their lock file says so),
 and executors must reach the data directory's hot-tier files (local mode,
-or a shared filesystem) and the object store.
+or a shared filesystem) and the object store. Credentials for a cloud store
+are the job's ``driver_options``, shipped to every task with it: neither
+the tickets nor the ledgers' metadata hold them, and an executor never
+falls back on the Spark driver's environment or files (it has neither).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import functools
+import socket
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError, OffloadError
+from ..errors import AccessDeniedError, ConfigError, NotFoundError, OffloadError
 from ..managed_ledger import (
     Broker,
     BrokerConfig,
@@ -36,8 +41,9 @@ from ..managed_ledger import (
     write_offload,
     write_segment,
 )
+from ..managed_ledger.lifecycle.offloaders import describe_store
 from .progress import Progress, run_with_progress
-from .store_tasks import collect_guarded
+from .store_tasks import TaskFailure, collect_guarded
 
 __all__ = ["BackfillResult", "LedgerOutcome", "SegmentOutcome", "backfill"]
 
@@ -90,20 +96,31 @@ def backfill(
     *,
     config: BrokerConfig | None = None,
     topics: Iterable[str] | None = None,
+    driver_options: Mapping[str, Any] | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> BackfillResult:
     """Offload every sealed, not yet offloaded ledger of ``topics`` (all
     topics in ``data_dir`` when ``None``), one Spark task per ledger, or
     per segment for a topic with streaming offload on.
 
+    ``driver_options`` go to the store's driver on the Spark driver and in
+    every task (credentials: ``access_key_id``, ``secret_access_key`` ...);
+    where the offloads go (bucket, endpoint, region) is the config's, as it
+    is recorded with each ledger.
+
     A ledger that fails is reported in the result and left as it was (not
-    offloaded, no objects); it does not stop the others.
+    offloaded, no objects); it does not stop the others. A task that cannot
+    use the store at all (credentials refused or missing, its driver not
+    installed) fails the job with one error instead.
 
     Raises :class:`NotFoundError` for a topic that does not exist (nothing
     is created or offloaded), :class:`OffloadError` if a topic is open in
-    another process, and whatever Spark raises if the job itself fails
-    (every prepared offload is abandoned first)."""
-    with Broker(data_dir, config) as broker:
+    another process, :class:`ConfigError` for driver options naming a
+    recorded setting, a task's :class:`AccessDeniedError` /
+    :class:`ConfigError` as :meth:`TaskFailure.for_driver` (naming the
+    store and what to fix), and whatever Spark raises if the job itself
+    fails (every prepared offload is abandoned first)."""
+    with Broker(data_dir, config, driver_options=driver_options) as broker:
         existing = broker.topics()
         names = [TopicName.parse(name) for name in topics] if topics is not None else existing
         unknown = [str(name) for name in names if name not in existing]
@@ -124,7 +141,7 @@ def backfill(
                 if not tickets:
                     return []
                 rdd = spark.sparkContext.parallelize([ticket for _, ticket in tickets], len(tickets))
-                return collect_guarded(rdd, _write_each)
+                return collect_guarded(rdd, functools.partial(_write_each, dict(driver_options or {})))
 
             streamed = sum(1 for _, ticket in tickets if isinstance(ticket, SegmentTicket))
             what = f"offloading {len(tickets) - streamed} ledger(s)" + (f", {streamed} segment(s)" if streamed else "")
@@ -164,19 +181,31 @@ def backfill(
     return BackfillResult(outcomes, statuses, segments)
 
 
-def _write_each(tickets: Iterator[OffloadTicket | SegmentTicket]) -> Iterator[tuple[int, str | None, dict[int, int]]]:
-    return map(_write, tickets)
+Written = tuple[int, str | None, dict[int, int]]
 
 
-def _write(ticket: OffloadTicket | SegmentTicket) -> tuple[int, str | None, dict[int, int]]:
+def _write_each(
+    driver_options: dict[str, Any], tickets: Iterator[OffloadTicket | SegmentTicket]
+) -> Iterator[Written | TaskFailure]:
+    for ticket in tickets:
+        written = _write(ticket, driver_options)
+        yield written
+        if isinstance(written, TaskFailure):
+            return
+
+
+def _write(ticket: OffloadTicket | SegmentTicket, driver_options: dict[str, Any]) -> Written | TaskFailure:
     """Runs in a task: one ledger's objects, or one segment's (with each
     ledger's last entry in it). Errors come back as text so one bad ledger
-    or segment does not fail the others."""
+    or segment does not fail the others; a store the task cannot use at
+    all comes back as a :class:`TaskFailure`, which ends the job once."""
     try:
         if isinstance(ticket, SegmentTicket):
-            segment = write_segment(ticket)
+            segment = write_segment(ticket, driver_options=driver_options)
             return segment.data_object_length, None, {r.ledger_id: r.last_entry_id for r in segment.ledgers}
-        result = write_offload(ticket)
+        result = write_offload(ticket, driver_options=driver_options)
+    except (AccessDeniedError, ConfigError) as exc:
+        return TaskFailure(socket.gethostname(), describe_store(dict(ticket.settings), Path(ticket.data_dir)), exc)
     except Exception as exc:
         return 0, f"{type(exc).__name__}: {exc}", {}
     return result.data_object_length, None, {}

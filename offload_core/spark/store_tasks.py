@@ -16,7 +16,7 @@ from ..errors import AccessDeniedError, ConfigError, OffloadError
 from ..offload.stored.kinds import StoredKind, StoredOffload
 from ..plugins import PluginManager, default_plugin_manager, open_driver
 from ..read_transforms import with_read_transforms
-from ..redaction import redact_url
+from ..redaction import redact_url_text
 from ..storage import StorageDriver
 from . import source
 from .progress import Progress, run_with_progress
@@ -79,15 +79,22 @@ class TaskFailure:
 
     def for_driver(self) -> OffloadError:
         """The error to raise on the Spark driver: the task's, with where it happened and the fix."""
-        message = (
-            f"a Spark task on {self.host} cannot use the store {redact_url(self.url)}: {self.error}. Executors "
-            "see only what the job passes (its driver options), never the Spark driver's environment or files: "
-            "pass credentials as driver options, and install offload-core and the store's driver on every worker"
-        )
-        return type(self.error)(message)
+        where = f"a Spark task on {self.host} cannot use the store {redact_url_text(self.url)}: {self.error}."
+        if isinstance(self.error, AccessDeniedError):
+            fix = (
+                "The store refused the credentials the job passed: executors use its driver options alone (never "
+                "the Spark driver's environment or files), so correct them there"
+            )
+        else:
+            fix = (
+                "Executors see only what the job passes (its driver options), never the Spark driver's environment "
+                "or files: pass credentials as driver options, and install offload-core and the store's driver on "
+                "every worker"
+            )
+        return type(self.error)(f"{where} {fix}")
 
 
-def collect_guarded(rdd: Any, task: Callable[[Iterator[T]], Iterator[R]]) -> list[R]:
+def collect_guarded(rdd: Any, task: Callable[[Iterator[T]], Iterator[R | TaskFailure]]) -> list[R]:
     """``rdd.mapPartitions(task).collect()``, each task first checking its
     worker can import offload-core.
 
@@ -140,6 +147,6 @@ def map_with_driver(
             driver.close()
 
     def collect() -> list[R]:
-        return collect_guarded(context.parallelize(list(items), slices), run_partition)  # type: ignore[arg-type]
+        return collect_guarded(context.parallelize(list(items), slices), run_partition)
 
     return run_with_progress(spark, description, collect, progress)

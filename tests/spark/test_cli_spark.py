@@ -14,6 +14,7 @@ from offload_core.cli import main
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.managed_ledger import Broker, parse_config
 from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
+from tests.emulators import MotoS3
 
 pytestmark = pytest.mark.spark
 
@@ -76,3 +77,24 @@ def test_backfill_verify_and_retention_verbs(spark: Any, data: Path) -> None:
 def test_retention_refuses_unclear_requests(spark: Any, tmp_path: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["spark", "retention", f"file://{tmp_path}", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.emulator
+def test_backfill_takes_credentials_as_options_and_refuses_a_location_among_them(
+    spark: Any, data: Path, s3: MotoS3
+) -> None:
+    config = data / "s3.toml"
+    config.write_text(
+        'managedLedgerMaxEntriesPerLedger = 25\nmanagedLedgerOffloadDriver = "aws-s3"\n'
+        f'managedLedgerOffloadBucket = "offload-test"\nmanagedLedgerOffloadServiceEndpoint = "{s3.endpoint}"\n'
+        'managedLedgerOffloadRegion = "us-east-1"\nmanagedLedgerOffloadMaxBlockSizeInBytes = 5242880\n'
+    )
+    data_dir = str(data / "data")
+    located = run("spark", "backfill", "--data-dir", data_dir, "--config", str(config), "-o", f"endpoint={s3.endpoint}")
+    assert located.exit_code == 1 and "endpoint (managedLedgerOffloadServiceEndpoint)" in located.output
+    secret = "cli-backfill-secret"
+    args = ["-o", "access_key_id=AKIACLIBACKFILL", "-o", f"secret_access_key={secret}"]
+    result = run("spark", "backfill", "--data-dir", data_dir, "--config", str(config), *args)
+    assert result.exit_code == 0, result.output
+    assert "backfill: 4 offloaded, 0 failed" in result.stderr and secret not in result.output
+    assert len(s3.client().list_objects_v2(Bucket="offload-test")["Contents"]) == 8

@@ -1,6 +1,7 @@
 """What goes wrong only on a real cluster ends the job with one error on
 the Spark driver naming what to fix: a worker whose Python cannot import
-offload-core, an executor with no credentials for the store."""
+offload-core, an executor with no credentials for the store, or with a
+wrong secret."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from offload_core import InMemoryReadHandle, open_offloader
-from offload_core.errors import ConfigError
+from offload_core.errors import AccessDeniedError, ConfigError
 from offload_core.managed_ledger import Broker, parse_config
 from offload_core.spark import WorkerEnvironmentError, backfill, verify_store
 from tests.emulators import MotoS3
@@ -66,3 +68,42 @@ def test_an_executor_without_credentials_fails_the_job_once_naming_the_store_and
     message = str(caught.value)
     assert message.startswith("a Spark task on ") and "cannot use the store s3://offload-test/ledgers" in message
     assert "no AWS credentials found" in message and "pass credentials as driver options" in message
+
+
+@pytest.mark.emulator
+def test_a_wrong_secret_fails_the_backfill_once_naming_the_store_and_the_setting_never_the_secret(
+    cluster_spark: Any, s3: MotoS3, tmp_path: Path
+) -> None:
+    # An IAM user of moto's: a key id the store knows, with a secret that is not its own.
+    users = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1",
+                         aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    users.create_user(UserName="backfill")
+    key = users.create_access_key(UserName="backfill")["AccessKey"]
+    wrong = {"access_key_id": key["AccessKeyId"], "secret_access_key": "wrong-" + key["SecretAccessKey"][6:]}
+    config = parse_config({
+        "managedLedgerMaxEntriesPerLedger": 10, "managedLedgerOffloadDriver": "aws-s3",
+        "managedLedgerOffloadBucket": "offload-test", "managedLedgerOffloadServiceEndpoint": s3.endpoint,
+        "managedLedgerOffloadRegion": "us-east-1", "managedLedgerOffloadMaxBlockSizeInBytes": 5 * 2**20,
+    })  # fmt: skip
+    with Broker(tmp_path / "data", config) as broker:
+        for n in range(30):  # 3 ledgers, sealed when the broker closes
+            broker.topic("public/default/orders").append(b"order %d" % n)
+    s3.require_auth(True)
+    try:
+        with pytest.raises(AccessDeniedError) as caught:
+            backfill(cluster_spark, tmp_path / "data", config=config, driver_options=wrong)
+        # verify and retention list the store on the Spark driver first: the same refusal, raised there.
+        with pytest.raises(AccessDeniedError) as listed:
+            verify_store(cluster_spark, "s3://offload-test", driver_options={**wrong, "endpoint": s3.endpoint})
+    finally:
+        s3.require_auth(False)
+    message = str(caught.value)
+    assert message.startswith("a Spark task on ")
+    assert f"cannot use the store aws-s3 bucket offload-test at {s3.endpoint}" in message
+    assert "SignatureDoesNotMatch" in message and "secret_access_key" in message and "correct them there" in message
+    assert "offload-test" in str(listed.value) and "secret_access_key" in str(listed.value)
+    assert all(wrong["secret_access_key"] not in str(error.value) for error in (caught, listed))
+    # What the failed run prepared does not stand in the way: with the right secret, every ledger goes.
+    right = {"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]}
+    result = backfill(cluster_spark, tmp_path / "data", config=config, driver_options=right)
+    assert len(result.offloaded) == 3 and not result.failed, result.ledgers

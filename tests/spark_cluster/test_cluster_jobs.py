@@ -51,6 +51,34 @@ def test_backfill_verify_and_retention_on_a_filesystem_store(cluster_spark: Any,
     assert find_offloaded_ledgers(open_driver(url)) == []
 
 
+def test_backfill_to_s3_with_credentials_as_options_then_verify_and_read_back(
+    cluster_spark: Any, s3: MotoS3, tmp_path: Path
+) -> None:
+    options = s3.client_options()
+    secrets = {"access_key_id": "AKIACLUSTERBACKFILL", "secret_access_key": "cluster-backfill-secret"}
+    config = parse_config({
+        "managedLedgerMaxEntriesPerLedger": 40, "managedLedgerOffloadDriver": "aws-s3",
+        "managedLedgerOffloadBucket": "offload-test", "managedLedgerOffloadServiceEndpoint": s3.endpoint,
+        "managedLedgerOffloadRegion": "us-east-1", "managedLedgerOffloadMaxBlockSizeInBytes": 5 * 2**20,
+    })  # fmt: skip
+    data = tmp_path / "data"
+    with Broker(data, config) as broker:
+        for n in range(120):  # 3 ledgers, sealed when the broker closes
+            broker.topic(TOPIC).append(b"order %d " % n * (n % 5 + 1))
+    result = backfill(cluster_spark, data, config=config, driver_options=secrets)
+    assert len(result.offloaded) == 3 and not result.failed, result.ledgers
+    recorded = (data / "metadata.db").read_bytes()
+    assert s3.endpoint.encode() in recorded and not any(secret.encode() in recorded for secret in secrets.values())
+
+    url, reader = "s3://offload-test", {**options, **secrets}
+    verified = verify_store(cluster_spark, url, driver_options=reader)
+    assert verified.ok and [report.entries for report in verified.reports] == [40, 40, 40]
+    read = (cluster_spark.read.format("pulsar-offload").option("decode", "none")
+            .options(**{f"driver.{name}": value for name, value in reader.items()}).load(url))  # fmt: skip
+    rows = sorted((row.ledger_id, row.entry_id, bytes(row.payload)) for row in read.collect())
+    assert [payload for _, _, payload in rows] == [b"order %d " % n * (n % 5 + 1) for n in range(120)]
+
+
 def test_verify_and_retention_on_s3_with_credentials_as_options(cluster_spark: Any, s3: MotoS3) -> None:
     options = s3.client_options()
     url = "s3://offload-test/ledgers"

@@ -11,9 +11,10 @@ reopened, as for a local offload.
 from __future__ import annotations
 
 import uuid as uuid_module
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import OffloadError
 from ...formats.pulsar_v1 import closed_ledger_metadata
@@ -75,14 +76,22 @@ class SealedLedgerReadHandle(LedgerMetadataView):
         """Nothing to release: whoever opened the file closes it."""
 
 
-def write_offload(ticket: OffloadTicket, plugin_manager: PluginManager | None = None) -> OffloadResult:
-    """Write the objects of a prepared offload from the sealed hot-tier file.
+def write_offload(
+    ticket: OffloadTicket,
+    plugin_manager: PluginManager | None = None,
+    *,
+    driver_options: Mapping[str, Any] | None = None,
+) -> OffloadResult:
+    """Write the objects of a prepared offload from the sealed hot-tier file,
+    with ``driver_options`` (credentials) for a cloud store's driver: a
+    ticket never holds them, as the ledger's metadata never records them.
 
     Raises :class:`OffloadError` if the file does not hold what the ticket
     says (it changed or was trimmed), :class:`FormatError` if it is corrupt,
     and the offloader's errors; a failed write leaves no objects."""
     manager = plugin_manager or default_plugin_manager()
-    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets)
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets,
+                                 driver_options=driver_options)  # fmt: skip
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.max_block_size, read_buffer_size=ticket.read_buffer_size

@@ -2,7 +2,10 @@
 
 A ledger is read back with the driver settings recorded in its
 ``OffloadContext.driverMetadata`` at offload time, so changing the policy
-(a new bucket, say) never strands ledgers already offloaded.
+(a new bucket, say) never strands ledgers already offloaded. Credentials
+are never among them: they reach a cloud store's driver as the provider's
+driver options, given by whoever opens the broker (a Spark backfill's job
+argument), and are never recorded.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError, OffloadError, mask_secrets
 from ...hooks import Event
@@ -23,13 +27,23 @@ from ...urls import redact_url_text
 from .filesystem_offload import FILESYSTEM, LOCAL_DIRECTORY, check_offload_driver, filesystem_settings
 from .policies import OffloadPolicies
 
-__all__ = ["OffloaderProvider", "driver_settings", "store_location"]
+__all__ = ["OffloaderProvider", "check_driver_options", "describe_store", "driver_settings", "store_location"]
 
 _SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
 # "filesystem" among them only for ledgers recorded before it meant the
 # file-system offloader: their settings name the blob-store offloader too.
 _LOCAL_DRIVERS = {LOCAL_DIRECTORY, "filesystem", "file", "local"}
 # The file-system offloader's options, from the Hadoop profile's names.
+# What is recorded with each ledger, so it is read back from the same store:
+# set in the broker config, never as a driver option (key -> its config key).
+_RECORDED_OPTIONS = {
+    "bucket": "managedLedgerOffloadBucket",
+    "root": "managedLedgerOffloadBucket",
+    "endpoint": "managedLedgerOffloadServiceEndpoint",
+    "region": "managedLedgerOffloadRegion",
+    "transforms": "managedLedgerOffloadTransforms",
+    "transform_chunk_size": "managedLedgerOffloadTransformChunkSizeInBytes",
+}
 _MAPFILE_OPTIONS = {
     "io.seqfile.compression.type": ("compression", str),
     "io.seqfile.compress.blocksize": ("block_size", int),
@@ -72,6 +86,41 @@ def store_location(settings: Mapping[str, str], data_dir: Path) -> tuple[str, di
     return driver_name, {name: settings[name] for name in ("bucket", "endpoint", "region") if settings.get(name)}
 
 
+def check_driver_options(options: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` if ``options`` (driver options given to a
+    broker) name what is recorded with each ledger (bucket, endpoint,
+    region, transforms): those belong in the broker config, so a ledger is
+    read back from where it was written whoever reads it."""
+    recorded = sorted(name for name in options if name in _RECORDED_OPTIONS)
+    if recorded:
+        keys = ", ".join(f"{name} ({_RECORDED_OPTIONS[name]})" for name in recorded)
+        raise ConfigError(
+            f"driver option(s) {keys} name where offloads go, which is recorded with each ledger: set them in the "
+            "broker config instead; driver options are for what is never recorded (credentials, client settings)"
+        )
+
+
+def _takes_driver_options(driver_name: str) -> bool:
+    """Whether a store is a cloud one, to which the provider's driver
+    options (credentials) go; a local directory never takes them."""
+    if "://" in driver_name:
+        return driver_name.split("://", 1)[0].lower() not in {"file", "memory"}
+    return driver_name.lower() not in _LOCAL_DRIVERS
+
+
+def describe_store(settings: Mapping[str, str], data_dir: Path) -> str:
+    """The store ``settings`` name, fit to print in an error: its driver,
+    bucket and endpoint (a URL without its secrets), or its directory."""
+    driver_name, location = store_location(settings, data_dir)
+    if "://" in driver_name:
+        return redact_url_text(driver_name)
+    if "root" in location:
+        return location["root"]
+    where = f" bucket {location['bucket']}" if "bucket" in location else ""
+    at = f" at {redact_url_text(location['endpoint'])}" if "endpoint" in location else ""
+    return f"{driver_name}{where}{at}"
+
+
 class OffloaderProvider:
     """Opens (and caches) one offloader per distinct driver setting.
 
@@ -79,7 +128,13 @@ class OffloaderProvider:
     driver (an offloader registered through ``offload_core_register_offloaders``
     that claims the driver's name, else the blob-store one), or the one a
     ledger recorded (``offloader`` in its driver metadata) when reading it
-    back."""
+    back.
+
+    ``driver_options`` (credentials: ``access_key_id``,
+    ``secret_access_key`` ...) go to every cloud store's driver it opens,
+    and are never recorded, cached under, nor printed. Raises
+    :class:`ConfigError` if they name a recorded setting
+    (:func:`check_driver_options`)."""
 
     def __init__(
         self,
@@ -89,7 +144,10 @@ class OffloaderProvider:
         *,
         read_ahead: ReadAheadPool | None = None,
         entry_offsets: bool = True,
+        driver_options: Mapping[str, Any] | None = None,
     ) -> None:
+        check_driver_options(driver_options or {})
+        self._driver_options = dict(driver_options or {})
         self._plugins = plugins
         self._data_dir = data_dir
         self._emit = emit
@@ -170,7 +228,8 @@ class OffloaderProvider:
                 chained["transform_chunk_size"] = int(settings["transform_chunk_size"])
         try:
             name, options = store_location(settings, self._data_dir)
-            return self._plugins.open_driver(name, **options, **chained)
+            given = self._driver_options if _takes_driver_options(name) else {}
+            return self._plugins.open_driver(name, **options, **given, **chained)
         except OffloadError:
             raise
         except ValueError as exc:

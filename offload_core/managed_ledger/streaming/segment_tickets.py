@@ -14,9 +14,10 @@ topic is next opened.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import ConfigError, OffloadError
 from ...formats import pulsar_v1 as v1
@@ -103,14 +104,22 @@ def split_into_segments(
     return segments
 
 
-def write_segment(ticket: SegmentTicket, plugin_manager: PluginManager | None = None) -> StreamingOffloadResult:
-    """Write the segment of ``ticket`` from the sealed hot-tier files.
+def write_segment(
+    ticket: SegmentTicket,
+    plugin_manager: PluginManager | None = None,
+    *,
+    driver_options: Mapping[str, Any] | None = None,
+) -> StreamingOffloadResult:
+    """Write the segment of ``ticket`` from the sealed hot-tier files, with
+    ``driver_options`` (credentials) for a cloud store's driver, as
+    :func:`~offload_core.managed_ledger.lifecycle.offload_ticket.write_offload`.
 
     Raises :class:`OffloadError` if a file does not hold the entries the
     ticket names, :class:`FormatError` if one is corrupt, and the store's
     errors; a failed write leaves no object."""
     manager = plugin_manager or default_plugin_manager()
-    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets)
+    provider = OffloaderProvider(manager, Path(ticket.data_dir), manager.emit, entry_offsets=ticket.entry_offsets,
+                                 driver_options=driver_options)  # fmt: skip
     try:
         offloader = provider.for_settings(
             dict(ticket.settings), max_block_size=ticket.block_size, read_buffer_size=ticket.read_buffer_size
