@@ -36,7 +36,11 @@ refused as damaged or hostile; ``driver.<name>``: storage-driver options.
 (the broker's properties file: its ``rsm.config.*`` keys give the store,
 the key prefix and the key pairs, and ``url`` may be left out) and any
 ``rsm.config.*`` key as an option of its own (replacing the file's).
-Partitions are planned from each segment's decoded offset index; each
+In our layout ``config`` and ``rsm.config.*`` are read as ``offload kafka
+--config`` reads them: our RemoteStorageManager's ``storage.url``,
+``storage.option.*`` and ``key.prefix`` give the store and the prefix
+(``url`` and ``prefix`` win). With the aiven layout,
+partitions are planned from each segment's decoded offset index; each
 reads the chunks holding its bytes.
 
 A schema given with ``.schema(...)`` may name a subset of the columns
