@@ -15,6 +15,7 @@ import click
 from ..errors import ConfigError
 from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
 from ..plugins import default_plugin_manager, open_driver
+from ..read_transforms import with_read_transforms
 from ..rsm.aiven.config import load_config, read_properties, rsm_properties
 from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.metadata_manager import RemoteLogMetadataManager
@@ -144,9 +145,8 @@ def open_store(url: str | None, config_path: Path | None, layout: str, prefix: s
         raise ConfigError("give the store's URL, or the broker's properties file with --config")
     prefix = prefix or ""
     # Objects written through chunk transforms read as they were written (a
-    # stat per object, once); -o transforms=... chooses otherwise.
-    driver_settings.setdefault("transforms", "auto")
-    driver = _driver(url, driver_settings)
+    # stat per object, once); -o transforms=... chooses otherwise (none: the bare driver).
+    driver = _driver(url, with_read_transforms(driver_settings))
     rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
     emit = default_plugin_manager().emit if emit_events else None
     rsm = RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=emit)
