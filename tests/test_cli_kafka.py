@@ -332,3 +332,12 @@ def test_the_decompression_cap_is_an_option_named_in_its_error(zeros_store: tupl
     assert everything.returncode == 0 and [json.loads(line)["offset"] for line in everything.stdout.splitlines()] == [
         199
     ]
+
+
+def test_transforms_none_reads_the_bare_store(tmp_path: Path) -> None:
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(1))
+    url = f"file://{tmp_path / 'store'}"
+    assert offload("copy", str(directory), url, "--all").returncode == 0
+    read = offload("read", url, "orders-0", "--offset", "0", "--json", "-o", "transforms=none")
+    assert read.returncode == 0
+    assert [json.loads(line)["offset"] for line in read.stdout.splitlines()] == list(range(100))

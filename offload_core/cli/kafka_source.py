@@ -15,8 +15,8 @@ import click
 from ..errors import ConfigError
 from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
 from ..plugins import default_plugin_manager, open_driver
-from ..rsm.aiven.config import RSM_CONFIG_PREFIX, load_config
-from ..rsm.aiven.java_properties import parse_properties
+from ..read_transforms import with_read_transforms
+from ..rsm.aiven.config import load_config, read_properties, rsm_properties
 from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.metadata_manager import RemoteLogMetadataManager
 from ..rsm.remote_log import resolve_partition
@@ -137,7 +137,7 @@ def open_store(url: str | None, config_path: Path | None, layout: str, prefix: s
         driver = _driver(url, driver_settings)
         return KafkaStore(layout, AivenRemoteStorage(driver, prefix=prefix, private_keys=keys), prefix, url)
     if config_path is not None:
-        settings = parse_settings(_rsm_config(config_path))
+        settings = parse_settings(rsm_properties(read_properties(config_path)))
         if url is None:
             url, driver_settings = settings.url, {**settings.driver_options, **driver_settings}
         prefix = settings.prefix if prefix is None else prefix
@@ -145,9 +145,8 @@ def open_store(url: str | None, config_path: Path | None, layout: str, prefix: s
         raise ConfigError("give the store's URL, or the broker's properties file with --config")
     prefix = prefix or ""
     # Objects written through chunk transforms read as they were written (a
-    # stat per object, once); -o transforms=... chooses otherwise.
-    driver_settings.setdefault("transforms", "auto")
-    driver = _driver(url, driver_settings)
+    # stat per object, once); -o transforms=... chooses otherwise (none: the bare driver).
+    driver = _driver(url, with_read_transforms(driver_settings))
     rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
     emit = default_plugin_manager().emit if emit_events else None
     rsm = RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=emit)
@@ -159,12 +158,3 @@ def _driver(url: str, options: dict[str, Any]) -> Any:
     if url.lower().startswith("file://"):
         options.setdefault("create", False)
     return open_driver(url, **options)
-
-
-def _rsm_config(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="latin-1")
-    except OSError as error:
-        raise ConfigError(f"cannot read the broker properties file {str(path)!r} ({error.strerror})") from None
-    properties = parse_properties(text)
-    return {k[len(RSM_CONFIG_PREFIX) :]: v for k, v in properties.items() if k.startswith(RSM_CONFIG_PREFIX)}

@@ -56,7 +56,7 @@ def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, 
         store.close()
     count = failed = size = 0
     for ledger in find_ledgers(driver, prefix):
-        if (ledger.ledger_id, ledger.uuid) in references:
+        if ledger.uuid in references:
             continue
         keys, ledger_size = present_keys(ledger), ledger_bytes(ledger)
         offload = StoredOffload(kind="ledger", uuid=ledger.uuid, ledger_ids=(ledger.ledger_id,), keys=tuple(keys),

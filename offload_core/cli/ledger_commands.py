@@ -19,7 +19,15 @@ from ..offload.mapfile.mapfile_inventory import MapFileLedger
 from ..offload.reading.read_handle import ReadHandle
 from ..storage import StorageDriver
 from .ledger_cleanup_commands import orphans, sweep
-from .ledger_layouts import describe_mapfile, find_ledgers, ledger_bytes, ledger_keys, read_ledger, verify_any
+from .ledger_layouts import (
+    describe_mapfile,
+    find_ledgers,
+    ledger_bytes,
+    ledger_keys,
+    read_ledger,
+    remove_ledger,
+    verify_any,
+)
 from .ledger_store import _open, prefix_option, report_leftovers, uuid_option
 from .options import driver_options, dry_run_footer, execute_option
 
@@ -257,7 +265,7 @@ def remove(
     keys = ledger_keys(chosen)
     size = ledger_bytes(chosen)
     if execute:
-        driver.delete(keys)
+        remove_ledger(driver, chosen)
     if as_json:
         click.echo(json.dumps({"ledger_id": chosen.ledger_id, "uuid": chosen.uuid, "dry_run": not execute,
                                "bytes": size, "deleted" if execute else "would_delete": keys}))  # fmt: skip

@@ -14,10 +14,10 @@ from ..offload.ledgers.inventory import OffloadedLedger, find_offloaded_ledgers
 from ..offload.ledgers.retention import ledger_ctime_ms
 from ..offload.ledgers.verify import LedgerReport, verify_ledger
 from ..offload.mapfile.mapfile_inventory import MapFileLedger, find_mapfile_ledgers, read_mapfile_ledger
+from ..offload.mapfile.mapfile_offloader import delete_mapfile_files
 from ..offload.mapfile.mapfile_verify import verify_mapfile_ledger
 from ..offload.reading.read_handle import ReadHandle
 from ..offload.stored.pulsar_ledgers import PULSAR_LEDGERS
-from ..offload.stored.retention import delete_offload
 from ..storage import StorageDriver
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "ledger_keys",
     "present_keys",
     "read_ledger",
+    "remove_ledger",
     "unfinished_mapfiles",
     "verify_any",
 ]
@@ -111,18 +112,22 @@ def created_ms(driver: StorageDriver, ledger: OffloadedLedger) -> int | None:
     return int(handle.metadata.ctime) or None
 
 
+def remove_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> None:
+    """Delete ``ledger``'s files, raising what the driver raises: a PIP-17
+    data object before its index; a MapFile directory ``index`` first (see
+    :func:`~offload_core.offload.mapfile.mapfile_offloader.delete_mapfile_files`)."""
+    if isinstance(ledger, MapFileLedger):
+        delete_mapfile_files(driver, ledger.directory, ledger.file_keys)
+    else:
+        PULSAR_LEDGERS.delete(driver, PULSAR_LEDGERS.stored(ledger, None))
+
+
 def delete_ledger(driver: StorageDriver, ledger: OffloadedLedger) -> str | None:
-    """Delete ``ledger``'s files; the error, or ``None``. A MapFile's
-    ``index`` goes first: it is the offload's commit point, so a deletion cut
-    short leaves an unfinished directory (never one that reads as complete
-    with files missing), which ``orphans`` and ``sweep`` find again."""
-    if not isinstance(ledger, MapFileLedger):
-        return delete_offload(PULSAR_LEDGERS, driver, PULSAR_LEDGERS.stored(ledger, None))
+    """Delete ``ledger``'s files as :func:`remove_ledger` does; the error as
+    text, or ``None``."""
     try:
-        if ledger.index is not None:
-            driver.delete([ledger.index_key])
-        driver.delete([key for key in ledger.file_keys if key != ledger.index_key])
-    except Exception as exc:
+        remove_ledger(driver, ledger)
+    except Exception as exc:  # reported per ledger, so the others still go
         return f"{type(exc).__name__}: {exc}"
     return None
 

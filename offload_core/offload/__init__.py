@@ -53,6 +53,14 @@ def open_offloader(
     rest go to the driver. Raises :class:`ConfigError` for invalid options
     and :class:`DriverNotInstalledError` for a missing driver.
 
+    ``url_or_name`` always names a storage driver, and ``offloader`` the
+    offloader, whatever the driver: ``open_offloader("local-directory",
+    root=...)`` (or the driver's other name, ``"filesystem"``) is the
+    blob-store (PIP-17) offloader over a local directory; Pulsar's
+    file-system offloader, which ``managedLedgerOffloadDriver =
+    "filesystem"`` means to the broker, is ``offloader="filesystem"``
+    (Hadoop MapFiles).
+
     Example: ``open_offloader("file:///data/bucket", max_block_size=8 << 20)``.
     """
     manager = plugin_manager if plugin_manager is not None else default_plugin_manager()

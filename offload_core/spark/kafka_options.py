@@ -16,13 +16,15 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..formats import kafka
 from ..read_transforms import with_read_transforms
-from ..rsm.aiven.config import RSM_CONFIG_PREFIX, AivenConfig
+from ..rsm.aiven.config import RSM_CONFIG_PREFIX, AivenConfig, read_properties, rsm_properties
 from ..rsm.remote_log import parse_topic_id
+from ..rsm.settings import RsmSettings, parse_settings
 from ..rsm.types import TopicPartition
 from .kafka_remote_aiven import aiven_config
 from .read_options import DEFAULT_BYTES_PER_PARTITION, positive_option
@@ -119,12 +121,13 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
     layout = lowered.get("layout", "ours")
     if layout not in ("ours", "aiven"):
         raise ConfigError(f"layout={layout!r}: use ours (offload kafka copy's objects) or aiven (Aiven's plugin's)")
+    given_url = lowered.get("url") or lowered.get("path")
     config = aiven_config(options) if layout == "aiven" else None
-    url = lowered.get("url") or lowered.get("path") or (config.url if config is not None else None)
+    settings = _our_settings(options, given_url) if layout == "ours" else None
+    url = given_url or (config.url if config is not None else settings.url if settings is not None else None)
     if not url:
-        raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix") or .load(URL)'
-                          + (' or, with layout aiven, .option("config", "server.properties")' if layout == "aiven"
-                             else ""))  # fmt: skip
+        raise ConfigError('kafka-remote needs the store: .option("url", "s3://bucket/prefix"), .load(URL) or '
+                          '.option("config", "server.properties")')  # fmt: skip
     url = pinned_url(str(url))  # a relative file:// root means the same directory on every executor
     if layout == "aiven" and config is None:
         config = AivenConfig(str(url))  # a URL alone: an unencrypted store, no key pairs
@@ -141,12 +144,13 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
     if streaming and ending_given:
         raise ConfigError(f"kafka-remote: {ending_given[0]} is for batch reads only (as in Spark's Kafka source)")
     given = {str(k)[len("driver.") :]: str(v) for k, v in options.items() if str(k).lower().startswith("driver.")}
-    given = {k: str(v) for k, v in with_read_transforms(given).items()}
-    from_config = config.driver_options if config is not None and not lowered.get("url") else {}
-    driver = tuple(sorted({**from_config, **given}.items()))
+    configured = config.driver_options if config is not None else settings.driver_options if settings else {}
+    from_config = configured if not lowered.get("url") else {}
+    driver = tuple(sorted((k, str(v)) for k, v in with_read_transforms({**from_config, **given}).items()))
+    config_prefix = config.key_prefix if config is not None else settings.prefix if settings is not None else ""
     return KafkaReadOptions(
         url=url,
-        prefix=lowered.get("prefix", config.key_prefix if config is not None else ""),
+        prefix=lowered.get("prefix", config_prefix),
         selection=_selection(lowered),
         topic_ids=topic_ids,
         starting=_bound(lowered, "starting", streaming),
@@ -163,6 +167,28 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Kaf
         max_offsets_per_trigger=_optional_positive(lowered, "maxOffsetsPerTrigger") if streaming else None,
         aiven=config,
     )
+
+
+def _our_settings(options: Mapping[str, str], url: str | None) -> RsmSettings | None:
+    """Our RemoteStorageManager's settings the options give, as ``offload
+    kafka --config`` reads them: the ``rsm.config.*`` keys of ``config`` (a
+    broker properties file), each ``rsm.config.*`` option replacing the
+    file's; ``storage.url`` defaults to ``url``. None when they give none.
+    Raises :class:`ConfigError` as :func:`~offload_core.rsm.settings.parse_settings`
+    does, or for a file that does not read."""
+    overrides = {RSM_CONFIG_PREFIX + str(k)[len(RSM_CONFIG_PREFIX) :]: str(v) for k, v in options.items()
+                 if str(k).lower().startswith(RSM_CONFIG_PREFIX)}  # fmt: skip
+    path = next((str(v) for k, v in options.items() if str(k).lower() == "config" and v), None)
+    if path is None and not overrides:
+        return None
+    properties = read_properties(Path(path)) if path is not None else {}
+    rsm = rsm_properties({**properties, **overrides})
+    if url:
+        rsm.setdefault("storage.url", url)
+    try:
+        return parse_settings(rsm)
+    except ConfigError as error:
+        raise ConfigError(f"kafka-remote (layout ours) {path or 'rsm.config.* options'}: {error}") from None
 
 
 def _check_names(lowered: Mapping[str, str], streaming: bool) -> None:

@@ -36,7 +36,11 @@ refused as damaged or hostile; ``driver.<name>``: storage-driver options.
 (the broker's properties file: its ``rsm.config.*`` keys give the store,
 the key prefix and the key pairs, and ``url`` may be left out) and any
 ``rsm.config.*`` key as an option of its own (replacing the file's).
-Partitions are planned from each segment's decoded offset index; each
+In our layout ``config`` and ``rsm.config.*`` are read as ``offload kafka
+--config`` reads them: our RemoteStorageManager's ``storage.url``,
+``storage.option.*`` and ``key.prefix`` give the store and the prefix
+(``url`` and ``prefix`` win). With the aiven layout,
+partitions are planned from each segment's decoded offset index; each
 reads the chunks holding its bytes.
 
 A schema given with ``.schema(...)`` may name a subset of the columns
@@ -218,12 +222,12 @@ def _aiven_partitions(
     spec = segment_spec(aiven, meta, parsed.aiven.private_keys)
     tp = meta.topic_partition
     most = parsed.max_records_per_partition or 2**63
-    # maxRecordsPerPartition: each share of the offsets reads its range's chunks and keeps its own records.
+    # maxRecordsPerPartition: each share of a range's own offsets reads its chunks and keeps its own records.
     return [SegmentRangePartition(parsed.url, parsed.driver_options, spec.manifest_key.with_suffix("log").key, tp.topic,
-                                  tp.partition, start, stop, at, min(end, at + most), tuple(aborted),
+                                  tp.partition, start, stop, at, min(high, at + most), tuple(aborted),
                                   parsed.max_decompressed_bytes, parsed.fail_on_data_loss, spec)
-            for start, stop in planned_ranges(aiven, meta, first, end, bytes_per_partition)
-            for at in range(first, end, most)]  # fmt: skip
+            for start, stop, low, high in planned_ranges(aiven, meta, first, end, bytes_per_partition)
+            for at in range(low, high, most)]  # fmt: skip
 
 
 def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:

@@ -56,12 +56,16 @@ def segment_spec(storage: AivenRemoteStorage, metadata: RemoteLogSegmentMetadata
 
 
 def planned_ranges(storage: AivenRemoteStorage, metadata: RemoteLogSegmentMetadata, first: int, end: int,
-                   bytes_per_partition: int) -> list[tuple[int, int]]:  # fmt: skip
+                   bytes_per_partition: int) -> list[tuple[int, int, int, int]]:  # fmt: skip
     """Byte ranges ``[start, stop)`` of the segment's original ``.log`` that
     together hold offsets ``[first, end)``, cut at batches the offset index
     names, about ``bytes_per_partition`` each, each widened to whole chunks
-    when read. Raises :class:`FormatError` for an offset index that does
-    not decode or fit the segment."""
+    when read; with each, ``[low, high)``, offsets within ``[first, end)``
+    that include every one whose batch starts in the range (neighbouring
+    ranges' spans may overlap by the unindexed batches between two index
+    entries: a reader keeps only the batches in its own bytes, so a record
+    is still read once). Raises :class:`FormatError` for an offset index
+    that does not decode or fit the segment."""
     entries = storage.offset_index(metadata)
     floor = kafka.IndexEntry(metadata.start_offset, 0)
     if first > metadata.start_offset:
@@ -71,11 +75,18 @@ def planned_ranges(storage: AivenRemoteStorage, metadata: RemoteLogSegmentMetada
         if entry.offset >= end - 1:  # an entry names its append's last offset: later appends hold later ones
             stop = after.position
             break
-    cuts = [floor.position]
-    for entry in entries:
-        if cuts[-1] < entry.position < stop and entry.position - cuts[-1] >= bytes_per_partition:
-            cuts.append(entry.position)
-    return [(start, until) for start, until in zip(cuts, [*cuts[1:], stop], strict=True) if start < until]
+    # An entry names its append's last offset: the append at its position starts at or before that offset
+    # (so the bytes before it hold only smaller ones), and after the previous entry's offset.
+    cuts = [(floor.position, first, end)]  # (position, lowest offset from there, the entry's offset)
+    for before, entry in zip([None, *entries], entries, strict=False):
+        if cuts[-1][0] < entry.position < stop and entry.position - cuts[-1][0] >= bytes_per_partition:
+            cuts.append((entry.position, metadata.start_offset if before is None else before.offset + 1, entry.offset))
+    ranges = []
+    for (start, low, _), (until, _, high) in zip(cuts, [*cuts[1:], (stop, end, end)], strict=True):
+        low, high = max(first, low), min(end, high)
+        if start < until and low < high:
+            ranges.append((start, until, low, high))
+    return ranges
 
 
 def aiven_stream(spec: AivenSegmentSpec, driver: StorageDriver, start: int, stop: int) -> io.RawIOBase:

@@ -17,6 +17,7 @@ from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_offloaded_ledgers
 from ..offload.segments.segment_inventory import find_segments
 from ..plugins import open_driver
+from .ledger_copies import ledger_copies_to_read
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
@@ -35,11 +36,12 @@ class Block:
 def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
     """Per wanted ledger, its readable blocks in entry order, without gaps
     or overlaps (a block starting past the entries before it ends the
-    ledger's readable run, until a segment fills the gap)."""
+    ledger's readable run, until a segment fills the gap). Raises
+    :class:`ConfigError` for a ledger with several complete whole-ledger
+    copies that ``ledgerUuids`` does not choose between."""
     driver_options: dict[str, Any] = dict(options.driver_options)
     with open_driver(options.url, **driver_options) as driver:
-        ledgers = [ledger for ledger in find_offloaded_ledgers(driver)
-                   if ledger.complete and options.selection.wants_ledger(ledger.ledger_id)]  # fmt: skip
+        ledgers = ledger_copies_to_read(find_offloaded_ledgers(driver), options)
         segments = [segment for segment in find_segments(driver) if segment.complete]
     blocks: dict[int, list[Block]] = {}
     whole: dict[int, list[Block]] = {}

@@ -23,7 +23,9 @@ Options:
 - ``ledgerUuids``: ``LEDGER:UUID`` pairs, comma-separated: only these
   whole-ledger (v1) objects are read, so a copy an abandoned offload left
   is not read twice; every other ledger comes from segments (what a
-  managed ledger's metadata names: the export passes it);
+  managed ledger's metadata names: the export passes it). Without it, a
+  ledger the store holds two complete copies of fails the read
+  (:class:`ConfigError` naming both uuids), never read twice;
 - ``decode``: ``auto`` (default: entries that are Pulsar messages are
   decoded, batches exploded into a row per message; other entries are one
   row with null message columns), ``pulsar`` (an entry that is not a
@@ -68,6 +70,7 @@ from ..plugins import PluginManager, open_driver
 from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
+from .ledger_copies import ledger_copies_to_read
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import read_objects
 from .pushdown import COLUMN_VALUES, narrowed
@@ -124,14 +127,8 @@ def plan_partitions(
     open_options: dict[str, Any] = dict(parsed.driver_options)
     driver = open_driver(parsed.url, **open_options)
     try:
-        targets = [
-            ledger
-            for ledger in find_offloaded_ledgers(driver)
-            if ledger.complete
-            and (parsed.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in parsed.ledger_uuids)
-            and parsed.selection.wants_ledger(ledger.ledger_id)
-            and ledger_bounds.admits(ledger.ledger_id)
-        ]
+        copies = ledger_copies_to_read(find_offloaded_ledgers(driver), parsed)
+        targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
     finally:
         driver.close()
     partitions: list[BlockRangePartition | OffloadPartition] = []

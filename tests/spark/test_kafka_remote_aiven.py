@@ -11,7 +11,7 @@ import pytest
 
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
-from offload_core.spark.kafka_remote import plan_partitions
+from offload_core.spark.kafka_remote import plan_partitions, read_partition
 from tests.aiven_vectors import FILESYSTEM_BACKEND, AivenRun, aiven_runs, run_root, server_properties
 from tests.kafka_vectors import kafka_cases
 from tests.rsm.aiven.stores import TOPIC_ID
@@ -70,3 +70,17 @@ def test_an_encrypted_run_without_keys_names_the_key_pair(spark: Any) -> None:
     frame = spark.read.format("kafka-remote").option("layout", "aiven").option("url", f"file://{run_root(run)}")
     with pytest.raises(Exception, match="oracle-key-1"):
         frame.option("topic", "oracle-a").load().collect()
+
+
+def test_max_records_per_partition_shares_each_byte_ranges_own_offsets(tmp_path: Path) -> None:
+    config = server_properties(tmp_path / "server.properties", RUNS[0])
+    options = {"layout": "aiven", "config": str(config), "topic": "oracle-a", "bytesPerPartition": "4096"}
+    ranges = {(p.start, p.stop) for p in plan_partitions(options)}
+    planned = plan_partitions({**options, "maxRecordsPerPartition": "5"})
+    assert {(p.start, p.stop) for p in planned} == ranges and len(ranges) > 2
+    assert all(p.end - p.first <= 5 for p in planned)
+    # Each range's shares span its own offsets (and the few before its first indexed batch), not all 52 of
+    # the segment's: a range is not fetched and decrypted once per share of the whole segment.
+    assert len(planned) < 2 * (len(ranges) + 52 // 5)
+    offsets = sorted(row[4] for partition in planned for row in read_partition(partition))
+    assert offsets == list(range(52))

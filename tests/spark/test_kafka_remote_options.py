@@ -156,3 +156,17 @@ def test_starting_offsets_retention_removed(tmp_path: Path) -> None:
         plan_partitions(options(url, topic="orders", startingOffsets=starting))
     kept = plan_partitions(options(url, topic="orders", startingOffsets=starting, failOnDataLoss="false"))
     assert offsets(kept) == [("orders", 0, o) for o in range(100, 200)]
+
+
+def test_our_layout_reads_the_store_and_prefix_from_config_as_the_cli_does(store: str, tmp_path: Path) -> None:
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"rsm.config.storage.url={store}\nrsm.config.key.prefix=elsewhere\n", encoding="latin-1")
+    expected = offsets(plan_partitions(options(store, topic="audit")))
+    overridden = {"config": str(properties), "topic": "audit", "rsm.config.key.prefix": "tiered"}
+    assert offsets(plan_partitions(overridden)) == expected
+    assert offsets(plan_partitions({"config": str(properties), "topic": "audit", "prefix": "tiered"})) == expected
+    assert offsets(plan_partitions({"rsm.config.storage.url": store, "rsm.config.key.prefix": "tiered",
+                                    "topic": "audit"})) == expected  # fmt: skip
+    assert plan_partitions({"config": str(properties), "topic": "audit"}) == []  # the file's prefix: nothing there
+    with pytest.raises(ConfigError, match="unknown RemoteStorageManager setting"):
+        plan_partitions(options(store, topic="audit", **{"rsm.config.no.such.key": "1"}))

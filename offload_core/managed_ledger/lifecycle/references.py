@@ -11,12 +11,15 @@ __all__ = ["offload_references"]
 _PREFIX = "managed-ledgers/"
 
 
-def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
-    """``(ledger id, uuid)`` of every offload some managed ledger records,
-    complete or still in progress (its uid is stored before any object is
-    written), mapped to the managed ledger's name: the ledger's own offload
-    and each streaming segment that holds entries of it."""
-    references: dict[tuple[int, str], str] = {}
+def offload_references(store: MetadataStore) -> dict[str, str]:
+    """The uuid of every offload some managed ledger records, complete or
+    still in progress (its uid is stored before any object is written),
+    mapped to the managed ledger's name: the ledger's own offload and each
+    streaming segment that holds entries of it. Keyed by uuid alone, as a
+    uuid is unique to an offload: an offload whose ledgers are not yet
+    known (a segment whose index is unwritten or unreadable) is still
+    found."""
+    references: dict[str, str] = {}
     for path in store.children(_PREFIX):
         record = store.get(path)
         if record is None:
@@ -25,7 +28,7 @@ def offload_references(store: MetadataStore) -> dict[tuple[int, str], str]:
         for ledger in info.ledgerInfo:
             name = path.removeprefix(_PREFIX)
             if ledger.offloadContext.HasField("uidMsb"):
-                references[(int(ledger.ledgerId), str(uuid_of(ledger.offloadContext)))] = name
+                references[str(uuid_of(ledger.offloadContext))] = name
             for segment in ledger.offloadContext.offloadSegment:
-                references[(int(ledger.ledgerId), str(uuid_of(segment)))] = name
+                references[str(uuid_of(segment))] = name
     return references

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid as uuid_module
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from ...errors import ConfigError, FormatError, NotFoundError, OffloadError, StateError
 from ...formats.hadoop_crc import CrcWriter, check_crc_file, crc_file_name
@@ -43,7 +43,7 @@ from ..reading.read_handle import ReadHandle
 from .checksummed_reads import checksummed
 from .mapfile_read_handle import MapFileReadHandle, read_unit
 
-__all__ = ["MANAGED_LEDGER_NAME", "MapFileLedgerOffloader", "ledger_directory"]
+__all__ = ["MANAGED_LEDGER_NAME", "MapFileLedgerOffloader", "delete_mapfile_files", "ledger_directory"]
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ class MapFileLedgerOffloader:
         """Delete the ledger's directory (every file in it, as Pulsar's
         recursive delete does); idempotent."""
         directory = self.directory(ledger_id, uuid, driver_metadata)
-        self.driver.delete([info.key for info in self.driver.list(directory + "/")])
+        delete_mapfile_files(self.driver, directory, [info.key for info in self.driver.list(directory + "/")])
         self._event("offload.deleted", ledger_id=ledger_id, uuid=str(uuid))
 
     def close(self) -> None:
@@ -289,6 +289,20 @@ class MapFileLedgerOffloader:
     def _event(self, kind: str, **fields: object) -> None:
         if self._emit is not None:
             self._emit(Event(kind, fields))
+
+
+def delete_mapfile_files(driver: StorageDriver, directory: str, keys: Iterable[str]) -> None:
+    """Delete ``keys``, files of the MapFile ledger ``directory``: its
+    ``index`` first and alone (deleted whether listed or not), then the rest
+    in one batch. ``index`` is the offload's commit point (written last), so
+    a deletion cut short leaves a directory without it, which every reader
+    refuses as unfinished and ``orphans`` and ``sweep`` list again, never
+    one whose ``index`` points into files that are gone. Every way of
+    deleting a MapFile ledger goes through here. Idempotent; raises what
+    the driver raises."""
+    index_key = f"{directory}/{INDEX}"
+    driver.delete([index_key])
+    driver.delete([key for key in keys if key != index_key])
 
 
 def _managed_ledger_name(metadata: Mapping[str, str] | None) -> str:

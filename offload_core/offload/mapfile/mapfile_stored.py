@@ -17,13 +17,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from ...errors import FormatError, OffloadError
-from ...formats.hadoop_crc import crc_file_name
 from ...storage import StorageDriver
 from ..ledgers.verify import LedgerReport
 from ..reading.read_ahead import ReadAheadPool
 from ..stored.kinds import OffloadPlan, OffloadReport, StoredOffload
 from .mapfile_inventory import MapFileLedger, driver_metadata_of, find_mapfile_ledgers
-from .mapfile_offloader import DATA, INDEX, MapFileLedgerOffloader
+from .mapfile_offloader import MapFileLedgerOffloader, delete_mapfile_files
 from .mapfile_read_handle import MapFileReadHandle
 from .mapfile_verify import verify_mapfile_ledger
 
@@ -76,11 +75,7 @@ class MapFileLedgers:
 
     def delete(self, driver: StorageDriver, offload: StoredOffload) -> None:
         ledger: MapFileLedger = offload.detail
-        # ``index`` first, ``data`` last (the reverse of the offloader's writes): an interrupted run leaves
-        # a directory without ``index``, which every reader refuses as unfinished and find() still lists,
-        # and never an ``index`` pointing into a ``data`` that is going.
-        for name in (INDEX, crc_file_name(INDEX), crc_file_name(DATA), DATA):
-            driver.delete(f"{ledger.directory}/{name}")
+        delete_mapfile_files(driver, ledger.directory, ledger.file_keys)
 
     def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
         ledger: MapFileLedger = offload.detail

@@ -2,10 +2,11 @@
 shared by the Spark ``retention`` job and ``offload ledgers orphans`` (for
 stores small enough not to need Spark).
 
-With a metadata store, offloads a managed ledger refers to (by ledger id
-and uuid, for any of the ledgers an offload holds) are never deleted here:
-the managed ledger's own retention trims them, metadata and objects
-together; the others are orphans.
+With a metadata store, offloads a managed ledger refers to (by uuid) are
+never deleted here: the managed ledger's own retention trims them,
+metadata and objects together; the others are orphans, except an offload
+whose ledgers are unknown (a segment whose index is not yet written or
+cannot be read): it may be one still being written, so it is kept.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class RetentionDecision:
 
 def decide(
     offload: StoredOffload,
-    references: dict[tuple[int, str], str] | None,
+    references: dict[str, str] | None,
     cutoff_ms: int | None,
     delete_orphans: bool,
     dry_run: bool,
@@ -54,12 +55,12 @@ def decide(
     """What happens to ``offload`` (described: its ledgers and age read):
     kept when a managed ledger refers to it; deleted when it is an orphan
     and ``delete_orphans``, or was created before ``cutoff_ms`` (``None``:
-    no age cut-off); kept otherwise. ``references`` ``None`` means no
-    metadata store: orphans are unknown."""
-    referenced_by = None
-    if references is not None:
-        named = (references.get((ledger_id, offload.uuid)) for ledger_id in offload.ledger_ids)
-        referenced_by = next((name for name in named if name is not None), None)
+    no age cut-off); kept otherwise. ``references`` maps the uuid of each
+    offload a managed ledger records to its name; ``None`` means no
+    metadata store: orphans are unknown. An offload no managed ledger
+    refers to is an orphan only once its ledgers are known: until then it
+    is kept ("ledgers unknown"), as it may be one still being written."""
+    referenced_by = None if references is None else references.get(offload.uuid)
     orphan = None if references is None else referenced_by is None
     go = "delete" if dry_run else "deleted"
     created = offload.created_ms
@@ -69,6 +70,10 @@ def decide(
 
     if referenced_by is not None:
         return decided("keep", f"referenced by managed ledger {referenced_by} (its retention policy trims it)")
+    if orphan and not offload.ledger_ids:
+        return RetentionDecision(offload, None, None, "keep",
+                                 "ledgers unknown: the index is missing or unreadable (an offload still being "
+                                 "written?); an orphan only once its index is read")  # fmt: skip
     if orphan and delete_orphans:
         return decided(go, "orphan: no managed ledger refers to it")
     if cutoff_ms is None:

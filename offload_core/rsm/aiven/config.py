@@ -38,6 +38,8 @@ __all__ = [
     "AivenConfig",
     "load_config",
     "parse_config",
+    "read_properties",
+    "rsm_properties",
 ]
 
 RSM_CONFIG_PREFIX = "rsm.config."
@@ -78,16 +80,29 @@ def load_config(path: Path, overrides: Mapping[str, str] | None = None) -> Aiven
     each of ``overrides`` (full property names) replacing the file's.
     Raises :class:`ConfigError` naming the file, for one it cannot read or
     as :func:`parse_config` does."""
-    try:
-        text = path.read_text(encoding="latin-1")  # java.util.Properties.load(InputStream) reads ISO 8859-1
-    except OSError as error:
-        raise ConfigError(f"cannot read the broker properties file {str(path)!r} ({error.strerror})") from None
-    properties = parse_properties(text)
+    properties = read_properties(path)
     properties.update(overrides or {})
     try:
         return parse_config(properties, base=path.parent)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Every property in the broker properties file ``path`` (full names).
+    Raises :class:`ConfigError` naming the file when it cannot be read."""
+    try:
+        text = path.read_text(encoding="latin-1")  # java.util.Properties.load(InputStream) reads ISO 8859-1
+    except OSError as error:
+        raise ConfigError(f"cannot read the broker properties file {str(path)!r} ({error.strerror})") from None
+    return parse_properties(text)
+
+
+def rsm_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """The ``rsm.config.*`` properties among ``properties``, prefix stripped:
+    what Kafka hands a RemoteStorageManager (ours reads them with
+    :func:`offload_core.rsm.settings.parse_settings`)."""
+    return {k[len(RSM_CONFIG_PREFIX) :]: v for k, v in properties.items() if k.startswith(RSM_CONFIG_PREFIX)}
 
 
 def parse_config(properties: Mapping[str, str], *, base: Path | None = None) -> AivenConfig:

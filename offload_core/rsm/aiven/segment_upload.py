@@ -89,9 +89,11 @@ def upload_aiven_segment(
         manifest = segment_manifest(metadata, encoder.chunk_index, places, transform, settings.encryption)
         sizes["rsm-manifest"] = driver.write(keys["rsm-manifest"].key, [encode_manifest(manifest)], metadata={}).size
     except BaseException:
-        with contextlib.suppress(OffloadError, OSError):
-            driver.delete(keys["rsm-manifest"].key)
-            driver.delete([keys["log"].key, keys["indexes"].key])
+        # The manifest first (a segment without one is a leftover, never read); each delete on its own, so
+        # one that fails leaves the others still tried.
+        for name in ("rsm-manifest", "log", "indexes"):
+            with contextlib.suppress(OffloadError, OSError):
+                driver.delete(keys[name].key)
         raise
     return encode_custom_metadata(settings.custom_metadata_fields, remote_size=sum(sizes.values()),
                                   prefix=settings.key_prefix, object_key=main_path(keys["log"]))  # fmt: skip

@@ -2,8 +2,9 @@
 
 The file is :class:`~.keyring.FileKeyring`'s JSON (``{"active": ID,
 "keys": {ID: base64 of 32 bytes}}``), rewritten whole through a temporary
-file readable by its owner only, so a reader sees the old keyring or the
-new one, never half of either. ``offload keys add / list / retire`` call
+file, so a reader sees the old keyring or the new one, never half of
+either; a new keyring is readable by its owner only, a rewritten one keeps
+its mode. ``offload keys add / list / retire`` call
 these."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import base64
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +43,14 @@ def read_keyring_file(path: Path) -> KeyringFile:
 
 
 def _write(path: Path, active: str, keys: dict[str, str]) -> None:
+    """Replace the keyring at ``path`` whole. A new file is its owner's
+    only (0600); a rewritten one keeps its mode, so a keyring shared with a
+    broker's group (0640) stays readable by it."""
+    previous = path.stat() if path.exists() else None
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
     try:
+        if previous is not None:
+            os.fchmod(descriptor, stat.S_IMODE(previous.st_mode))
         with os.fdopen(descriptor, "w") as file:
             file.write(json.dumps({"active": active, "keys": keys}, indent=2) + "\n")
             file.flush()

@@ -111,3 +111,14 @@ def test_with_the_keyring_gone_tiered_storage_first_reads_the_hot_copy(tmp_path:
     only = offload("topics", "consume", "acme/sealed/orders", "--from", "1:0", "--count", "1",
                    "--priority", "offloaded-only")  # fmt: skip
     assert only.returncode == 1 and "key id 'k1'" in only.stderr and "Traceback" not in only.stderr
+
+
+def test_a_rewritten_keyring_keeps_its_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ring = tmp_path / "keyring.json"
+    monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{ring}")
+    assert keys("add").exit_code == 0
+    ring.chmod(0o640)  # shared with the broker's group
+    assert keys("add").exit_code == 0
+    assert stat.S_IMODE(os.stat(ring).st_mode) == 0o640
+    assert keys("retire", "k2").exit_code == 0
+    assert stat.S_IMODE(os.stat(ring).st_mode) == 0o640

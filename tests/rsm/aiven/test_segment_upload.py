@@ -83,6 +83,26 @@ def test_a_failed_upload_leaves_no_object(store: StorageDriver, suffix: str, mon
     assert stored(store) == {}
 
 
+def test_a_failed_cleanup_of_the_manifest_still_deletes_the_log_and_indexes(
+    store: StorageDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing_on(store, ".rsm-manifest", monkeypatch)
+    delete, tried = store.delete, []
+
+    def manifest_undeletable(keys: Any) -> None:
+        batch = [keys] if isinstance(keys, str) else list(keys)
+        tried.extend(batch)
+        if any(key.endswith(".rsm-manifest") for key in batch):
+            raise TransientStorageError("injected: the store is down deleting the manifest")
+        delete(batch)
+
+    monkeypatch.setattr(store, "delete", manifest_undeletable)
+    with pytest.raises(TransientStorageError, match="injected: the store is down writing"):
+        upload_aiven_segment(store, settings_of(RUNS[2]), metadata_of(RUNS[2]), segment_files())
+    assert tried[0].endswith(".rsm-manifest")
+    assert stored(store) == {}
+
+
 def damaged_copy(tmp_path: Path, edit: Callable[[bytearray], None]) -> LogSegmentData:
     shutil.copytree(VECTORS / "a-uncompressed", tmp_path / "a-uncompressed")
     log = tmp_path / "a-uncompressed" / "00000000000000000000.log"
