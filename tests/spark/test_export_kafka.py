@@ -59,3 +59,21 @@ def test_every_record_once_then_only_what_was_tiered_since(spark: Any, tmp_path:
     again = export_kafka(spark, url, "orders", "kafka.orders", options={"prefix": "tiered"}, catalog=catalog)
     assert (again.rows_added, again.snapshot_id) == (0, None)
     assert load(catalog, "kafka.orders").current_snapshot().snapshot_id == second.snapshot_id
+
+
+def test_an_export_keeps_the_sessions_registered_sources(spark: Any, tmp_path: Path) -> None:
+    """The session has both sources already: the export registers neither
+    again (each replacement made Spark log a warning)."""
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+
+    def registered() -> list[int]:
+        return [spark._jvm.System.identityHashCode(manager.lookupDataSource(name))
+                for name in ("pulsar-offload", "kafka-remote")]  # fmt: skip
+
+    before = registered()
+    url = f"file://{tmp_path / 'store'}"
+    tier(tmp_path, url, "orders-0", 1, slice(0, 1))
+    catalog = file_catalog(tmp_path)
+    once = export_kafka(spark, url, "orders", "kafka.once", options={"prefix": "tiered"}, catalog=catalog)
+    assert once.rows_added == 100
+    assert registered() == before

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import NotFoundError
 from ...urls import redact_url_text
-from ..source import KafkaRemoteDataSource, PulsarOffloadDataSource
+from ..session import register_sources
 from .data_files import RESULT_SCHEMA, RunWriter, TaskResults, io_properties
 from .pulsar_plan import plan_topic
 from .runs import Run, sweep_abandoned_runs, table_watermarks
@@ -141,8 +141,7 @@ def _export(
     *,
     stale_after: float = DEFAULT_STALE_AFTER,
 ) -> ExportResult:
-    spark.dataSource.register(PulsarOffloadDataSource)
-    spark.dataSource.register(KafkaRemoteDataSource)
+    register_sources(spark)
     table = open_table(open_catalog(properties), properties, table_name, kind, origin)
     swept = sweep_abandoned_runs(table, stale_after=stale_after)
     marks = table_watermarks(table)
