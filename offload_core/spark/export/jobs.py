@@ -94,7 +94,7 @@ def export_pulsar(
 
 def export_kafka(
     spark: Any,
-    url: str,
+    url: str | None,
     topic: str,
     table: str,
     *,
@@ -107,26 +107,31 @@ def export_kafka(
     since the table's last export, to Iceberg table ``table``, in Spark's
     Kafka source schema. ``options`` go to the ``kafka-remote`` source as
     they are (``prefix``, ``topicId``, ``layout``, ``config``,
-    ``driver.<name>`` ...); ``startingOffsets`` is the export's. ``catalog``
-    as for :func:`export_pulsar`, its default under ``data_dir``.
+    ``driver.<name>`` ...); ``startingOffsets`` is the export's. ``url``
+    may be ``None`` with ``layout`` ``aiven`` and a ``config`` naming the
+    store. ``catalog`` as for :func:`export_pulsar`, its default under
+    ``data_dir``.
 
     Raises as :func:`export_pulsar` does (the source's own errors for its options)."""
     properties = dict(catalog) if catalog is not None else default_catalog_properties(data_dir)
     extra = dict(options or {})
-    where = {"url": redact_url_text(url), "topic": topic}
-    if extra.get("layout"):
-        where["layout"] = extra["layout"]
+    # Without a URL the config file names the store (the table records the file, not its secrets).
+    where = {"url": redact_url_text(url)} if url is not None else {"config": extra.get("config", "")}
+    where |= {"topic": topic} | ({"layout": extra["layout"]} if extra.get("layout") else {})
+    store = where["url"] if url is not None else f"the store {where['config']} names"
     origin = table_properties(KAFKA, **where)
 
     def frame(marks: Watermarks) -> Any:
         starting = {str(partition): position[0] + 1 for (name, partition), position in marks.items() if name == topic}
-        reader = spark.read.format("kafka-remote").options(**extra).option("url", url).option("topic", topic)
+        reader = spark.read.format("kafka-remote").options(**extra).option("topic", topic)
+        if url is not None:
+            reader = reader.option("url", url)
         reader = reader.option("includeHeaders", "true")  # the table keeps Spark's Kafka schema, headers included
         if starting:
             reader = reader.option("startingOffsets", json.dumps({topic: starting}))
         return reader.load()
 
-    return _export(spark, KAFKA, table, properties, origin, frame, f"Kafka topic {topic} under {redact_url_text(url)}",
+    return _export(spark, KAFKA, table, properties, origin, frame, f"Kafka topic {topic} under {store}",
                    stale_after=stale_after)  # fmt: skip
 
 
