@@ -71,6 +71,9 @@ def _report(result: Any, as_json: bool) -> None:
                f"snapshot {result.snapshot_id}")  # fmt: skip
     for (topic, partition), position in sorted(result.watermarks.items()):
         click.echo(f"  {topic} partition {partition}: exported to {':'.join(map(str, position))}")
+    for topic, ids in sorted(result.replaced_topic_ids.items()):
+        click.echo(f"  {topic}: the table also holds rows of earlier incarnations of the topic (deleted and "
+                   f"recreated), topic id(s) {', '.join(ids)}")  # fmt: skip
 
 
 @click.group()
