@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigError
+from .kafka_source import AIVEN, shift_url
 from .options import driver_options, parse_driver_options
 from .spark_session import master_option, spark_session
 
@@ -70,6 +71,9 @@ def _report(result: Any, as_json: bool) -> None:
                f"snapshot {result.snapshot_id}")  # fmt: skip
     for (topic, partition), position in sorted(result.watermarks.items()):
         click.echo(f"  {topic} partition {partition}: exported to {':'.join(map(str, position))}")
+    for topic, ids in sorted(result.replaced_topic_ids.items()):
+        click.echo(f"  {topic}: the table also holds rows of earlier incarnations of the topic (deleted and "
+                   f"recreated), topic id(s) {', '.join(ids)}")  # fmt: skip
 
 
 @click.group()
@@ -97,28 +101,39 @@ def pulsar(topic: str, data_dir: str, table: str, catalog_pairs: tuple[str, ...]
 
 
 @export.command()
-@click.argument("url")
-@click.argument("topic")
-@click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
+@click.argument("url", required=False)
+@click.argument("topic", required=False)
+@click.option(
+    "--prefix",
+    default=None,
+    help="Key prefix the segments live under in the store (default: the config's key.prefix, else none).",
+)
 @click.option("--topic-id", default=None, help="Topic id, when the name has several in the store.")
 @click.option("--layout", default=None, help="The store's layout, as the other Kafka verbs take it (e.g. aiven).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="The layout's configuration file, as the other Kafka verbs take it.")  # fmt: skip
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --layout aiven: the broker's properties file, whose rsm.config.* keys give the store, key "
+                   "prefix and key pairs; then URL may be omitted.")  # fmt: skip
 @click.option("--data-dir", type=click.Path(file_okay=False), default="./offload-data", show_default=True,
               help="Where the default catalog lives.")  # fmt: skip
 @driver_options
 @_export_options
-def kafka(url: str, topic: str, prefix: str, topic_id: str | None, layout: str | None, config_path: str | None,
-          data_dir: str, options: tuple[str, ...], table: str, catalog_pairs: tuple[str, ...], stale_after: float,
-          as_json: bool, master: str | None) -> None:  # fmt: skip
+def kafka(url: str | None, topic: str | None, prefix: str | None, topic_id: str | None, layout: str | None,
+          config_path: str | None, data_dir: str, options: tuple[str, ...], table: str, catalog_pairs: tuple[str, ...],
+          stale_after: float, as_json: bool, master: str | None) -> None:  # fmt: skip
     """Append the records of Kafka topic TOPIC tiered under URL to an
     Iceberg table, in Spark's Kafka source schema, partitioned by day of
-    the record's timestamp and by partition.
+    the record's timestamp and by partition. With --layout aiven and
+    --config, URL may be left out: the config names the store.
 
     Only what was tiered since the table's last export is read; the rows
     are committed in one snapshot, or not at all."""
-    source = {"prefix": prefix} | {f"driver.{k}": str(v) for k, v in parse_driver_options(options).items()}
-    for name, value in (("topicId", topic_id), ("layout", layout), ("config", config_path)):
+    url, topic = shift_url(Path(config_path) if config_path else None, url, topic)
+    if topic is None:
+        raise click.UsageError("Missing argument 'TOPIC'.")
+    if url is None and (layout != AIVEN or config_path is None):
+        raise click.UsageError("give the store's URL (only --layout aiven takes it from --config)")
+    source = {f"driver.{k}": str(v) for k, v in parse_driver_options(options).items()}
+    for name, value in (("prefix", prefix), ("topicId", topic_id), ("layout", layout), ("config", config_path)):
         if value is not None:
             source[name] = str(Path(value).resolve()) if name == "config" else value
     jobs = _jobs()

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["choose_master", "choose_python", "get_session"]
+__all__ = ["choose_master", "choose_python", "get_session", "register_sources"]
 
 
 def choose_master(requested: str | None, configured: str | None) -> str:
@@ -68,3 +68,16 @@ def get_session(
         active.dataSource.register(PulsarOffloadDataSource)
         active.dataSource.register(KafkaRemoteDataSource)
     return active
+
+
+def register_sources(spark: Any) -> None:
+    """Register the ``pulsar-offload`` and ``kafka-remote`` sources with
+    ``spark`` (a classic session) unless it has a source by that name
+    already: registering again replaces it, and Spark logs a warning for
+    each replacement."""
+    from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
+
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    for source in (PulsarOffloadDataSource, KafkaRemoteDataSource):
+        if not manager.dataSourceExists(source.name()):
+            spark.dataSource.register(source)

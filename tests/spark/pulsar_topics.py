@@ -20,10 +20,13 @@ def config(streaming: bool) -> Any:
     return parse_config(STREAMING if streaming else SETTINGS)
 
 
-def append_and_offload(data_dir: Path, topic: str, entries: list[bytes], *, streaming: bool) -> None:
+def append_and_offload(data_dir: Path, topic: str, entries: list[bytes], *, streaming: bool,
+                       settings: dict[str, Any] | None = None) -> None:  # fmt: skip
     """Append ``entries`` to ``topic`` and tier what can be: sealed ledgers
-    offloaded whole, or everything streamed, as the topic's policy says."""
-    with Broker(data_dir, config(streaming)) as broker:
+    offloaded whole, or everything streamed, as the topic's policy says
+    (with broker ``settings`` over this module's)."""
+    base = STREAMING if streaming else SETTINGS
+    with Broker(data_dir, parse_config({**base, **(settings or {})})) as broker:
         ledger = broker.topic(topic)
         for entry in entries:
             ledger.append(entry)

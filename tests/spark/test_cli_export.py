@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from offload_core.cli import main
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from tests.aiven_vectors import aiven_runs, server_properties
 from tests.rsm.segments import numbered_segments, write_partition
 from tests.spark.iceberg_helpers import file_catalog, read_back
 from tests.spark.pulsar_topics import ENTRIES, append_and_offload, message_rows
@@ -50,3 +51,25 @@ def test_export_kafka_with_catalog_properties_and_clear_errors(spark: Any, tmp_p
     assert "Traceback" not in missing.output
     bad = run("spark", "export", "kafka", url, "views", "--table", "views", "--catalog", "oops")
     assert bad.exit_code == 2 and "'oops' is not KEY=VALUE" in bad.output
+
+
+def test_export_kafka_in_aivens_layout_from_the_brokers_config(spark: Any, tmp_path: Path) -> None:
+    """The shared vectors' segment, tiered by Aiven's plugin: no URL, the
+    store and key prefix from server.properties; every record once."""
+    config = server_properties(tmp_path / "server.properties", aiven_runs()[0])
+    catalog = [f"--catalog={k}={v}" for k, v in file_catalog(tmp_path).items()]
+    args = ["spark", "export", "kafka", "oracle-a", "--layout", "aiven", "--config", str(config), *catalog]
+    result = run(*args, "--table", "kafka.aiven", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows_added"] == 52
+    rows = read_back(file_catalog(tmp_path), "kafka.aiven")
+    expected = spark.read.format("kafka-remote").option("layout", "aiven").option("config", str(config))
+    expected = expected.option("topic", "oracle-a").load().collect()
+    assert sorted(zip(rows["offset"].to_pylist(), rows["value"].to_pylist(), strict=True)) == sorted(
+        (row.offset, row.value) for row in expected
+    )
+    assert len(set(rows["offset"].to_pylist())) == 52
+    again = run(*args, "--table", "kafka.aiven")
+    assert again.exit_code == 0 and "no snapshot committed" in again.stdout, again.output
+    no_store = run("spark", "export", "kafka", "oracle-a", "--table", "kafka.aiven")
+    assert no_store.exit_code == 2 and "Missing argument 'TOPIC'" in no_store.output

@@ -3,6 +3,7 @@ as an Iceberg table, every record once, incrementally."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark.export import export_kafka
-from tests.rsm.segments import numbered_segments, value, write_partition
+from tests.rsm.segments import TOPIC_ID, numbered_segments, value, write_partition
 from tests.spark.iceberg_helpers import file_catalog, load, read_back, s3_catalog
 
 pytestmark = pytest.mark.spark
@@ -59,3 +60,55 @@ def test_every_record_once_then_only_what_was_tiered_since(spark: Any, tmp_path:
     again = export_kafka(spark, url, "orders", "kafka.orders", options={"prefix": "tiered"}, catalog=catalog)
     assert (again.rows_added, again.snapshot_id) == (0, None)
     assert load(catalog, "kafka.orders").current_snapshot().snapshot_id == second.snapshot_id
+
+
+def test_an_export_keeps_the_sessions_registered_sources(spark: Any, tmp_path: Path) -> None:
+    """The session has both sources already: the export registers neither
+    again (each replacement made Spark log a warning)."""
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+
+    def registered() -> list[int]:
+        return [spark._jvm.System.identityHashCode(manager.lookupDataSource(name))
+                for name in ("pulsar-offload", "kafka-remote")]  # fmt: skip
+
+    before = registered()
+    url = f"file://{tmp_path / 'store'}"
+    tier(tmp_path, url, "orders-0", 1, slice(0, 1))
+    catalog = file_catalog(tmp_path)
+    once = export_kafka(spark, url, "orders", "kafka.once", options={"prefix": "tiered"}, catalog=catalog)
+    assert once.rows_added == 100
+    assert registered() == before
+
+
+RECREATED = "q2Cn5nDXQ8uTqPpQ4Yt3Ng"  # the topic id of orders once deleted and recreated
+
+
+def test_a_recreated_topic_is_exported_from_its_start(spark: Any, tmp_path: Path) -> None:
+    """Deleted (its remote log with it) and recreated under a new topic id,
+    the topic's offsets start at 0 again: the new incarnation is exported
+    from its start, not from the old one's watermark, and the table says it
+    holds rows of the old one."""
+    url, catalog = f"file://{tmp_path / 'store'}", file_catalog(tmp_path)
+    tier(tmp_path, url, "orders-0", 3, slice(0, 2))
+    assert export_kafka(spark, url, "orders", "kafka.orders", options={"prefix": "tiered"},
+                        catalog=catalog).rows_added == 200  # fmt: skip
+    for directory in (tmp_path / "store" / "tiered").iterdir():
+        assert TOPIC_ID in directory.name
+        shutil.rmtree(directory)
+    tp, found = read_partition_dir(write_partition(tmp_path / "recreated", "orders-0", numbered_segments(3),
+                                                   topic_id=RECREATED))  # fmt: skip
+    rsm = RemoteStorageManager(open_driver(url), prefix="tiered")
+    rsm.copy_log_segment(tp, found[0].data)
+    result = export_kafka(spark, url, "orders", "kafka.orders", options={"prefix": "tiered"}, catalog=catalog)
+    assert (result.rows_added, result.watermarks) == (100, {("orders", 0): (99,)})
+    assert result.replaced_topic_ids == {"orders": [TOPIC_ID]}
+    table = load(catalog, "kafka.orders")
+    assert table.properties["offload.replaced-topic-ids"] == f'{{"orders": ["{TOPIC_ID}"]}}'
+    summary = table.current_snapshot().summary
+    assert summary["offload.topic-ids"] == f'{{"orders": {{"0": "{RECREATED}"}}}}'
+    rsm.copy_log_segment(tp, found[1].data)
+    later = export_kafka(spark, url, "orders", "kafka.orders", options={"prefix": "tiered"}, catalog=catalog)
+    assert (later.rows_added, later.watermarks) == (100, {("orders", 0): (199,)})
+    assert later.replaced_topic_ids == {"orders": [TOPIC_ID]}
+    offsets = sorted(read_back(catalog, "kafka.orders")["offset"].to_pylist())
+    assert offsets == sorted([*range(200), *range(200)])

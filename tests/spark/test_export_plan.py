@@ -1,7 +1,8 @@
 """What an export plans and records, without running Spark: the Pulsar
 plan stops at the first ledger not tiered to its end, starts after the
 watermark, and reads each ledger from the store its metadata recorded;
-watermarks merge forward and a damaged record is a FormatError."""
+watermarks merge forward and a damaged record is a FormatError; a Kafka
+watermark holds only for the topic id it was recorded for."""
 
 from __future__ import annotations
 
@@ -11,8 +12,15 @@ import pytest
 
 from offload_core.errors import FormatError, NotFoundError
 from offload_core.managed_ledger import Broker, write_offload
+from offload_core.spark.export.kafka_plan import kafka_start
 from offload_core.spark.export.pulsar_plan import plan_topic
-from offload_core.spark.export.watermarks import merged, summary, watermarks_of
+from offload_core.spark.export.watermarks import (
+    merged,
+    replaced_topic_ids_of,
+    summary,
+    topic_ids_of,
+    watermarks_of,
+)
 from tests.spark.pulsar_topics import config
 
 pytestmark = pytest.mark.spark
@@ -81,3 +89,26 @@ def test_ledger_uuids_option_is_checked() -> None:
     assert parse_read_options({"path": "memory://"}).ledger_uuids is None
     with pytest.raises(ConfigError, match="bad ledgerUuids pair '7-x'; write LEDGER:UUID"):
         parse_read_options({"path": "memory://", "ledgerUuids": "7-x"})
+
+
+def test_a_kafka_watermark_holds_for_its_topic_id_only() -> None:
+    marks = {("orders", 0): (199,), ("orders", 1): (99,), ("orders", 2): (49,)}
+    recorded = {("orders", 0): "OLD", ("orders", 1): "OLD", ("orders", 2): "OLD"}
+    # Partition 0 recreated, 1 unchanged, 2 no longer in the store.
+    start = kafka_start(marks, recorded, {}, {("orders", 0): "NEW", ("orders", 1): "OLD"})
+    assert start.marks == {("orders", 1): (99,), ("orders", 2): (49,)}
+    assert start.topic_ids == {("orders", 0): "NEW", ("orders", 1): "OLD", ("orders", 2): "OLD"}
+    assert start.replaced == {"orders": ["OLD"]}
+    assert start.starting_offsets("orders") == '{"orders": {"1": 100, "2": 50}}'
+    again = kafka_start(start.marks, start.topic_ids, start.replaced, {("orders", 0): "NEW", ("orders", 1): "OLD"})
+    assert again.replaced == {"orders": ["OLD"]}
+
+
+def test_watermarks_from_before_topic_ids_were_kept_still_count() -> None:
+    """A table an earlier version exported: no offload.topic-ids in its summaries."""
+    old = [{"offload.watermarks": '{"orders": {"0": [199]}}'}]
+    assert (topic_ids_of(old), replaced_topic_ids_of(old)) == ({}, {})
+    start = kafka_start(watermarks_of(old), topic_ids_of(old), replaced_topic_ids_of(old), {("orders", 0): "NEW"})
+    assert (start.marks, start.topic_ids, start.replaced) == ({("orders", 0): (199,)}, {("orders", 0): "NEW"}, {})
+    with pytest.raises(FormatError, match="offload.topic-ids"):
+        topic_ids_of([{"offload.watermarks": "{}", "offload.topic-ids": "[1]"}])

@@ -15,6 +15,7 @@ from offload_core.errors import FormatError
 from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
 from offload_core.plugins import open_driver
 from offload_core.spark.export import export_pulsar
+from tests.managed_ledger.test_filesystem_offloader import pulsar_profile
 from tests.spark.iceberg_helpers import file_catalog, load, read_back, s3_catalog
 from tests.spark.pulsar_topics import ENTRIES, append_and_offload, message_rows
 
@@ -101,3 +102,16 @@ def test_a_copy_an_abandoned_offload_left_is_not_read(spark: Any, tmp_path: Path
     result = export_pulsar(spark, data, TOPIC, "pulsar.copies", catalog=file_catalog(data))
     assert result.rows_added == len(message_rows(80))
     assert exported_messages(read_back(file_catalog(data), "pulsar.copies")) == expected_messages(80)
+
+
+def test_a_topic_the_file_system_offloader_offloaded(spark: Any, tmp_path: Path) -> None:
+    """managedLedgerOffloadDriver="filesystem": the ledgers are MapFiles
+    under the storageBasePath their offload recorded, not in a bucket."""
+    data, hadoop = tmp_path / "data", tmp_path / "hadoop"
+    settings = {"managedLedgerOffloadDriver": "filesystem", "fileSystemURI": "file:///",
+                "fileSystemProfilePath": str(pulsar_profile(tmp_path, str(hadoop)))}  # fmt: skip
+    append_and_offload(data, TOPIC, ENTRIES[:85], streaming=False, settings=settings)
+    assert list(hadoop.rglob("data")) and not (data / "bucket").exists()
+    result = export_pulsar(spark, data, TOPIC, "pulsar.mapfiles", catalog=file_catalog(data))
+    assert result.rows_added == len(message_rows(80))
+    assert exported_messages(read_back(file_catalog(data), "pulsar.mapfiles")) == expected_messages(80)

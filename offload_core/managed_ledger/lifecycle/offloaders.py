@@ -76,7 +76,12 @@ def store_location(settings: Mapping[str, str], data_dir: Path) -> tuple[str, di
     """The driver name (or URL) and driver options of the blob store that
     recorded ``settings`` name: a local directory's ``root`` resolved
     against ``data_dir``, a cloud store's ``bucket``, ``endpoint`` and
-    ``region``. Transforms are not among them (the caller chains them)."""
+    ``region``; the file-system offloader's (Pulsar's
+    ``managedLedgerOffloadDriver="filesystem"``) ``storageBasePath``, the
+    URL its MapFile ledgers live under, as it is. Transforms are not among
+    them (the caller chains them)."""
+    if settings.get("storageBasePath"):
+        return settings["storageBasePath"], {}
     driver_name = settings.get("driver", LOCAL_DIRECTORY)
     if "://" in driver_name:
         return driver_name, {}

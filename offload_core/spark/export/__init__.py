@@ -5,7 +5,8 @@ and segments, or a Kafka topic's tiered segments, through the
 
 Spark's tasks write the Parquet data files into the table's warehouse
 (:mod:`.data_files`); the driver commits them in one snapshot whose summary
-records how far each topic partition got (:mod:`.watermarks`), so a re-run
+records how far each topic partition got (:mod:`.watermarks`; for Kafka,
+in which incarnation of the topic: :mod:`.kafka_plan`), so a re-run
 exports only what was tiered since; a failed run's files are removed
 (:mod:`.runs`). The catalog is pyiceberg's: by default a SQL catalog on
 SQLite under the data directory (:mod:`.tables`).

@@ -22,7 +22,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +35,15 @@ from pyiceberg.table import Table, TableProperties
 from ...errors import ConfigError, ConflictError, FormatError, OffloadError, mask_secret_text
 from .data_files import TaskResults
 from .tables import TableKind
-from .watermarks import Watermarks, committed_run_ids, merged, summary, watermarks_of
+from .watermarks import Watermarks, committed_run_ids, merged, summary
 
-__all__ = ["Run", "RunOutcome", "sweep_abandoned_runs", "table_watermarks"]
+__all__ = ["Run", "RunOutcome", "sweep_abandoned_runs", "table_summaries"]
 
 _RUNS = "offload-runs"
 _ERROR_LINE = re.compile(r"^(?:offload_core\.errors\.)?(FormatError|LostEntriesError|NotFoundError): (.+)$", re.M)
 
 
-def _summaries(table: Table) -> list[dict[str, str]]:
+def table_summaries(table: Table) -> list[dict[str, str]]:
     """Snapshot summaries, newest first, along the main branch's ancestry."""
     found = []
     snapshot = table.current_snapshot()
@@ -51,11 +51,6 @@ def _summaries(table: Table) -> list[dict[str, str]]:
         found.append(dict(snapshot.summary.additional_properties) if snapshot.summary else {})
         snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
     return found
-
-
-def table_watermarks(table: Table) -> Watermarks:
-    """How far the table's exports got (see :mod:`.watermarks`)."""
-    return watermarks_of(_summaries(table))
 
 
 def _run_dir(table: Table, run_id: str) -> str:
@@ -119,7 +114,7 @@ def sweep_abandoned_runs(table: Table, *, stale_after: float, now: float | None 
     ``stale_after`` seconds that none names, all of its run's files. The
     ids of the runs swept."""
     moment = time.time() if now is None else now
-    committed = committed_run_ids(_summaries(table))
+    committed = committed_run_ids(table_summaries(table))
     fs, path, _scheme = _filesystem(table.io, f"{table.location().rstrip('/')}/{_RUNS}")
     swept = []
     for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
@@ -145,12 +140,24 @@ class RunOutcome:
 
 
 class Run:
-    """One run on ``table``; :meth:`execute` does all of it."""
+    """One run on ``table``; :meth:`execute` does all of it. Its snapshot's
+    summary carries ``summary`` beside the watermarks, and its commit sets
+    ``table_properties`` on the table."""
 
-    def __init__(self, table: Table, kind: TableKind, table_name: str) -> None:
+    def __init__(
+        self,
+        table: Table,
+        kind: TableKind,
+        table_name: str,
+        *,
+        summary: Mapping[str, str] | None = None,
+        table_properties: Mapping[str, str] | None = None,
+    ) -> None:
         self.table = table
         self.kind = kind
         self.table_name = table_name
+        self.summary = dict(summary or {})
+        self.table_properties = dict(table_properties or {})
         self.run_id = str(uuid.uuid4())
         self.base_snapshot = table.current_snapshot()
 
@@ -198,8 +205,10 @@ class Run:
             update={"properties": {**self.table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}}
         )
         guarded = Table(self.table.name(), metadata, self.table.metadata_location, self.table.io, self.table.catalog)
-        properties = summary(self.run_id, self.kind.source, marks, results.rows)
+        properties = dict(self.summary) | summary(self.run_id, self.kind.source, marks, results.rows)
         transaction = guarded.transaction()
+        if self.table_properties:
+            transaction.set_properties(dict(self.table_properties))
         with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for data_file in results.data_files:
                 append.append_data_file(data_file)

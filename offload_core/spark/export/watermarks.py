@@ -5,7 +5,15 @@ and ``offload.watermarks``: JSON ``{topic: {partition: position}}`` with
 the last record exported of every topic partition so far (cumulative, so
 the newest such snapshot says it all). A position is ``[ledger id, entry
 id]`` for Pulsar and ``[offset]`` for Kafka. Snapshots other writers commit
-(compaction, say) carry none: the newest one that does counts."""
+(compaction, say) carry none: the newest one that does counts.
+
+A Kafka export's snapshots also carry ``offload.topic-ids``, JSON
+``{topic: {partition: topic id}}``: the incarnation of the topic each
+watermark is a position in (a topic deleted and recreated has a new id and
+offsets from 0 again), and once the table holds rows of an earlier one,
+``offload.replaced-topic-ids``, ``{topic: [topic id, ...]}``. Snapshots
+from before topic ids were kept have neither: their watermarks count for
+whatever incarnation the store holds."""
 
 from __future__ import annotations
 
@@ -14,13 +22,32 @@ from collections.abc import Iterable, Mapping
 
 from ...errors import FormatError
 
-__all__ = ["RUN_ID", "WATERMARKS", "Position", "Watermarks", "committed_run_ids", "merged", "summary", "watermarks_of"]
+__all__ = [
+    "REPLACED_TOPIC_IDS",
+    "RUN_ID",
+    "TOPIC_IDS",
+    "WATERMARKS",
+    "Position",
+    "TopicIds",
+    "Watermarks",
+    "committed_run_ids",
+    "merged",
+    "replaced_topic_ids_of",
+    "summary",
+    "topic_ids_json",
+    "topic_ids_of",
+    "watermarks_of",
+]
 
 RUN_ID = "offload.run-id"
 WATERMARKS = "offload.watermarks"
+TOPIC_IDS = "offload.topic-ids"
+REPLACED_TOPIC_IDS = "offload.replaced-topic-ids"
 
 Position = tuple[int, ...]
 Watermarks = dict[tuple[str, int], Position]
+#: The topic id (incarnation) of each topic partition.
+TopicIds = dict[tuple[str, int], str]
 
 
 def summary(run_id: str, source: str, marks: Watermarks, rows: int) -> dict[str, str]:
@@ -64,3 +91,47 @@ def merged(old: Watermarks, new: Watermarks) -> Watermarks:
 def committed_run_ids(summaries: Iterable[Mapping[str, str]]) -> set[str]:
     """The export runs the table's snapshots record."""
     return {properties[RUN_ID] for properties in summaries if RUN_ID in properties}
+
+
+def topic_ids_json(ids: TopicIds) -> str:
+    """``ids`` as ``offload.topic-ids`` holds them."""
+    nested: dict[str, dict[str, str]] = {}
+    for (topic, partition), topic_id in sorted(ids.items()):
+        nested.setdefault(topic, {})[str(partition)] = topic_id
+    return json.dumps(nested)
+
+
+def _newest_with_watermarks(summaries: Iterable[Mapping[str, str]]) -> Mapping[str, str]:
+    return next((properties for properties in summaries if WATERMARKS in properties), {})
+
+
+def topic_ids_of(summaries: Iterable[Mapping[str, str]]) -> TopicIds:
+    """The topic ids recorded beside the newest watermarks (none in a table
+    exported before they were kept). Raises :class:`FormatError` for a
+    damaged record."""
+    text = _newest_with_watermarks(summaries).get(TOPIC_IDS)
+    if text is None:
+        return {}
+    try:
+        nested = json.loads(text)
+        return {(str(topic), int(partition)): str(topic_id)
+                for topic, partitions in nested.items() for partition, topic_id in partitions.items()}  # fmt: skip
+    except (ValueError, TypeError, AttributeError):
+        raise _damaged(TOPIC_IDS, text) from None
+
+
+def replaced_topic_ids_of(summaries: Iterable[Mapping[str, str]]) -> dict[str, list[str]]:
+    """The earlier incarnations, by topic, the table holds rows of.
+    Raises :class:`FormatError` for a damaged record."""
+    text = _newest_with_watermarks(summaries).get(REPLACED_TOPIC_IDS)
+    if text is None:
+        return {}
+    try:
+        return {str(topic): [str(topic_id) for topic_id in ids] for topic, ids in json.loads(text).items()}
+    except (ValueError, TypeError, AttributeError):
+        raise _damaged(REPLACED_TOPIC_IDS, text) from None
+
+
+def _damaged(key: str, text: str) -> FormatError:
+    return FormatError(f"snapshot summary {key}={text[:200]!r} is not what an export writes; the table's export "
+                       "history is damaged: export to a new --table")  # fmt: skip
