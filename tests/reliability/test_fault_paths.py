@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -26,10 +27,15 @@ from offload_core.model import Position
 from offload_core.plugins import open_driver
 from tests.managed_ledger.test_streaming_room_model import RoomModel
 from tests.managed_ledger.test_worker_processes import RAN_ONCE_WITH_WORKERS, SCRIPT
+from tests.reliability import held_uploads
 from tests.reliability.campaign import record, scaled
 from tests.test_chunk_binding import CHAINS, driver, move_chunk
 
 pytestmark = pytest.mark.slow
+
+REPOSITORY = Path(__file__).parents[2]
+# How long a broker may stream without its store holding an upload open before the test gives up on it.
+HANG_SECONDS = 300.0
 
 
 def test_plain_scripts_embed_a_broker_with_workers_and_run_once(tmp_path: Path) -> None:
@@ -88,14 +94,14 @@ def test_moved_chunks_are_refused_under_every_chain() -> None:
 
 STREAMER = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from offload_core.managed_ledger import Broker, parse_config
     broker = Broker(sys.argv[1], parse_config(eval(sys.argv[2])))
     ledger = broker.topic("acme/prod/leftovers")
     n = 0
     while True:
         position = ledger.append((f"entry {n} ".encode() * 300)[: 500 + n % 3000])
-        print(position, flush=True)
+        os.write(1, f"{position}\\n".encode())  # a line in one write: whole on the pipe the worker's store writes to
         n += 1
         if n % 20 == 0:
             time.sleep(0.01)  # about 4 MB a second: segments upload while the producer goes on
@@ -104,6 +110,11 @@ STREAMER = textwrap.dedent(
 STREAMING = {"managedLedgerMaxEntriesPerLedger": 400, "managedLedgerOffloadMaxBlockSizeInBytes": 64 << 10,
              "managedLedgerFsyncPolicy": "none", "managedLedgerOffloadStreamingEnabled": True,
              "maxSizePerOffloadSegmentMbytes": 2, "retentionCheckIntervalInSeconds": 0}  # fmt: skip
+
+
+def streaming_to(bucket: Path) -> dict[str, object]:
+    """STREAMING through the store that can hold an upload open (see :mod:`.held_uploads`)."""
+    return {**STREAMING, "managedLedgerOffloadDriver": f"{held_uploads.SCHEME}://{bucket}"}
 
 
 def streamed_payload(n: int) -> bytes:
@@ -122,19 +133,49 @@ def session_processes(session: int) -> list[int]:
     return found
 
 
-def test_a_broker_killed_while_streaming_leaves_nothing_once_reopened(tmp_path: Path) -> None:
+def install_held_uploads(site: Path) -> None:
+    """Install :mod:`.held_uploads` under ``site`` as a distribution whose
+    entry point the broker's processes (its workers too) load."""
+    info = site / "offload_test_held_uploads-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: offload-test-held-uploads\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(f"[offload_core.drivers]\n{held_uploads.SCHEME} = {held_uploads.__name__}\n")
+
+
+def test_a_broker_killed_while_streaming_leaves_nothing_once_reopened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(4)
     runs = scaled("kills_per_path")
     checked = leftovers_seen = 0
+    site = tmp_path / "site"
+    install_held_uploads(site)
+    monkeypatch.syspath_prepend(str(site))  # this process reopens the store through the plugin too
+    child_path = os.pathsep.join([str(site), str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
     for run in range(runs):
         data_dir = tmp_path / f"data-{run}"
-        child = subprocess.Popen([sys.executable, "-c", STREAMER, str(data_dir), repr(STREAMING)],
-                                 stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        config = streaming_to(data_dir / "bucket")
+        # The store holds the hold-th segment upload open until the broker
+        # is gone and says so: the kill lands with that upload open, after
+        # 0, 1 or 2 segments were completed.
+        hold = rng.randint(1, 3)
+        env = {**os.environ, "PYTHONPATH": child_path, held_uploads.HOLD_UPLOAD: str(hold)}
+        child = subprocess.Popen([sys.executable, "-c", STREAMER, str(data_dir), repr(config)],
+                                 stdout=subprocess.PIPE, text=True, start_new_session=True, env=env)  # fmt: skip
         assert child.stdout is not None
-        acknowledged = [Position.parse(child.stdout.readline().strip())]
-        kill_at = time.monotonic() + rng.uniform(1.0, 5.0)  # the workers start, segments open and upload
-        while time.monotonic() < kill_at:
-            acknowledged.append(Position.parse(child.stdout.readline().strip()))
+        # Only if the store never holds an upload (a plugin that fails to
+        # load, say) is the broker stopped here, so that the test fails
+        # rather than waits for ever; the kill itself waits on the store.
+        hung = threading.Timer(HANG_SECONDS, child.kill)
+        hung.start()
+        acknowledged: list[Position] = []
+        for line in child.stdout:
+            if line.rstrip("\n") == held_uploads.HELD:
+                break
+            acknowledged.append(Position.parse(line.strip()))
+        else:
+            raise AssertionError(f"the broker ended (status {child.wait()}) before its store held an upload open")
+        hung.cancel()
         if run % 2:
             os.killpg(child.pid, signal.SIGKILL)  # the broker and its workers at once, as a machine crash
         else:
@@ -145,8 +186,11 @@ def test_a_broker_killed_while_streaming_leaves_nothing_once_reopened(tmp_path: 
             assert time.monotonic() < deadline, "a worker outlived its killed broker"
             time.sleep(0.05)
         bucket = open_driver(f"file://{data_dir / 'bucket'}")
-        leftovers_seen += sum(1 for t in bucket.list_temporaries() if not t.path.endswith(".owner"))
-        with Broker(data_dir, parse_config(STREAMING)) as broker:
+        left = [t for t in bucket.list_temporaries() if not t.path.endswith(".owner")]
+        # Killed with its broker, the worker cannot clean up: the held upload's file is there to sweep.
+        assert left or not run % 2, "the held upload left no temporary file though its worker was killed"
+        leftovers_seen += len(left)
+        with Broker(data_dir, parse_config(config)) as broker:
             ledger = broker.topic("acme/prod/leftovers")  # opening sweeps what the killed run left
             assert not [t for t in bucket.list_temporaries() if not t.held], "left behind after reopening"
             first = Position(ledger.ledgers()[0].ledger_id, 0)
@@ -157,7 +201,6 @@ def test_a_broker_killed_while_streaming_leaves_nothing_once_reopened(tmp_path: 
             assert {s.status for s in ledger.segments()} == {"complete"}
             checked += len(acknowledged)
         assert not [t for t in bucket.list_temporaries() if not t.held]
-    assert leftovers_seen, "no kill landed while an upload was open: the sweep was never tried"
     record(f"kill -9 of a broker streaming with worker processes (alone, or with its workers), then reopen: "
            f"the killed run's files swept ({leftovers_seen} temporary files after the kills), every acknowledged "
            "entry reads back", runs=runs, checked=checked, losses=0, unit="acknowledged entries checked")  # fmt: skip
