@@ -180,8 +180,9 @@ def mapfile_copy(ledger: ManagedLedger, data_dir: Path) -> str:
     """Pulsar's file-system offloader beside the blob store: the first
     offloaded ledger, read from its PIP-17 objects, written as a Hadoop
     MapFile (Pulsar's shipped profile: BLOCK, zlib) and read back; one line."""
-    first = next(s for s in ledger.ledgers() if s.tier != "hot" and s.uuid is not None)
-    assert first.uuid is not None
+    first = next((s for s in ledger.ledgers() if s.tier != "hot" and s.uuid is not None), None)
+    if first is None or first.uuid is None:  # too few messages (--messages) for a ledger to be offloaded
+        return "file-system offloader (Hadoop MapFile): no ledger offloaded yet to copy"
     blob = BlobStoreLedgerOffloader(open_driver(f"file://{data_dir / 'bucket'}"))
     mapfile = MapFileLedgerOffloader(open_driver(f"file://{data_dir / 'hadoop'}"))
     source = blob.read_offloaded(first.ledger_id, first.uuid)
