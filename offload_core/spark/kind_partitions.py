@@ -14,6 +14,7 @@ from pyspark.sql.datasource import InputPartition
 from ..offload.stored.kinds import ReadableKind, StoredOffload
 from ..plugins import open_driver
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .planning_reads import open_planning_driver
 from .read_options import ReadOptions
 
 __all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
@@ -55,8 +56,7 @@ def plan_kind_partitions(
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
     if not readable:
         return []
-    open_options: dict[str, Any] = dict(options.driver_options)
-    driver = open_driver(options.url, **open_options)
+    driver = open_planning_driver(options.url, options.driver_options)
     try:
         partitions = []
         for kind in readable:

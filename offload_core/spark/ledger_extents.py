@@ -10,14 +10,12 @@ up to the first entry no complete segment holds yet."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_offloaded_ledgers
 from ..offload.segments.segment_inventory import find_segments
-from ..plugins import open_driver
-from .planning_reads import read_objects
+from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
 
 __all__ = ["Block", "ledger_extents"]
@@ -36,8 +34,7 @@ def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
     """Per wanted ledger, its readable blocks in entry order, without gaps
     or overlaps (a block starting past the entries before it ends the
     ledger's readable run, until a segment fills the gap)."""
-    driver_options: dict[str, Any] = dict(options.driver_options)
-    with open_driver(options.url, **driver_options) as driver:
+    with open_planning_driver(options.url, options.driver_options) as driver:
         ledgers = [ledger for ledger in find_offloaded_ledgers(driver)
                    if ledger.complete and options.selection.wants_ledger(ledger.ledger_id)]  # fmt: skip
         segments = [segment for segment in find_segments(driver) if segment.complete]

@@ -69,7 +69,7 @@ from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
-from .planning_reads import read_objects
+from .planning_reads import open_planning_driver, read_objects
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
@@ -121,8 +121,7 @@ def plan_partitions(
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    open_options: dict[str, Any] = dict(parsed.driver_options)
-    driver = open_driver(parsed.url, **open_options)
+    driver = open_planning_driver(parsed.url, parsed.driver_options)
     try:
         targets = [
             ledger

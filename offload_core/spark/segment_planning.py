@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from ..formats import pulsar_v2 as v2
 from ..offload.segments.segment_inventory import find_segments
-from ..plugins import open_driver
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .planning_reads import read_objects
+from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
 
 __all__ = ["SegmentBlocks", "plan_segment_blocks"]
@@ -46,8 +44,7 @@ def plan_segment_blocks(
     """The segment blocks the read needs, per ledger and segment, in
     ledger order; ledgers in ``skip_ledgers`` (read from v1 objects) and
     ledgers or entries the selection and bounds exclude are left out."""
-    open_options: dict[str, Any] = dict(options.driver_options)
-    driver = open_driver(options.url, **open_options)
+    driver = open_planning_driver(options.url, options.driver_options)
     try:
         segments = [segment for segment in find_segments(driver) if segment.complete]
     finally:
