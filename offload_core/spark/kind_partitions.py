@@ -63,7 +63,9 @@ def plan_kind_partitions(
             for found in kind.find(driver, ""):
                 if not found.complete:
                     continue
-                offload = kind.describe(driver, found)
+                # A kind whose keys name the ledgers (a MapFile directory's) needs no read here: its
+                # age, all describe adds, is no part of a read.
+                offload = found if found.ledger_ids else kind.describe(driver, found)
                 partitions += [
                     OffloadPartition(options.url, options.driver_options, kind, offload, ledger_id,
                                      options.selection.entry_ranges(ledger_id), entry_bounds, publish_time_bounds)

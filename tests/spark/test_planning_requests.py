@@ -19,7 +19,10 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark import plan_partitions
 from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partitions
+from offload_core.spark.pulsar_offload import read_partition
+from offload_core.spark.read_options import Decode
 from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.test_jobs_over_mapfiles import entries_of, write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
 
 
@@ -59,6 +62,21 @@ def test_planning_ledgers_and_segments_reads_their_indexes_and_stats_nothing_els
     # of the store, three times over (one listing per kind).
     assert store_calls["read"] == indexes
     assert store_calls["stat"] <= indexes
+
+
+def test_planning_mapfile_ledgers_reads_none_of_them(tmp_path: Path, store_calls: Counter[str]) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    for ledger_id in range(12):
+        write_mapfile(url, ledger_id)
+    store_calls.clear()
+    planned = plan_partitions({"path": url})
+    assert sorted(p.ledger_id for p in planned) == list(range(12))
+    # The keys name the ledger: nothing to read (before, each directory
+    # was opened for the age it holds, which a read does not use).
+    assert (store_calls["read"], store_calls["stat"]) == (0, 0)
+    store_calls.clear()
+    rows = list(read_partition(planned[3], Decode.NONE))
+    assert [row[3] for row in rows] == entries_of(3, 300)
 
 
 def test_planning_kafka_segments_reads_each_manifest_and_stats_nothing_else(
