@@ -6,6 +6,7 @@ since against a remote store planning waits on requests."""
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from ..transforming_driver import TransformingDriver
 from ..wrapping_driver import WrappingDriver
 from .read_options import ReadOptions
 
-__all__ = ["open_planning_driver", "read_objects"]
+__all__ = ["ListedOnce", "open_planning_driver", "read_objects"]
 
 T = TypeVar("T")
 _PLANNING_THREADS = 8
@@ -36,6 +37,41 @@ class _StoredListing(WrappingDriver):
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         return self._bare.list(prefix)
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        return self.inner.read(key, start, end)
+
+    def _stat(self, key: str) -> ObjectInfo:
+        return self.inner.stat(key)
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        self.inner.delete(keys)
+
+
+class ListedOnce(WrappingDriver):
+    """``inner`` listed once: its first listing lists the whole store, and
+    every listing (of any prefix) is served from it, so that the kinds of
+    offload, each finding its objects by a listing of its own, cost one
+    listing of the store between them. Objects written after that listing
+    are not listed. Reads, stats and writes go to ``inner``."""
+
+    def __init__(self, inner: StorageDriver) -> None:
+        super().__init__(inner)
+        self._listed: list[ObjectInfo] | None = None
+        self._keys: list[str] = []
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        if self._listed is None:
+            self._listed = list(self.inner.list(""))
+            self._keys = [info.key for info in self._listed]
+        listed = self._listed
+        at = bisect_left(self._keys, prefix)
+        while at < len(listed) and listed[at].key.startswith(prefix):
+            yield listed[at]
+            at += 1
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         return self.inner.read(key, start, end)

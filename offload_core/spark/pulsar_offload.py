@@ -69,7 +69,7 @@ from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
-from .planning_reads import open_planning_driver, read_objects
+from .planning_reads import ListedOnce, open_planning_driver, read_objects
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
@@ -121,54 +121,48 @@ def plan_partitions(
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    driver = open_planning_driver(parsed.url, parsed.driver_options)
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options))  # one listing for every kind
     try:
         targets = [
             ledger
-            for ledger in find_offloaded_ledgers(driver)
+            for ledger in find_offloaded_ledgers(store)
             if ledger.complete
             and (parsed.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in parsed.ledger_uuids)
             and parsed.selection.wants_ledger(ledger.ledger_id)
             and ledger_bounds.admits(ledger.ledger_id)
         ]
+        partitions: list[BlockRangePartition | OffloadPartition] = []
+        for ledger, index in zip(
+            targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
+        ):
+            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+            lengths = _block_lengths(index)
+            blocks = [
+                (entry.offset, index.block_end(entry), entry.first_entry_id)
+                for entry, last in zip(index.entries, _block_lasts(index), strict=True)
+                if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
+            ]
+            for group in grouped_blocks(blocks, parsed):
+                group_lengths = tuple(lengths.get(first) for _, _, first in group)
+                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, ledger.ledger_id,
+                                                      ledger.data_key, group, ranges, entry_bounds,
+                                                      publish_time_bounds=publish_time_bounds,
+                                                      entry_lengths=group_lengths))  # fmt: skip
+        read = {ledger.ledger_id for ledger in targets}
+        for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                       entry_bounds=entry_bounds):  # fmt: skip
+            for group in grouped_blocks(run.blocks, parsed):
+                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
+                                                      group, run.entry_ranges, entry_bounds, streaming=True,
+                                                      publish_time_bounds=publish_time_bounds))  # fmt: skip
+        read |= {p.ledger_id for p in partitions}
+        kinds = installed_kinds(plugin_manager)
+        partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                           entry_bounds=entry_bounds,
+                                           publish_time_bounds=publish_time_bounds)  # fmt: skip
+        return partitions
     finally:
-        driver.close()
-    partitions: list[BlockRangePartition | OffloadPartition] = []
-    for ledger, index in zip(
-        targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
-    ):
-        ranges = parsed.selection.entry_ranges(ledger.ledger_id)
-        lengths = _block_lengths(index)
-        blocks = [
-            (entry.offset, index.block_end(entry), entry.first_entry_id)
-            for entry, last in zip(index.entries, _block_lasts(index), strict=True)
-            if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
-        ]
-        for group in grouped_blocks(blocks, parsed):
-            partitions.append(
-                BlockRangePartition(
-                    parsed.url,
-                    parsed.driver_options,
-                    ledger.ledger_id,
-                    ledger.data_key,
-                    group,
-                    ranges,
-                    entry_bounds,
-                    publish_time_bounds=publish_time_bounds,
-                    entry_lengths=tuple(lengths.get(first) for _, _, first in group),
-                )  # fmt: skip
-            )
-    read = {ledger.ledger_id for ledger in targets}
-    for run in plan_segment_blocks(parsed, skip_ledgers=read, ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):
-        for group in grouped_blocks(run.blocks, parsed):
-            partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
-                                                  group, run.entry_ranges, entry_bounds, streaming=True,
-                                                  publish_time_bounds=publish_time_bounds))  # fmt: skip
-    read |= {p.ledger_id for p in partitions}
-    kinds = installed_kinds(plugin_manager)
-    partitions += plan_kind_partitions(parsed, kinds, skip_ledgers=read, ledger_bounds=ledger_bounds,
-                                       entry_bounds=entry_bounds, publish_time_bounds=publish_time_bounds)  # fmt: skip
-    return partitions
+        store.close()
 
 
 def grouped_blocks(

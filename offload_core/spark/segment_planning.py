@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from ..formats import pulsar_v2 as v2
 from ..offload.segments.segment_inventory import find_segments
+from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .planning_reads import open_planning_driver, read_objects
+from .planning_reads import read_objects
 from .read_options import ReadOptions
 
 __all__ = ["SegmentBlocks", "plan_segment_blocks"]
@@ -36,19 +37,16 @@ class SegmentBlocks:
 
 def plan_segment_blocks(
     options: ReadOptions,
+    store: StorageDriver,
     *,
     skip_ledgers: Collection[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[SegmentBlocks]:
     """The segment blocks the read needs, per ledger and segment, in
-    ledger order; ledgers in ``skip_ledgers`` (read from v1 objects) and
+    ledger order, of the segments ``store`` lists; ledgers in ``skip_ledgers`` (read from v1 objects) and
     ledgers or entries the selection and bounds exclude are left out."""
-    driver = open_planning_driver(options.url, options.driver_options)
-    try:
-        segments = [segment for segment in find_segments(driver) if segment.complete]
-    finally:
-        driver.close()
+    segments = [segment for segment in find_segments(store) if segment.complete]
     runs: dict[int, list[tuple[int, str, str, v2.SegmentIndex]]] = {}
     index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
     indexes = read_objects(options, index_keys, v2.decode_index)

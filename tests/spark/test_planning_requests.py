@@ -62,6 +62,7 @@ def test_planning_ledgers_and_segments_reads_their_indexes_and_stats_nothing_els
     # of the store, three times over (one listing per kind).
     assert store_calls["read"] == indexes
     assert store_calls["stat"] <= indexes
+    assert store_calls["list"] == 1  # one listing serves every kind (v1, segments, MapFile ledgers)
 
 
 def test_planning_mapfile_ledgers_reads_none_of_them(tmp_path: Path, store_calls: Counter[str]) -> None:
