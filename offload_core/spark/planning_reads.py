@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..model import ObjectInfo
@@ -22,6 +23,9 @@ __all__ = ["ListedOnce", "open_planning_driver", "read_objects"]
 
 T = TypeVar("T")
 _PLANNING_THREADS = 8
+# Objects fetched ahead of the one the caller is at: enough to keep every thread busy, and a bound
+# on what planning holds of them, whatever the number of objects.
+_AHEAD = 4 * _PLANNING_THREADS
 
 
 class _StoredListing(WrappingDriver):
@@ -97,10 +101,11 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> list[T]:
+def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> Iterator[T]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
-    names, in order. Raises what a
-    read or ``decode`` raised."""
+    names, in order, as they come: at most ``_AHEAD`` objects are fetched
+    or held ahead of the one the caller is at. Raises what a read or
+    ``decode`` raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -116,7 +121,13 @@ def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[by
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(keys)))) as pool:
-            return list(pool.map(read, keys))
+            pending: deque[Future[T]] = deque()
+            for key in keys:
+                if len(pending) >= _AHEAD:
+                    yield pending.popleft().result()
+                pending.append(pool.submit(read, key))
+            while pending:
+                yield pending.popleft().result()
     finally:
         for driver in opened:
             driver.close()

@@ -19,8 +19,9 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark import plan_partitions
 from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partitions
+from offload_core.spark.planning_reads import read_objects
 from offload_core.spark.pulsar_offload import read_partition
-from offload_core.spark.read_options import Decode
+from offload_core.spark.read_options import Decode, parse_read_options
 from tests.rsm.segments import numbered_segments, write_partition
 from tests.spark.test_jobs_over_mapfiles import entries_of, write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
@@ -93,3 +94,23 @@ def test_planning_kafka_segments_reads_each_manifest_and_stats_nothing_else(
     assert len(planned) == len(segments)
     assert store_calls["read"] == len(segments)  # the manifests
     assert store_calls["stat"] <= len(segments)
+
+
+def test_index_objects_are_decoded_as_planning_takes_them_not_all_at_once(tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    store = open_driver(url)
+    keys = [f"index-{number:04d}" for number in range(300)]
+    for key in keys:
+        store.write(key, [key.encode()])
+    decoded: list[bytes] = []
+
+    def decode(data: bytes) -> bytes:
+        decoded.append(data)
+        return data
+
+    taken = iter(read_objects(parse_read_options({"path": url}), keys, decode))
+    assert next(taken) == b"index-0000"
+    # A window of 32 ahead of the caller, whatever the number of objects
+    # (before, all 300 were fetched and held before planning saw one).
+    assert len(decoded) <= 32
+    assert [b"index-0000", *taken] == [key.encode() for key in keys]
