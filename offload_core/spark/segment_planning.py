@@ -12,6 +12,7 @@ a duplicate left by a crash, count once: the first by uuid)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -68,8 +69,8 @@ def plan_segment_blocks(
         for position, (first, _uuid, data_key, rows) in enumerate(ordered):
             if position and starts[position - 1] == first:
                 continue  # a second copy of the same run
-            following = [start for start in starts[position + 1 :] if start > first]
-            cap = following[0] - 1 if following else None
+            following = bisect_right(starts, first)  # the next run starting later: ``starts`` is sorted
+            cap = starts[following] - 1 if following < len(starts) else None
             ranges = _clip(options.selection.entry_ranges(ledger_id), first, cap)
             blocks = []
             for number, (row_first, offset, end) in enumerate(rows):
