@@ -2,8 +2,10 @@
 straight from object storage, with no broker.
 
 Planning happens in a Python worker on the Spark driver's machine: the
-store is listed, every complete offloaded ledger's index (PIP-17) and
-every complete segment's index (PIP-76) is read, and the blocks holding
+store is listed once (below the read transforms: no request per object
+listed), every complete offloaded ledger's index (PIP-17) and every
+complete segment's index (PIP-76) is read, a few at a time as planning
+takes them, and nothing else (bench/README.md, planning), and the blocks holding
 wanted entries are grouped into partitions (``bytesPerPartition``, default
 128 MiB; a partition holds blocks of one ledger in one object). A partition is
 small and picklable (URL, driver options, key, byte ranges, entry ranges).
