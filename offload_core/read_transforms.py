@@ -4,7 +4,9 @@ it: the ``offload`` verbs, the Spark sources and the Spark jobs.
 ``auto``: an object written through chunk transforms reads as it was
 written (the chain comes from its metadata, one stat per object), a plain
 one as it is. ``none`` opens the bare driver (stored bytes as they are);
-a chain (``zstd,crc32c``) also writes through it."""
+a chain (``zstd,crc32c``) also writes through it. The Spark sources'
+planning lists the store below the transforms (keys alone: no stat per
+object listed) and stats only the objects it reads."""
 
 from __future__ import annotations
 

@@ -72,6 +72,7 @@ from ..rsm.types import RemoteLogSegmentMetadata
 from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
 from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
+from .planning_reads import open_planning_driver
 from .source import KAFKA_SCHEMA
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
@@ -116,8 +117,7 @@ def plan_partitions(
     ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
     pieces: list[_Piece] = []
-    driver_options: dict[str, Any] = dict(parsed.driver_options)
-    with open_driver(parsed.url, **driver_options) as driver:
+    with open_planning_driver(parsed.url, parsed.driver_options) as driver:
         for reader in selected_logs(parsed, driver):
             tp = reader.topic_id_partition
             if ranges is None:

@@ -13,6 +13,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..offload.stored.kinds import ReadableKind, StoredOffload
 from ..plugins import open_driver
+from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import ReadOptions
 
@@ -43,6 +44,7 @@ class OffloadPartition(InputPartition):
 def plan_kind_partitions(
     options: ReadOptions,
     kinds: Sequence[Any],
+    store: StorageDriver,
     *,
     skip_ledgers: set[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
@@ -50,30 +52,26 @@ def plan_kind_partitions(
     publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[OffloadPartition]:
     """A partition per wanted ledger of every complete offload of the
-    readable ``kinds`` (those without block-range partitions of their own),
-    but ``skip_ledgers`` (read from Pulsar's objects already)."""
+    readable ``kinds`` (those without block-range partitions of their own)
+    that ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
+    already)."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
-    if not readable:
-        return []
-    open_options: dict[str, Any] = dict(options.driver_options)
-    driver = open_driver(options.url, **open_options)
-    try:
-        partitions = []
-        for kind in readable:
-            for found in kind.find(driver, ""):
-                if not found.complete:
-                    continue
-                offload = kind.describe(driver, found)
-                partitions += [
-                    OffloadPartition(options.url, options.driver_options, kind, offload, ledger_id,
-                                     options.selection.entry_ranges(ledger_id), entry_bounds, publish_time_bounds)
-                    for ledger_id in offload.ledger_ids
-                    if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
-                    and ledger_bounds.admits(ledger_id)
-                ]  # fmt: skip
-        return partitions
-    finally:
-        driver.close()
+    partitions = []
+    for kind in readable:
+        for found in kind.find(store, ""):
+            if not found.complete:
+                continue
+            # A kind whose keys name the ledgers (a MapFile directory's) needs no read here: its
+            # age, all describe adds, is no part of a read.
+            offload = found if found.ledger_ids else kind.describe(store, found)
+            partitions += [
+                OffloadPartition(options.url, options.driver_options, kind, offload, ledger_id,
+                                 options.selection.entry_ranges(ledger_id), entry_bounds, publish_time_bounds)
+                for ledger_id in offload.ledger_ids
+                if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
+                and ledger_bounds.admits(ledger_id)
+            ]  # fmt: skip
+    return partitions
 
 
 def read_kind_partition(partition: OffloadPartition) -> Iterator[tuple[int, bytes]]:

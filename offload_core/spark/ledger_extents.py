@@ -10,15 +10,13 @@ up to the first entry no complete segment holds yet."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_offloaded_ledgers
 from ..offload.segments.segment_inventory import find_segments
-from ..plugins import open_driver
 from .ledger_copies import ledger_copies_to_read
-from .planning_reads import read_objects
+from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
 
 __all__ = ["Block", "ledger_extents"]
@@ -39,8 +37,7 @@ def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
     ledger's readable run, until a segment fills the gap). Raises
     :class:`ConfigError` for a ledger with several complete whole-ledger
     copies that ``ledgerUuids`` does not choose between."""
-    driver_options: dict[str, Any] = dict(options.driver_options)
-    with open_driver(options.url, **driver_options) as driver:
+    with open_planning_driver(options.url, options.driver_options) as driver:
         ledgers = ledger_copies_to_read(find_offloaded_ledgers(driver), options)
         segments = [segment for segment in find_segments(driver) if segment.complete]
     blocks: dict[int, list[Block]] = {}

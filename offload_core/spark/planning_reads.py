@@ -1,27 +1,111 @@
-"""Fetching many small objects (indexes) while planning a read: a few
-threads, each with its own storage driver, since against a remote store
-planning waits on requests."""
+"""The storage a read's planning on the Spark driver uses: the store opened
+so that listing it costs only the listing, and many small objects
+(indexes) fetched by a few threads, each with its own storage driver,
+since against a remote store planning waits on requests."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..model import ObjectInfo
 from ..plugins import open_driver
-from ..storage import StorageDriver
+from ..storage import BytesLike, StorageDriver
+from ..transforming_driver import TransformingDriver
+from ..wrapping_driver import WrappingDriver
 from .read_options import ReadOptions
 
-__all__ = ["read_objects"]
+__all__ = ["ListedOnce", "open_planning_driver", "read_objects"]
 
 T = TypeVar("T")
 _PLANNING_THREADS = 8
+# Objects fetched ahead of the one the caller is at: enough to keep every thread busy, and a bound
+# on what planning holds of them, whatever the number of objects.
+_AHEAD = 4 * _PLANNING_THREADS
 
 
-def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> list[T]:
+class _StoredListing(WrappingDriver):
+    """A transforming driver whose listing is the store's own: keys with
+    their stored sizes. The transforming driver's listing stats every
+    object to learn whether it was transformed and its logical size (a
+    HEAD per object on a cloud store); planning needs only the keys, and
+    reads (through the transforms) the few objects it plans from."""
+
+    def __init__(self, reading: TransformingDriver) -> None:
+        super().__init__(reading)
+        self._bare = reading.inner
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        return self._bare.list(prefix)
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        return self.inner.read(key, start, end)
+
+    def _stat(self, key: str) -> ObjectInfo:
+        return self.inner.stat(key)
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        self.inner.delete(keys)
+
+
+class ListedOnce(WrappingDriver):
+    """``inner`` listed once: its first listing lists the whole store, and
+    every listing (of any prefix) is served from it, so that the kinds of
+    offload, each finding its objects by a listing of its own, cost one
+    listing of the store between them. Objects written after that listing
+    are not listed. Reads, stats and writes go to ``inner``."""
+
+    def __init__(self, inner: StorageDriver) -> None:
+        super().__init__(inner)
+        self._listed: list[ObjectInfo] | None = None
+        self._keys: list[str] = []
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        if self._listed is None:
+            self._listed = list(self.inner.list(""))
+            self._keys = [info.key for info in self._listed]
+        listed = self._listed
+        at = bisect_left(self._keys, prefix)
+        while at < len(listed) and listed[at].key.startswith(prefix):
+            yield listed[at]
+            at += 1
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        return self.inner.read(key, start, end)
+
+    def _stat(self, key: str) -> ObjectInfo:
+        return self.inner.stat(key)
+
+    def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
+        return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        self.inner.delete(keys)
+
+
+def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> StorageDriver:
+    """The store at ``url`` opened with the driver ``options`` for
+    planning: reads, stats and writes as :func:`open_driver` opens it (read
+    transforms applied), listings without a request per object listed
+    (their sizes are the stored sizes). Raises what :func:`open_driver`
+    raises."""
+    opened: dict[str, Any] = dict(options)
+    driver = open_driver(url, **opened)
+    return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
+
+
+def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> Iterator[T]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
-    names, in order. Raises what a read or ``decode`` raised."""
+    names, in order, as they come: at most ``_AHEAD`` objects are fetched
+    or held ahead of the one the caller is at. Raises what a read or
+    ``decode`` raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -37,7 +121,13 @@ def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[by
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(keys)))) as pool:
-            return list(pool.map(read, keys))
+            pending: deque[Future[T]] = deque()
+            for key in keys:
+                if len(pending) >= _AHEAD:
+                    yield pending.popleft().result()
+                pending.append(pool.submit(read, key))
+            while pending:
+                yield pending.popleft().result()
     finally:
         for driver in opened:
             driver.close()

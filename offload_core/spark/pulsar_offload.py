@@ -2,8 +2,10 @@
 straight from object storage, with no broker.
 
 Planning happens in a Python worker on the Spark driver's machine: the
-store is listed, every complete offloaded ledger's index (PIP-17) and
-every complete segment's index (PIP-76) is read, and the blocks holding
+store is listed once (below the read transforms: no request per object
+listed), every complete offloaded ledger's index (PIP-17) and every
+complete segment's index (PIP-76) is read, a few at a time as planning
+takes them, and nothing else (bench/README.md, planning), and the blocks holding
 wanted entries are grouped into partitions (``bytesPerPartition``, default
 128 MiB; a partition holds blocks of one ledger in one object). A partition is
 small and picklable (URL, driver options, key, byte ranges, entry ranges).
@@ -72,7 +74,7 @@ from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
 from .ledger_copies import ledger_copies_to_read
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
-from .planning_reads import read_objects
+from .planning_reads import ListedOnce, open_planning_driver, read_objects
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
@@ -124,49 +126,42 @@ def plan_partitions(
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    open_options: dict[str, Any] = dict(parsed.driver_options)
-    driver = open_driver(parsed.url, **open_options)
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options))  # one listing for every kind
     try:
-        copies = ledger_copies_to_read(find_offloaded_ledgers(driver), parsed)
+        copies = ledger_copies_to_read(find_offloaded_ledgers(store), parsed)
         targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
+        partitions: list[BlockRangePartition | OffloadPartition] = []
+        for ledger, index in zip(
+            targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
+        ):
+            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+            lengths = _block_lengths(index)
+            blocks = [
+                (entry.offset, index.block_end(entry), entry.first_entry_id)
+                for entry, last in zip(index.entries, _block_lasts(index), strict=True)
+                if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
+            ]
+            for group in grouped_blocks(blocks, parsed):
+                group_lengths = tuple(lengths.get(first) for _, _, first in group)
+                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, ledger.ledger_id,
+                                                      ledger.data_key, group, ranges, entry_bounds,
+                                                      publish_time_bounds=publish_time_bounds,
+                                                      entry_lengths=group_lengths))  # fmt: skip
+        read = {ledger.ledger_id for ledger in targets}
+        for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                       entry_bounds=entry_bounds):  # fmt: skip
+            for group in grouped_blocks(run.blocks, parsed):
+                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
+                                                      group, run.entry_ranges, entry_bounds, streaming=True,
+                                                      publish_time_bounds=publish_time_bounds))  # fmt: skip
+        read |= {p.ledger_id for p in partitions}
+        kinds = installed_kinds(plugin_manager)
+        partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                           entry_bounds=entry_bounds,
+                                           publish_time_bounds=publish_time_bounds)  # fmt: skip
+        return partitions
     finally:
-        driver.close()
-    partitions: list[BlockRangePartition | OffloadPartition] = []
-    for ledger, index in zip(
-        targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
-    ):
-        ranges = parsed.selection.entry_ranges(ledger.ledger_id)
-        lengths = _block_lengths(index)
-        blocks = [
-            (entry.offset, index.block_end(entry), entry.first_entry_id)
-            for entry, last in zip(index.entries, _block_lasts(index), strict=True)
-            if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
-        ]
-        for group in grouped_blocks(blocks, parsed):
-            partitions.append(
-                BlockRangePartition(
-                    parsed.url,
-                    parsed.driver_options,
-                    ledger.ledger_id,
-                    ledger.data_key,
-                    group,
-                    ranges,
-                    entry_bounds,
-                    publish_time_bounds=publish_time_bounds,
-                    entry_lengths=tuple(lengths.get(first) for _, _, first in group),
-                )  # fmt: skip
-            )
-    read = {ledger.ledger_id for ledger in targets}
-    for run in plan_segment_blocks(parsed, skip_ledgers=read, ledger_bounds=ledger_bounds, entry_bounds=entry_bounds):
-        for group in grouped_blocks(run.blocks, parsed):
-            partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
-                                                  group, run.entry_ranges, entry_bounds, streaming=True,
-                                                  publish_time_bounds=publish_time_bounds))  # fmt: skip
-    read |= {p.ledger_id for p in partitions}
-    kinds = installed_kinds(plugin_manager)
-    partitions += plan_kind_partitions(parsed, kinds, skip_ledgers=read, ledger_bounds=ledger_bounds,
-                                       entry_bounds=entry_bounds, publish_time_bounds=publish_time_bounds)  # fmt: skip
-    return partitions
+        store.close()
 
 
 def grouped_blocks(

@@ -12,13 +12,13 @@ a duplicate left by a crash, count once: the first by uuid)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from ..formats import pulsar_v2 as v2
 from ..offload.segments.segment_inventory import find_segments
-from ..plugins import open_driver
+from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
@@ -38,21 +38,18 @@ class SegmentBlocks:
 
 def plan_segment_blocks(
     options: ReadOptions,
+    store: StorageDriver,
     *,
     skip_ledgers: Collection[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[SegmentBlocks]:
     """The segment blocks the read needs, per ledger and segment, in
-    ledger order; ledgers in ``skip_ledgers`` (read from v1 objects) and
+    ledger order, of the segments ``store`` lists; ledgers in ``skip_ledgers`` (read from v1 objects) and
     ledgers or entries the selection and bounds exclude are left out."""
-    open_options: dict[str, Any] = dict(options.driver_options)
-    driver = open_driver(options.url, **open_options)
-    try:
-        segments = [segment for segment in find_segments(driver) if segment.complete]
-    finally:
-        driver.close()
-    runs: dict[int, list[tuple[int, str, str, v2.SegmentIndex]]] = {}
+    segments = [segment for segment in find_segments(store) if segment.complete]
+    # Per ledger, its runs: (first entry, segment uuid, data key, its blocks' (first entry, offset, end)).
+    runs: dict[int, list[tuple[int, str, str, list[tuple[int, int, int]]]]] = {}
     index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
     indexes = read_objects(options, index_keys, v2.decode_index)
     for segment, index in zip(segments, indexes, strict=True):
@@ -63,25 +60,25 @@ def plan_segment_blocks(
                 continue
             if not ledger_bounds.admits(ledger_id):
                 continue
-            runs.setdefault(ledger_id, []).append((section.first_entry_id, segment.uuid, data_key, index))
+            rows = [(row.first_entry_id, row.offset, index.block_end(row)) for row in section.rows]
+            runs.setdefault(ledger_id, []).append((section.first_entry_id, segment.uuid, data_key, rows))
     planned: list[SegmentBlocks] = []
     for ledger_id in sorted(runs):
         ordered = sorted(runs[ledger_id], key=lambda run: (run[0], run[1]))
         starts = [run[0] for run in ordered]
-        for position, (first, _uuid, data_key, index) in enumerate(ordered):
+        for position, (first, _uuid, data_key, rows) in enumerate(ordered):
             if position and starts[position - 1] == first:
                 continue  # a second copy of the same run
-            following = [start for start in starts[position + 1 :] if start > first]
-            cap = following[0] - 1 if following else None
+            following = bisect_right(starts, first)  # the next run starting later: ``starts`` is sorted
+            cap = starts[following] - 1 if following < len(starts) else None
             ranges = _clip(options.selection.entry_ranges(ledger_id), first, cap)
-            rows = index.section(ledger_id).rows
             blocks = []
-            for number, row in enumerate(rows):
-                last = rows[number + 1].first_entry_id - 1 if number + 1 < len(rows) else cap
-                if _overlaps(row.first_entry_id, last, ranges) and entry_bounds.overlaps(
-                    row.first_entry_id, last if last is not None else 2**63 - 1
+            for number, (row_first, offset, end) in enumerate(rows):
+                last = rows[number + 1][0] - 1 if number + 1 < len(rows) else cap
+                if _overlaps(row_first, last, ranges) and entry_bounds.overlaps(
+                    row_first, last if last is not None else 2**63 - 1
                 ):
-                    blocks.append((row.offset, index.block_end(row), row.first_entry_id))
+                    blocks.append((offset, end, row_first))
             if blocks and ranges:
                 planned.append(SegmentBlocks(ledger_id, data_key, tuple(blocks), ranges))
     return planned

@@ -112,7 +112,9 @@ class ReadableKind(StoredKind, Protocol):
 
     def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
         """Entry id and payload of every entry of ``ledger_id`` in
-        ``offload`` (described), in entry order. Raises
+        ``offload`` as :meth:`find` gave it (described only when its
+        ``ledger_ids`` were empty: planning reads nothing else for it), in
+        entry order. Raises
         :class:`~offload_core.errors.FormatError` naming the object and
         offset for what it cannot read, never a wrong entry."""
         ...
