@@ -39,5 +39,7 @@ def test_the_export_names_the_extra_to_install(verb: list[str]) -> None:
         offload_core.spark.__dict__.pop("export", None)
         result = CliRunner().invoke(main, ["spark", "export", *verb, "--table", "ns.t"])
     assert result.exit_code == 1, result.output
-    assert result.output.strip() == ("Error: ConfigError: offload spark export needs pyiceberg (No module named "
-                                     "'pyiceberg'): pip install 'offload-core[iceberg]'")  # fmt: skip
+    assert result.output.strip() == (
+        "Error: ConfigError: offload spark export needs pyiceberg (No module named 'pyiceberg'): "
+        "pip install -e '.[iceberg]' in a clone of offload-core"
+    )

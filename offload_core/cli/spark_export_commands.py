@@ -1,5 +1,5 @@
 """``offload spark export ...``: offloaded topics appended to Iceberg tables
-(``pip install 'offload-core[iceberg]'``)."""
+(``pip install -e '.[iceberg]'`` in a clone)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _jobs() -> Any:
         from ..spark import export as jobs
     except ImportError as exc:
         raise ConfigError(
-            f"offload spark export needs pyiceberg ({exc}): pip install 'offload-core[iceberg]'"
+            f"offload spark export needs pyiceberg ({exc}): pip install -e '.[iceberg]' in a clone of offload-core"
         ) from None
     return jobs
 

@@ -1,4 +1,4 @@
-"""Offloaded topics as Iceberg tables (``pip install offload-core[iceberg]``):
+"""Offloaded topics as Iceberg tables (the core's ``iceberg`` extra, ``pip install -e '.[iceberg]'`` in a clone):
 an incremental, exactly-once export of a Pulsar topic's offloaded ledgers
 and segments, or a Kafka topic's tiered segments, through the
 ``pulsar-offload`` and ``kafka-remote`` sources.
