@@ -157,3 +157,28 @@ def test_a_damaged_object_fails_the_run_naming_it(spark, store, tmp_path) -> Non
     assert f"{key}: remote batch at byte 0 (offset 100) fails its CRC-32C" in str(failed.value)
     assert "nothing was committed" in str(failed.value)
     assert load(file_catalog(tmp_path), TABLE).current_snapshot() is None and leftovers(tmp_path) == []
+
+
+def expire_the_exports_snapshots(root: Path) -> None:
+    """Another writer commits an empty snapshot and the older ones are expired."""
+    table = load(file_catalog(root), TABLE)
+    exported = [snapshot.snapshot_id for snapshot in table.snapshots()]
+    with table.transaction() as transaction:
+        transaction.update_snapshot().fast_append().commit()
+    table = load(file_catalog(root), TABLE)
+    for snapshot_id in exported:
+        table.maintenance.expire_snapshots().by_id(snapshot_id).commit()
+    table = load(file_catalog(root), TABLE)
+    assert all("offload.watermarks" not in (s.summary.additional_properties if s.summary else {})
+               for s in table.snapshots())  # fmt: skip
+
+
+def test_watermarks_outlive_the_snapshots_that_recorded_them(spark, store, tmp_path) -> None:
+    assert export(spark, store, tmp_path).rows_added == 200
+    expire_the_exports_snapshots(tmp_path)
+    again = export(spark, store, tmp_path)
+    assert (again.rows_added, again.snapshot_id) == (0, None)
+    assert offsets(tmp_path) == list(range(200))
+    tier_third_segment(tmp_path, store)
+    assert export(spark, store, tmp_path).rows_added == 100
+    assert offsets(tmp_path) == list(range(300))

@@ -35,17 +35,21 @@ from pyiceberg.table import Table, TableProperties
 from ...errors import ConfigError, ConflictError, FormatError, OffloadError, mask_secret_text
 from .data_files import TaskResults
 from .tables import TableKind
-from .watermarks import Watermarks, committed_run_ids, merged, summary
+from .watermarks import WATERMARKS, Watermarks, committed_run_ids, merged, summary, table_record
 
-__all__ = ["Run", "RunOutcome", "sweep_abandoned_runs", "table_summaries"]
+__all__ = ["Run", "RunOutcome", "export_records", "sweep_abandoned_runs"]
 
 _RUNS = "offload-runs"
 _ERROR_LINE = re.compile(r"^(?:offload_core\.errors\.)?(FormatError|LostEntriesError|NotFoundError): (.+)$", re.M)
 
 
-def table_summaries(table: Table) -> list[dict[str, str]]:
-    """Snapshot summaries, newest first, along the main branch's ancestry."""
-    found = []
+def export_records(table: Table) -> list[dict[str, str]]:
+    """Where the table's exports got, newest first: the table's properties
+    when they keep the watermarks (every export commit sets them, and they
+    outlive expired snapshots), then the snapshot summaries along the main
+    branch's ancestry (all a table exported before they were kept has)."""
+    properties = table.metadata.properties
+    found = [table_record(properties)] if WATERMARKS in properties else []
     snapshot = table.current_snapshot()
     while snapshot is not None:
         found.append(dict(snapshot.summary.additional_properties) if snapshot.summary else {})
@@ -114,7 +118,7 @@ def sweep_abandoned_runs(table: Table, *, stale_after: float, now: float | None 
     ``stale_after`` seconds that none names, all of its run's files. The
     ids of the runs swept."""
     moment = time.time() if now is None else now
-    committed = committed_run_ids(table_summaries(table))
+    committed = committed_run_ids(export_records(table))
     fs, path, _scheme = _filesystem(table.io, f"{table.location().rstrip('/')}/{_RUNS}")
     swept = []
     for info in fs.get_file_info(FileSelector(path, allow_not_found=True)):
@@ -141,8 +145,9 @@ class RunOutcome:
 
 class Run:
     """One run on ``table``; :meth:`execute` does all of it. Its snapshot's
-    summary carries ``summary`` beside the watermarks, and its commit sets
-    ``table_properties`` on the table."""
+    summary carries ``summary`` beside the watermarks; its commit also sets
+    the watermarks, topic ids and replaced topic ids as table properties
+    (:func:`.watermarks.table_record`)."""
 
     def __init__(
         self,
@@ -151,13 +156,11 @@ class Run:
         table_name: str,
         *,
         summary: Mapping[str, str] | None = None,
-        table_properties: Mapping[str, str] | None = None,
     ) -> None:
         self.table = table
         self.kind = kind
         self.table_name = table_name
         self.summary = dict(summary or {})
-        self.table_properties = dict(table_properties or {})
         self.run_id = str(uuid.uuid4())
         self.base_snapshot = table.current_snapshot()
 
@@ -207,8 +210,7 @@ class Run:
         guarded = Table(self.table.name(), metadata, self.table.metadata_location, self.table.io, self.table.catalog)
         properties = dict(self.summary) | summary(self.run_id, self.kind.source, marks, results.rows)
         transaction = guarded.transaction()
-        if self.table_properties:
-            transaction.set_properties(dict(self.table_properties))
+        transaction.set_properties(table_record(properties))
         with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for data_file in results.data_files:
                 append.append_data_file(data_file)
