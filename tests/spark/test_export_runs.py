@@ -182,3 +182,13 @@ def test_watermarks_outlive_the_snapshots_that_recorded_them(spark, store, tmp_p
     tier_third_segment(tmp_path, store)
     assert export(spark, store, tmp_path).rows_added == 100
     assert offsets(tmp_path) == list(range(300))
+
+
+def test_the_sweep_keeps_the_files_a_live_snapshot_names(spark, store, tmp_path) -> None:
+    with mock.patch.object(runs, "_remove_run", side_effect=crash), pytest.raises(RuntimeError):
+        export(spark, store, tmp_path)  # killed after its commit, before it removed its marker
+    expire_the_exports_snapshots(tmp_path)  # now no snapshot names the run
+    again = export(spark, store, tmp_path, stale_after=0)
+    assert (again.rows_added, len(again.swept_runs)) == (0, 1)
+    assert leftovers(tmp_path) == []
+    assert offsets(tmp_path) == list(range(200))

@@ -6,9 +6,10 @@ A run is named by a uuid. Before its tasks start it writes a marker,
 ``<table>/data/offload-run-<run id>/``. Whatever fails in the run, its
 directory and marker are removed before the error goes on (once the
 snapshot is committed, only the files it does not name). A run killed
-outright leaves both: a later run removes them once the marker is older
-than ``stale_after`` seconds and no snapshot names the run (a younger
-marker may be a run still writing, on this table, from elsewhere).
+outright leaves both: a later run removes them once a snapshot names the
+run or the marker is older than ``stale_after`` seconds (a younger marker
+may be a run still writing, on this table, from elsewhere), but never a
+file some snapshot of the table names.
 
 The commit is optimistic: it holds only if the table is still at the
 snapshot the run planned from. pyiceberg's own commit retries (which would
@@ -87,36 +88,33 @@ def _remove(io: FileIO, locations: list[str]) -> None:
         io.delete(location)
 
 
-def _referenced(table: Table, run_id: str) -> set[str]:
-    """The data files the snapshot of run ``run_id`` added."""
-    for snapshot in table.snapshots():
-        if snapshot.summary is not None and snapshot.summary.additional_properties.get("offload.run-id") == run_id:
-            return {
-                entry.data_file.file_path
-                for manifest in snapshot.manifests(table.io)
-                if manifest.added_snapshot_id == snapshot.snapshot_id
-                for entry in manifest.fetch_manifest_entry(table.io)
-            }
-    return set()
+def _live_files(table: Table) -> set[str]:
+    """The data files some snapshot of the table names (without ``file://``)."""
+    manifests = {manifest.manifest_path: manifest for snapshot in table.snapshots()
+                 for manifest in snapshot.manifests(table.io)}  # fmt: skip
+    return {_plain(entry.data_file.file_path) for manifest in manifests.values()
+            for entry in manifest.fetch_manifest_entry(table.io)}  # fmt: skip
 
 
-def _same_file(left: str, right: str) -> bool:
-    return left.removeprefix("file://") == right.removeprefix("file://")
+def _plain(location: str) -> str:
+    return location.removeprefix("file://")
 
 
 def _remove_run(table: Table, run_id: str, keep: set[str]) -> int:
     """Remove run ``run_id``'s files but those in ``keep``, then its marker; how many files went."""
-    files = [f for f in _files_under(table.io, _run_dir(table, run_id)) if not any(_same_file(f, k) for k in keep)]
+    kept = {_plain(location) for location in keep}
+    files = [f for f in _files_under(table.io, _run_dir(table, run_id)) if _plain(f) not in kept]
     _remove(table.io, files)
     _remove(table.io, [_marker(table, run_id)])
     return len(files)
 
 
 def sweep_abandoned_runs(table: Table, *, stale_after: float, now: float | None = None) -> list[str]:
-    """Remove what killed runs left: for a marker whose run a snapshot
-    names, the files that snapshot does not; for one older than
-    ``stale_after`` seconds that none names, all of its run's files. The
-    ids of the runs swept."""
+    """Remove what killed runs left: the files and marker of a run a
+    snapshot names, and of one whose marker is older than ``stale_after``
+    seconds; of either, never a file some snapshot of the table names (a run
+    killed after its commit, whose snapshot was then expired, has its files
+    in the table still). The ids of the runs swept."""
     moment = time.time() if now is None else now
     committed = committed_run_ids(export_records(table))
     fs, path, _scheme = _filesystem(table.io, f"{table.location().rstrip('/')}/{_RUNS}")
@@ -125,13 +123,13 @@ def sweep_abandoned_runs(table: Table, *, stale_after: float, now: float | None 
         if info.type != FileType.File or not info.base_name.endswith(".json"):
             continue
         run_id = info.base_name.removesuffix(".json")
-        if run_id in committed:
-            _remove_run(table, run_id, _referenced(table, run_id))
-        elif info.mtime is not None and moment - info.mtime.timestamp() >= stale_after:
-            _remove_run(table, run_id, set())
-        else:
-            continue
-        swept.append(run_id)
+        stale = info.mtime is not None and moment - info.mtime.timestamp() >= stale_after
+        if run_id in committed or stale:
+            swept.append(run_id)
+    if swept:
+        live = _live_files(table)
+        for run_id in swept:
+            _remove_run(table, run_id, live)
     return swept
 
 
