@@ -15,7 +15,11 @@ The commit is optimistic: it holds only if the table is still at the
 snapshot the run planned from. pyiceberg's own commit retries (which would
 put this run's rows on top of what a concurrent export committed: twice)
 are switched off for it; a lost race removes this run's files and raises
-:class:`ConflictError`."""
+:class:`ConflictError`. A commit whose outcome the catalog leaves unknown
+(a REST catalog's 5xx, say: it may have gone through) removes nothing: the
+files and the marker stay for a later run's sweep, which keeps whatever
+the table names, and the next run starts from the watermarks the table
+then holds, so a re-run adds each row once either way."""
 
 from __future__ import annotations
 
@@ -175,11 +179,14 @@ class Run:
         """Write (``write`` runs the Spark job), then commit; on any failure
         remove this run's files. Raises :class:`FormatError` naming a damaged
         source object, :class:`ConflictError` when another export committed
-        first, and what else the job or the catalog raised."""
+        first (its files removed) and when the catalog failed to say whether
+        the commit went through (its files and marker kept), and what else
+        the job raised."""
         output = self.table.io.new_output(_marker(self.table, self.run_id))
         with output.create(overwrite=True) as stream:
             stream.write(json.dumps({"run_id": self.run_id, "started": time.time()}).encode())
         committed = False
+        in_doubt = False  # the commit may have gone through: only a later sweep may remove files
         try:
             try:
                 results = write()
@@ -191,14 +198,30 @@ class Run:
                 _remove_run(self.table, self.run_id, set())
                 return RunOutcome(0, 0, None, {})
             marks = merged(previous, results.watermarks)
-            snapshot_id = self._commit(results, marks)
+            try:
+                snapshot_id = self._commit(results, marks)
+            except ConflictError:
+                raise
+            except BaseException as exc:
+                in_doubt = True
+                if isinstance(exc, Exception):
+                    raise self._unknown(exc) from None
+                raise
             committed = True
             _remove_run(self.table, self.run_id, {f.file_path for f in results.data_files})
             return RunOutcome(results.rows, len(results.data_files), snapshot_id, marks)
         except BaseException:
-            if not committed:
+            if not committed and not in_doubt:
                 _remove_run(self.table, self.run_id, set())
             raise
+
+    def _unknown(self, exc: Exception) -> ConflictError:
+        detail = mask_secret_text(f"{type(exc).__name__}: {exc}")
+        return ConflictError(
+            f"the state of the commit of export run {self.run_id} to {self.table_name} is unknown ({detail}): it may "
+            "have gone through; its files and marker are kept: run the export again, it goes on from what the "
+            "table holds (adding no row twice) and removes the run's files the table does not name"
+        )
 
     def _commit(self, results: TaskResults, marks: Watermarks) -> int:
         # A copy of the table whose commit does not retry: see the module's docstring.
