@@ -54,7 +54,8 @@ def plan_kind_partitions(
     """A partition per wanted ledger of every complete offload of the
     readable ``kinds`` (those without block-range partitions of their own)
     that ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
-    already)."""
+    already); with ``ledgerUuids``, of a ledger only the offload of the
+    uuid it names (a copy an abandoned offload left is not read twice)."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
     partitions = []
     for kind in readable:
@@ -70,6 +71,7 @@ def plan_kind_partitions(
                 for ledger_id in offload.ledger_ids
                 if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
                 and ledger_bounds.admits(ledger_id)
+                and (options.ledger_uuids is None or (ledger_id, offload.uuid) in options.ledger_uuids)
             ]  # fmt: skip
     return partitions
 

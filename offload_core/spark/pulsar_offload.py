@@ -23,11 +23,12 @@ Options:
 - ``entries``: entry ranges, ``LEDGER:FIRST-LAST``, ``LEDGER:FIRST-`` or
   ``LEDGER:ENTRY``, comma-separated (with neither option, everything);
 - ``ledgerUuids``: ``LEDGER:UUID`` pairs, comma-separated: only these
-  whole-ledger (v1) objects are read, so a copy an abandoned offload left
-  is not read twice; every other ledger comes from segments (what a
-  managed ledger's metadata names: the export passes it). Without it, a
-  ledger the store holds two complete copies of fails the read
-  (:class:`ConfigError` naming both uuids), never read twice;
+  whole-ledger offloads (v1 objects, and those of the other kinds, Hadoop
+  MapFiles say) are read, so a copy an abandoned offload left is not read
+  twice; every other ledger comes from segments (what a managed ledger's
+  metadata names: the export passes it). Without it, a ledger the store
+  holds two complete v1 copies of fails the read (:class:`ConfigError`
+  naming both uuids), never read twice;
 - ``decode``: ``auto`` (default: entries that are Pulsar messages are
   decoded, batches exploded into a row per message; other entries are one
   row with null message columns), ``pulsar`` (an entry that is not a

@@ -4,6 +4,7 @@ decoded and batches split, every message once, incrementally."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,18 @@ def test_a_topic_the_file_system_offloader_offloaded(spark: Any, tmp_path: Path)
     result = export_pulsar(spark, data, TOPIC, "pulsar.mapfiles", catalog=file_catalog(data))
     assert result.rows_added == len(message_rows(80))
     assert exported_messages(read_back(file_catalog(data), "pulsar.mapfiles")) == expected_messages(80)
+
+
+def test_a_mapfile_copy_an_abandoned_offload_left_is_not_exported(spark: Any, tmp_path: Path) -> None:
+    """A second ``LEDGER-UUID`` MapFile directory of a ledger (an offload
+    abandoned after writing it): only the uuid the metadata names is read."""
+    data, hadoop = tmp_path / "data", tmp_path / "hadoop"
+    settings = {"managedLedgerOffloadDriver": "filesystem", "fileSystemURI": "file:///",
+                "fileSystemProfilePath": str(pulsar_profile(tmp_path, str(hadoop)))}  # fmt: skip
+    append_and_offload(data, TOPIC, ENTRIES[:85], streaming=False, settings=settings)
+    offloaded = sorted(path.parent for path in hadoop.rglob("data") if path.parent.name.count("-") == 5)
+    ledger_id = offloaded[0].name.split("-", 1)[0]
+    shutil.copytree(offloaded[0], offloaded[0].with_name(f"{ledger_id}-{uuid.uuid4()}"))
+    result = export_pulsar(spark, data, TOPIC, "pulsar.mapfile_copies", catalog=file_catalog(data))
+    assert result.rows_added == len(message_rows(80))
+    assert exported_messages(read_back(file_catalog(data), "pulsar.mapfile_copies")) == expected_messages(80)

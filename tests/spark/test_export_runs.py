@@ -11,7 +11,8 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from pyiceberg.table import Transaction
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import CommitStateUnknownException
 from pyspark.sql.classic.dataframe import DataFrame
 
 from offload_core.errors import ConfigError, ConflictError, FormatError, NotFoundError
@@ -65,9 +66,8 @@ def crash(*_: Any, **__: Any) -> Any:
     [
         mock.patch.object(DataFrame, "mapInArrow", crash),  # before any data file
         mock.patch.object(jobs.TaskResults, "of", crash),  # data files written, not committed
-        mock.patch.object(Transaction, "commit_transaction", crash),  # in the commit
     ],
-    ids=["before-data-files", "after-data-files", "in-commit"],
+    ids=["before-data-files", "after-data-files"],
 )
 def test_a_crash_before_the_commit_leaves_nothing_and_the_rerun_exports_once(spark, store, tmp_path, point) -> None:
     with point, pytest.raises(RuntimeError, match="injected crash"):
@@ -157,3 +157,62 @@ def test_a_damaged_object_fails_the_run_naming_it(spark, store, tmp_path) -> Non
     assert f"{key}: remote batch at byte 0 (offset 100) fails its CRC-32C" in str(failed.value)
     assert "nothing was committed" in str(failed.value)
     assert load(file_catalog(tmp_path), TABLE).current_snapshot() is None and leftovers(tmp_path) == []
+
+
+def expire_the_exports_snapshots(root: Path) -> None:
+    """Another writer commits an empty snapshot and the older ones are expired."""
+    table = load(file_catalog(root), TABLE)
+    exported = [snapshot.snapshot_id for snapshot in table.snapshots()]
+    with table.transaction() as transaction:
+        transaction.update_snapshot().fast_append().commit()
+    table = load(file_catalog(root), TABLE)
+    for snapshot_id in exported:
+        table.maintenance.expire_snapshots().by_id(snapshot_id).commit()
+    table = load(file_catalog(root), TABLE)
+    assert all("offload.watermarks" not in (s.summary.additional_properties if s.summary else {})
+               for s in table.snapshots())  # fmt: skip
+
+
+def test_watermarks_outlive_the_snapshots_that_recorded_them(spark, store, tmp_path) -> None:
+    assert export(spark, store, tmp_path).rows_added == 200
+    expire_the_exports_snapshots(tmp_path)
+    again = export(spark, store, tmp_path)
+    assert (again.rows_added, again.snapshot_id) == (0, None)
+    assert offsets(tmp_path) == list(range(200))
+    tier_third_segment(tmp_path, store)
+    assert export(spark, store, tmp_path).rows_added == 100
+    assert offsets(tmp_path) == list(range(300))
+
+
+def test_the_sweep_keeps_the_files_a_live_snapshot_names(spark, store, tmp_path) -> None:
+    with mock.patch.object(runs, "_remove_run", side_effect=crash), pytest.raises(RuntimeError):
+        export(spark, store, tmp_path)  # killed after its commit, before it removed its marker
+    expire_the_exports_snapshots(tmp_path)  # now no snapshot names the run
+    again = export(spark, store, tmp_path, stale_after=0)
+    assert (again.rows_added, len(again.swept_runs)) == (0, 1)
+    assert leftovers(tmp_path) == []
+    assert offsets(tmp_path) == list(range(200))
+
+
+@pytest.mark.parametrize("went_through", [True, False], ids=["committed", "not-committed"])
+def test_a_commit_of_unknown_state_keeps_the_runs_files_and_the_rerun_settles_it(
+    spark, store, tmp_path, went_through
+) -> None:
+    real = SqlCatalog.commit_table
+
+    def unknown(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # As a REST catalog's 502: the client cannot tell whether the commit went through.
+        if went_through:
+            real(self, *args, **kwargs)
+        raise CommitStateUnknownException("502 Bad Gateway")
+
+    with (mock.patch.object(SqlCatalog, "commit_table", unknown),
+          pytest.raises(ConflictError, match="the state of the commit .* is unknown")):  # fmt: skip
+        export(spark, store, tmp_path)
+    left = leftovers(tmp_path)
+    assert any(p.suffix == ".json" for p in left)  # the marker stays for a later run's sweep
+    if went_through:
+        assert offsets(tmp_path) == list(range(200))
+    again = export(spark, store, tmp_path, stale_after=0)
+    assert (again.rows_added, len(again.swept_runs)) == (0 if went_through else 200, 1)
+    assert leftovers(tmp_path) == [] and offsets(tmp_path) == list(range(200))

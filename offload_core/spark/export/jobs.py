@@ -15,9 +15,9 @@ from ..session import register_sources
 from .data_files import RESULT_SCHEMA, RunWriter, TaskResults, io_properties
 from .kafka_plan import kafka_start, store_topic_ids
 from .pulsar_plan import plan_topic
-from .runs import Run, sweep_abandoned_runs, table_summaries
+from .runs import Run, export_records, sweep_abandoned_runs
 from .tables import KAFKA, PULSAR, TableKind, default_catalog_properties, open_catalog, open_table, table_properties
-from .watermarks import REPLACED_TOPIC_IDS, Watermarks, replaced_topic_ids_of, topic_ids_of, watermarks_of
+from .watermarks import Watermarks, replaced_topic_ids_of, topic_ids_of, watermarks_of
 
 __all__ = ["DEFAULT_STALE_AFTER", "ExportResult", "export_kafka", "export_pulsar"]
 
@@ -173,13 +173,12 @@ def _export(
     register_sources(spark)
     table = open_table(open_catalog(properties), properties, table_name, kind, origin)
     swept = sweep_abandoned_runs(table, stale_after=stale_after)
-    summaries = table_summaries(table)
+    summaries = export_records(table)
     marks = watermarks_of(summaries)
     read = read_for(summaries)
     outcome = None
     if read.frame is not None:
-        replaced = {REPLACED_TOPIC_IDS: read.summary[REPLACED_TOPIC_IDS]} if read.replaced else {}
-        run = Run(table, kind, table_name, summary=read.summary, table_properties=replaced)
+        run = Run(table, kind, table_name, summary=read.summary)
         writer = RunWriter(kind, run.writer_metadata(), io_properties(table.io.properties))
         frame = read.frame.select(*[column.name for column in kind.schema.fields])
         outcome = run.execute(lambda: TaskResults.of(frame.mapInArrow(writer, RESULT_SCHEMA).collect()), read.previous)

@@ -121,7 +121,7 @@ def plan_topic(data_dir: str | Path, topic: str, watermarks: Watermarks) -> list
             if not ledger.HasField("entries") or last < int(ledger.entries) - 1:
                 break  # not tiered to its end: what follows waits for the next run
         for store_key, spans in ranges.items():
-            # Only the v1 objects the metadata names: a copy an abandoned offload left is not read.
+            # Only the offloads (v1 objects, MapFiles) the metadata names: a copy an abandoned offload left is not read.
             chosen = (("entries", ",".join(spans)), ("ledgerUuids", ",".join(whole.get(store_key, []))))
             reads.append(PartitionRead(str(name), partition, (*store_key, *chosen)))
     return reads

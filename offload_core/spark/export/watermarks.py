@@ -1,11 +1,16 @@
-"""How far an export got, kept in the Iceberg snapshot summary. Pure.
+"""How far an export got, kept in the Iceberg table's properties and
+snapshot summaries. Pure.
 
 Every snapshot an export commits carries, in its summary, ``offload.run-id``
 and ``offload.watermarks``: JSON ``{topic: {partition: position}}`` with
 the last record exported of every topic partition so far (cumulative, so
 the newest such snapshot says it all). A position is ``[ledger id, entry
 id]`` for Pulsar and ``[offset]`` for Kafka. Snapshots other writers commit
-(compaction, say) carry none: the newest one that does counts.
+(compaction, say) carry none: the newest one that does counts. The same
+commit sets the table properties :data:`TABLE_RECORD` names to the
+summary's values: they outlive the snapshot once it is expired, so they
+are read first, and the summaries only for a table exported before they
+were kept.
 
 A Kafka export's snapshots also carry ``offload.topic-ids``, JSON
 ``{topic: {partition: topic id}}``: the incarnation of the topic each
@@ -25,6 +30,7 @@ from ...errors import FormatError
 __all__ = [
     "REPLACED_TOPIC_IDS",
     "RUN_ID",
+    "TABLE_RECORD",
     "TOPIC_IDS",
     "WATERMARKS",
     "Position",
@@ -34,6 +40,7 @@ __all__ = [
     "merged",
     "replaced_topic_ids_of",
     "summary",
+    "table_record",
     "topic_ids_json",
     "topic_ids_of",
     "watermarks_of",
@@ -43,6 +50,8 @@ RUN_ID = "offload.run-id"
 WATERMARKS = "offload.watermarks"
 TOPIC_IDS = "offload.topic-ids"
 REPLACED_TOPIC_IDS = "offload.replaced-topic-ids"
+#: The summary properties an export also keeps as table properties.
+TABLE_RECORD = (WATERMARKS, TOPIC_IDS, REPLACED_TOPIC_IDS)
 
 Position = tuple[int, ...]
 Watermarks = dict[tuple[str, int], Position]
@@ -56,6 +65,11 @@ def summary(run_id: str, source: str, marks: Watermarks, rows: int) -> dict[str,
     for (topic, partition), position in sorted(marks.items()):
         nested.setdefault(topic, {})[str(partition)] = list(position)
     return {RUN_ID: run_id, "offload.source": source, "offload.rows": str(rows), WATERMARKS: json.dumps(nested)}
+
+
+def table_record(properties: Mapping[str, str]) -> dict[str, str]:
+    """The table properties that keep a run's snapshot ``properties``."""
+    return {key: properties[key] for key in TABLE_RECORD if key in properties}
 
 
 def watermarks_of(summaries: Iterable[Mapping[str, str]]) -> Watermarks:
