@@ -293,16 +293,21 @@ class MapFileLedgerOffloader:
 
 def delete_mapfile_files(driver: StorageDriver, directory: str, keys: Iterable[str]) -> None:
     """Delete ``keys``, files of the MapFile ledger ``directory``: its
-    ``index`` first and alone (deleted whether listed or not), then the rest
-    in one batch. ``index`` is the offload's commit point (written last), so
+    ``index`` first and alone (deleted whether listed or not), then the
+    checksum files, then ``data`` last (the reverse of the writes, so what a
+    cut-short deletion leaves is at most ``data``). ``index`` is the
+    offload's commit point (written last), so
     a deletion cut short leaves a directory without it, which every reader
     refuses as unfinished and ``orphans`` and ``sweep`` list again, never
     one whose ``index`` points into files that are gone. Every way of
     deleting a MapFile ledger goes through here. Idempotent; raises what
     the driver raises."""
-    index_key = f"{directory}/{INDEX}"
+    index_key, data_key = f"{directory}/{INDEX}", f"{directory}/{DATA}"
     driver.delete([index_key])
-    driver.delete([key for key in keys if key != index_key])
+    keys = list(keys)
+    driver.delete([key for key in keys if key not in (index_key, data_key)])
+    if data_key in keys:
+        driver.delete([data_key])
 
 
 def _managed_ledger_name(metadata: Mapping[str, str] | None) -> str:
