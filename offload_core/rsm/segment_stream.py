@@ -18,10 +18,39 @@ from ..offload.reading.object_bytes import ObjectBytes
 from ..offload.reading.read_ahead import ReadAheadPool
 from ..storage import StorageDriver
 
-__all__ = ["RemoteSegmentStream"]
+__all__ = ["RangedStream", "RemoteSegmentStream"]
 
 
-class RemoteSegmentStream(io.RawIOBase):
+class RangedStream(io.RawIOBase):
+    """A readable, seekable binary file object over bytes ``[start, stop)``
+    of something: positions are relative to ``start``; subclasses serve
+    ``readinto`` from ``self._position``."""
+
+    def __init__(self, start: int, stop: int) -> None:
+        super().__init__()
+        self._start = start
+        self._stop = stop
+        self._position = start
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position - self._start
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: self._start, io.SEEK_CUR: self._position, io.SEEK_END: self._stop}[whence]
+        target = base + offset
+        if target < self._start:
+            raise ValueError(f"cannot seek before the start of the range (to {target - self._start})")
+        self._position = target
+        return target - self._start
+
+
+class RemoteSegmentStream(RangedStream):
     """Bytes ``[start, stop)`` of ``key`` as a binary file object.
 
     Raises :class:`FormatError` if the object turns out shorter than
@@ -40,12 +69,9 @@ class RemoteSegmentStream(io.RawIOBase):
         pool: ReadAheadPool | None = None,
         on_close: Callable[[int], None] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(start, stop)
         self._on_close = on_close
         self._served = 0
-        self._start = start
-        self._stop = stop
-        self._position = start
         self._key = key
         self._bytes = ObjectBytes(driver, key, stop, buffer_size=buffer_size, pool=pool, corrupt=self._corrupt)
         self._stream = self._bytes.stream() if pool is not None else None
@@ -54,23 +80,6 @@ class RemoteSegmentStream(io.RawIOBase):
 
     def _corrupt(self, position: int, problem: str) -> FormatError:
         return FormatError(f"remote object {self._key} at byte {position}: {problem}; it changed or is damaged")
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position - self._start
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: self._start, io.SEEK_CUR: self._position, io.SEEK_END: self._stop}[whence]
-        target = base + offset
-        if target < self._start:
-            raise ValueError(f"cannot seek before the start of the range (to {target - self._start})")
-        self._position = target
-        return target - self._start
 
     def readinto(self, buffer: Any) -> int:
         if self.closed:

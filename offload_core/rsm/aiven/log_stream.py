@@ -12,19 +12,19 @@ from the moment the stream is opened.
 
 from __future__ import annotations
 
-import io
 from collections import deque
 from typing import Any
 
 from ...offload.reading.read_ahead import ReadAheadPool, SharedRange
 from ...storage import StorageDriver
+from ..segment_stream import RangedStream
 from .chunk_index import Chunk
 from .segment_reader import AivenSegmentReader
 
 __all__ = ["AivenLogStream"]
 
 
-class AivenLogStream(io.RawIOBase):
+class AivenLogStream(RangedStream):
     """Original bytes ``[start, stop)`` of the segment ``reader`` reads, as
     a binary file object. Raises what :meth:`AivenSegmentReader.decode_run`
     and the driver raise. Closing it gives back what was read ahead."""
@@ -39,12 +39,9 @@ class AivenLogStream(io.RawIOBase):
         buffer_size: int,
         pool: ReadAheadPool | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(start, stop)
         self._reader = reader
         self._driver = driver
-        self._start = start
-        self._stop = stop
-        self._position = start
         self._pool = pool
         self._run_bytes = pool.range_size if pool is not None else buffer_size
         self._buffer_start = 0
@@ -54,23 +51,6 @@ class AivenLogStream(io.RawIOBase):
         self._last_chunk = (stop - 1) // size if stop > 0 else -1
         if pool is not None and start < stop:
             self._read_ahead_from(start // size)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position - self._start
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: self._start, io.SEEK_CUR: self._position, io.SEEK_END: self._stop}[whence]
-        target = base + offset
-        if target < self._start:
-            raise ValueError(f"cannot seek before the start of the range (to {target - self._start})")
-        self._position = target
-        return target - self._start
 
     def readinto(self, buffer: Any) -> int:
         if self.closed:
