@@ -172,7 +172,9 @@ def test_a_verb_group_parses_without_spark_kafka_formats_or_the_rsm(verb: str) -
     assert loaded == [], f"offload {verb} --help imported {loaded}"
 
 
-@pytest.mark.parametrize("verb", ["ledgers", "keys", "segments", "drivers", "kafka", "spark"])
-def test_verbs_on_a_bare_store_start_without_the_broker(verb: str) -> None:
+# The embedded broker, its config and its policies load when a verb opens the broker (the topics and
+# namespaces verbs), never to parse a verb's arguments.
+@pytest.mark.parametrize("verb", sorted(_VERBS))
+def test_a_verb_group_parses_without_the_broker(verb: str) -> None:
     _, modules = imported_by(verb, "--help")
     assert not [m for m in modules if m.startswith("offload_core.managed_ledger")], verb
