@@ -95,6 +95,20 @@ def test_package_import_leaves_heavy_modules_unloaded() -> None:
     assert heavy_among(set(done.stdout.split())) == []
 
 
+def test_loading_the_plugins_imports_neither_the_mapfile_offloader_nor_ssl() -> None:
+    # What every command does at its start (to report plugins that fail to import); the
+    # offloaders a plugin registers load when the registries are first built.
+    script = (
+        "import sys; from offload_core.plugins import default_plugin_manager; default_plugin_manager().failed(); "
+        "print('\\n'.join(sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    loaded = set(done.stdout.split())
+    assert "offload_core.offload.mapfile.mapfile_plugin" in loaded
+    unwanted = {"offload_core.offload.mapfile.mapfile_offloader", "offload_core.offload.mapfile.mapfile_stored", "ssl"}
+    assert sorted(loaded & unwanted) == []
+
+
 @pytest.mark.parametrize("name", offload_core.__all__)
 def test_every_public_name_imports(name: str) -> None:
     namespace: dict[str, object] = {}
