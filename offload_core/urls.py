@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import socket
-import ssl
 
 from .errors import ConfigError
 from .redaction import redact_url, redact_url_text
@@ -45,6 +44,8 @@ def endpoint_problem(exc: BaseException, endpoint: str | None, *, setting: str) 
     (``https://`` against an emulator), or a host name that does not resolve
     at all. Both are configuration mistakes that retrying cannot fix; the
     message names ``setting``."""
+    import ssl  # only here: every command imports this module, few ever fail a TLS handshake
+
     where = redact_url(endpoint) if endpoint else "the default endpoint"
     for cause in _chain(exc):
         name = type(cause).__name__

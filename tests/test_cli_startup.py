@@ -11,6 +11,7 @@ import click
 import pytest
 
 import offload_core
+from offload_core import rsm
 from offload_core.cli import _VERBS, main
 
 # Modules that take most of a start-up to import, or an SDK's: neither flag needs them.
@@ -94,6 +95,20 @@ def test_package_import_leaves_heavy_modules_unloaded() -> None:
     assert heavy_among(set(done.stdout.split())) == []
 
 
+def test_loading_the_plugins_imports_neither_the_mapfile_offloader_nor_ssl() -> None:
+    # What every command does at its start (to report plugins that fail to import); the
+    # offloaders a plugin registers load when the registries are first built.
+    script = (
+        "import sys; from offload_core.plugins import default_plugin_manager; default_plugin_manager().failed(); "
+        "print('\\n'.join(sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    loaded = set(done.stdout.split())
+    assert "offload_core.offload.mapfile.mapfile_plugin" in loaded
+    unwanted = {"offload_core.offload.mapfile.mapfile_offloader", "offload_core.offload.mapfile.mapfile_stored", "ssl"}
+    assert sorted(loaded & unwanted) == []
+
+
 @pytest.mark.parametrize("name", offload_core.__all__)
 def test_every_public_name_imports(name: str) -> None:
     namespace: dict[str, object] = {}
@@ -104,6 +119,35 @@ def test_every_public_name_imports(name: str) -> None:
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         offload_core.no_such_name  # noqa: B018 - the lookup is what is tested
+
+
+@pytest.mark.parametrize("name", rsm.__all__)
+def test_every_rsm_name_imports(name: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(f"from offload_core.rsm import {name}", namespace)
+    assert namespace[name] is getattr(rsm, name)
+    assert getattr(namespace[name], "__module__", "").startswith("offload_core.rsm.")
+
+
+def test_rsm_submodules_still_import_by_from_and_unknown_names_do_not() -> None:
+    namespace: dict[str, object] = {}
+    exec("from offload_core.rsm import copy_lease", namespace)
+    assert namespace["copy_lease"] is sys.modules["offload_core.rsm.copy_lease"]
+    with pytest.raises(AttributeError, match="no_such_name"):
+        rsm.no_such_name  # noqa: B018 - the lookup is what is tested
+
+
+def test_an_rsm_submodule_loads_without_the_managers() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, offload_core.rsm.types; print('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loaded = set(done.stdout.split())
+    assert "offload_core.rsm.types" in loaded
+    assert not loaded & {"offload_core.rsm.metadata_manager", "offload_core.rsm.storage_manager"}
 
 
 # What no verb's start needs: each storage SDK and fsspec load with the first store a verb opens,
@@ -118,7 +162,33 @@ def test_a_verb_starts_without_a_store_sdk_or_metrics_library(verb: str) -> None
     assert loaded == [], f"offload {verb} --help imported {loaded}"
 
 
-@pytest.mark.parametrize("verb", ["ledgers", "keys", "segments", "drivers"])
-def test_verbs_on_a_bare_store_start_without_the_broker(verb: str) -> None:
+# What no verb group needs to parse its arguments or print its help: each loads when a verb runs
+# (Spark and what it reads with, Iceberg, the Kafka record formats, the RSM's managers and
+# readers, Aiven's layout and its crypto).
+NOT_TO_PARSE = (
+    "pyspark",
+    "pyarrow",
+    "pyiceberg",
+    "Cryptodome",
+    "offload_core.spark",
+    "offload_core.formats.kafka",
+    "offload_core.rsm.metadata_manager",
+    "offload_core.rsm.storage_manager",
+    "offload_core.rsm.log_reader",
+    "offload_core.rsm.aiven",
+)
+
+
+@pytest.mark.parametrize("verb", sorted(_VERBS))
+def test_a_verb_group_parses_without_spark_kafka_formats_or_the_rsm(verb: str) -> None:
+    _, modules = imported_by(verb, "--help")
+    loaded = sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in NOT_TO_PARSE))
+    assert loaded == [], f"offload {verb} --help imported {loaded}"
+
+
+# The embedded broker, its config and its policies load when a verb opens the broker (the topics and
+# namespaces verbs), never to parse a verb's arguments.
+@pytest.mark.parametrize("verb", sorted(_VERBS))
+def test_a_verb_group_parses_without_the_broker(verb: str) -> None:
     _, modules = imported_by(verb, "--help")
     assert not [m for m in modules if m.startswith("offload_core.managed_ledger")], verb

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..managed_ledger import Broker, load_config
 from ..model import Position
+
+# The broker loads when a verb opens it, not to parse the options.
+if TYPE_CHECKING:
+    from ..managed_ledger import Broker
 
 __all__ = ["broker_options", "opened", "parse_position"]
 
@@ -36,6 +39,8 @@ def broker_options(command: F) -> F:
 
 @contextmanager
 def opened(data_dir: str, config_path: str | None) -> Iterator[Broker]:
+    from ..managed_ledger import Broker, load_config
+
     broker = Broker(data_dir, load_config(config_path))
     try:
         yield broker

@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
+from ..formats.kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT
 from ..plugins import default_plugin_manager, open_driver
-from ..rsm import RemoteLogMetadataManager, RemoteStorageManager, list_partition, read_partition_dir
-from ..rsm.partition_dir import undecided_transaction
 from .kafka_cleanup_command import cleanup
 from .kafka_read_commands import fetch_index, list_segments, offsets, read
 from .kafka_source import AIVEN, OURS, decompressed_option, metadata_option
 from .ledger_store import sweep_before_rerun
 from .options import driver_options, metrics_port_option, parse_driver_options
 
+# The storage manager and the partition directory's reader load when
+# `kafka copy` runs, not to parse its arguments or print its help.
 if TYPE_CHECKING:
+    from ..rsm.storage_manager import RemoteStorageManager
     from .aiven_copy import AivenCopyTarget
 
 copy_prefix_option = click.option("--prefix", default="", help="Key prefix the segments live under in the store.")
@@ -36,6 +37,9 @@ def kafka() -> None:
 def _manager(
     driver: Any, prefix: str, metadata_path: Path | None, max_decompressed_bytes: int = DEFAULT_DECOMPRESSED_LIMIT
 ) -> RemoteStorageManager:
+    from ..rsm.metadata_manager import RemoteLogMetadataManager
+    from ..rsm.storage_manager import RemoteStorageManager
+
     rlmm = RemoteLogMetadataManager(metadata_path) if metadata_path is not None else None
     return RemoteStorageManager(driver, prefix=prefix, metadata_manager=rlmm, emit=default_plugin_manager().emit,
                                 max_decompressed_bytes=max_decompressed_bytes)  # fmt: skip
@@ -78,6 +82,9 @@ def copy(partition_dir: Path, url: str | None, include_active: bool, topic_id: s
     them, configured by --config, to the store its storage.backend.class
     names unless URL is given (its key.prefix replaces --prefix; no
     --metadata: the broker's metadata topic holds those states)."""
+    from ..rsm.partition_dir import read_partition_dir, undecided_transaction
+    from ..rsm.remote_log import list_partition
+
     aiven_target = _aiven_copy_target(layout, config_path, url, prefix, metadata_path, options)
     if aiven_target is None and url is None:
         raise click.UsageError("give the store's URL (only --layout aiven takes it from --config)")

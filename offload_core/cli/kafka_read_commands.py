@@ -8,16 +8,12 @@ import base64
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import NotFoundError
-from ..rsm import IndexType, TopicIdPartition, list_partition, list_partitions
-from ..rsm.aiven.storage import AivenRemoteStorage
-from ..rsm.index_check import checked_index
-from ..rsm.log_reader import Isolation, RemoteLogReader, RemoteRecord
-from ..rsm.types import RemoteLogSegmentMetadata
+from ..rsm.isolation import Isolation
 from .kafka_source import (
     KafkaStore,
     decompressed_option,
@@ -27,13 +23,18 @@ from .kafka_source import (
     topic_id_option,
     topic_partition_of,
 )
-from .ledger_commands import _cell
+
+# The segments, their readers and the Aiven layout (and its crypto) load
+# when a verb reads a store, not to parse its arguments or print its help.
+if TYPE_CHECKING:
+    from ..rsm.log_reader import RemoteLogReader, RemoteRecord
+    from ..rsm.types import RemoteLogSegmentMetadata, TopicIdPartition
 
 __all__ = ["fetch_index", "list_segments", "offsets", "read", "record_json"]
 
-_INDEX_TYPES = {"offset": IndexType.OFFSET, "timestamp": IndexType.TIMESTAMP,
-                "producer-snapshot": IndexType.PRODUCER_SNAPSHOT, "transaction": IndexType.TRANSACTION,
-                "leader-epoch": IndexType.LEADER_EPOCH}  # fmt: skip
+# --type's choices, each the name of its IndexType member.
+_INDEX_TYPES = {"offset": "OFFSET", "timestamp": "TIMESTAMP", "producer-snapshot": "PRODUCER_SNAPSHOT",
+                "transaction": "TRANSACTION", "leader-epoch": "LEADER_EPOCH"}  # fmt: skip
 _UNREFERENCED = "COPY_SEGMENT_FINISHED, unreferenced (newer overlapping copies serve its offsets)"
 
 
@@ -60,7 +61,14 @@ def _segment_row(meta: RemoteLogSegmentMetadata, serving: set[str]) -> dict[str,
     return _row(tp, meta.start_offset, meta.end_offset, meta.segment_id.id, meta.segment_size_in_bytes, state, meta)
 
 
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
 def _rows(store: KafkaStore, wanted: str | None) -> list[dict[str, Any]]:
+    from ..rsm.aiven.storage import AivenRemoteStorage
+    from ..rsm.remote_log import list_partition, list_partitions
+
     segments = store.segments
     chosen = topic_partition_of(wanted) if wanted else None
     rows = []
@@ -158,6 +166,8 @@ def _partition_args(config_path: Path | None, url: str | None, topic_partition: 
 
 def _reader(url: str | None, topic_partition: str | None, topic_id: str | None, layout: str,
             config_path: Path | None, prefix: str | None, options: tuple[str, ...]) -> RemoteLogReader:  # fmt: skip
+    from ..rsm.log_reader import RemoteLogReader
+
     url, text = _partition_args(config_path, url, topic_partition)
     store = open_store(url, config_path, layout, prefix, options)
     tp = store.resolve(text, topic_id)
@@ -241,6 +251,9 @@ def fetch_index(url: str | None, topic_partition: str | None, base_offset: str |
     decrypts only whole), decoding as its type, and (the offset index,
     reading the log once) every entry at the batch it names. A damaged or
     altered index is a one-line error and nothing is written."""
+    from ..rsm.index_check import checked_index
+    from ..rsm.types import IndexType
+
     url, topic_partition, base_offset = shift_url(config_path, url, topic_partition, base_offset)
     if topic_partition is None or base_offset is None:
         raise click.UsageError("Missing argument: give [URL] TOPIC_PARTITION BASE_OFFSET.")
@@ -251,6 +264,6 @@ def fetch_index(url: str | None, topic_partition: str | None, base_offset: str |
     matching = [s for s in store.segments.list_remote_segments(tp) if s.start_offset == int(base_offset)]
     if not matching:
         raise NotFoundError(f"{named(tp)} has no remote segment with base offset {base_offset}: see `offload kafka ls`")
-    data = checked_index(store.segments, matching[0], _INDEX_TYPES[index_type])
+    data = checked_index(store.segments, matching[0], IndexType[_INDEX_TYPES[index_type]])
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()

@@ -8,22 +8,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..errors import ConfigError
-from ..formats.kafka import DEFAULT_DECOMPRESSED_LIMIT
+from ..formats.kafka_codecs import DEFAULT_DECOMPRESSED_LIMIT
 from ..plugins import default_plugin_manager, open_driver
 from ..read_transforms import with_read_transforms
-from ..rsm.aiven.config import load_config, read_properties, rsm_properties
-from ..rsm.aiven.storage import AivenRemoteStorage
-from ..rsm.metadata_manager import RemoteLogMetadataManager
-from ..rsm.remote_log import resolve_partition
-from ..rsm.settings import parse_settings
-from ..rsm.storage_manager import RemoteStorageManager
-from ..rsm.types import TopicIdPartition, TopicPartition
 from .options import driver_options, parse_driver_options
+
+# The stores, their layouts and their crypto load when a verb opens one
+# (open_store), not to parse its arguments or print its help.
+if TYPE_CHECKING:
+    from ..rsm.aiven.storage import AivenRemoteStorage
+    from ..rsm.storage_manager import RemoteStorageManager
+    from ..rsm.types import TopicIdPartition, TopicPartition
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +79,8 @@ def store_options(command: F) -> F:
 
 
 def topic_partition_of(text: str) -> TopicPartition:
+    from ..rsm.types import TopicPartition
+
     try:
         return TopicPartition.parse(text)
     except ConfigError as exc:
@@ -107,6 +109,9 @@ class KafkaStore:
 
     def resolve(self, text: str, topic_id: str | None) -> TopicIdPartition:
         """The partition TOPIC-PARTITION (and --topic-id) name in the store."""
+        from ..rsm.aiven.storage import AivenRemoteStorage
+        from ..rsm.remote_log import resolve_partition
+
         topic_partition = topic_partition_of(text)
         if isinstance(self.segments, AivenRemoteStorage):
             return self.segments.resolve(topic_partition, topic_id, option="--topic-id")
@@ -122,6 +127,12 @@ def open_store(url: str | None, config_path: Path | None, layout: str, prefix: s
     :class:`ConfigError` when neither URL nor --config gives a store, or as
     the config's reader does. A URL given with --config replaces the
     config's store."""
+    from ..rsm.aiven.config import load_config, read_properties, rsm_properties
+    from ..rsm.aiven.storage import AivenRemoteStorage
+    from ..rsm.metadata_manager import RemoteLogMetadataManager
+    from ..rsm.settings import parse_settings
+    from ..rsm.storage_manager import RemoteStorageManager
+
     driver_settings = parse_driver_options(options)
     if layout == AIVEN:
         if metadata_path is not None:

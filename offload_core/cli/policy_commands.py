@@ -21,8 +21,6 @@ from typing import Any
 
 import click
 
-from ..managed_ledger import ReadPriority
-from ..managed_ledger.lifecycle.policies import TopicName, parse_namespace
 from .broker_options import broker_options, opened
 from .options import READ_PRIORITIES
 from .policy_feature_commands import priority_commands, streaming_commands, transform_commands
@@ -114,6 +112,8 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
         if offload_deletion_lag is not None:
             changes["deletion_lag_ms"] = parse_duration_ms(offload_deletion_lag, what="--offload-deletion-lag")
         if offloaded_read_priority is not None:
+            from ..managed_ledger import ReadPriority
+
             changes["read_priority"] = ReadPriority.parse(offloaded_read_priority)
         if not changes:
             raise click.UsageError("give at least one policy option (see --help)")
@@ -205,11 +205,19 @@ def _policy_commands(group: click.Group, level: str, parse_name: Callable[[str],
             click.echo(f"{level} {name}: offload deletion lag removed")
 
 
-_policy_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
-_policy_commands(namespaces, "namespace", parse_namespace)
-priority_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
-priority_commands(namespaces, "namespace", parse_namespace)
-streaming_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
-streaming_commands(namespaces, "namespace", parse_namespace)
-transform_commands(topics, "topic", lambda name: str(TopicName.parse(name)))
-transform_commands(namespaces, "namespace", parse_namespace)
+# The policies (and the broker behind them) load when a verb runs, not to parse its arguments.
+def _topic_name(name: str) -> str:
+    from ..managed_ledger import TopicName
+
+    return str(TopicName.parse(name))
+
+
+def _namespace_name(name: str) -> str:
+    from ..managed_ledger.lifecycle.policies import parse_namespace
+
+    return parse_namespace(name)
+
+
+for _add in (_policy_commands, priority_commands, streaming_commands, transform_commands):
+    _add(topics, "topic", _topic_name)
+    _add(namespaces, "namespace", _namespace_name)

@@ -11,8 +11,6 @@ from typing import Any
 
 import click
 
-from ..managed_ledger import ReadPriority
-from ..managed_ledger.lifecycle.policies import TopicName
 from .broker_options import broker_options, opened
 from .options import READ_PRIORITIES
 from .policy_fields import STREAMING_FIELDS, TRANSFORM_FIELDS, show_policies, transform_changes
@@ -30,6 +28,8 @@ def priority_commands(group: click.Group, level: str, parse_name: Callable[[str]
     @click.argument("priority", metavar="PRIORITY")
     @broker_options
     def set_priority(name: str, priority: str, data_dir: str, config_path: str | None) -> None:
+        from ..managed_ledger import ReadPriority
+
         with opened(data_dir, config_path) as broker:
             chosen = ReadPriority.parse(priority)
             broker.policies.update(level, parse_name(name), read_priority=chosen)
@@ -40,6 +40,8 @@ def priority_commands(group: click.Group, level: str, parse_name: Callable[[str]
     @click.option("--json", "as_json", is_flag=True)
     @broker_options
     def get_priority(name: str, as_json: bool, data_dir: str, config_path: str | None) -> None:
+        from ..managed_ledger import TopicName
+
         with opened(data_dir, config_path) as broker:
             key = parse_name(name)
             own = broker.policies.get(level, key).read_priority

@@ -6,14 +6,16 @@ parsing of the options more than one verb takes."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import mask_secrets
-from ..managed_ledger import Broker, ReadPriority
-from ..offload.mapfile.hadoop_profile import read_profile, storage_url
 from .units import parse_size
+
+# The broker loads when a verb opens it, not to parse the options.
+if TYPE_CHECKING:
+    from ..managed_ledger import Broker
 
 __all__ = [
     "OFFLOAD_FIELDS",
@@ -52,6 +54,8 @@ TRANSFORM_FIELDS = ["transforms", "transform_chunk_size"]
 
 
 def _printable(value: Any) -> Any:
+    from ..managed_ledger import ReadPriority
+
     return value.name if isinstance(value, ReadPriority) else value
 
 
@@ -68,6 +72,8 @@ def check_file_system(uri: str | None, profile: str | None) -> None:
     """Refuse, before anything is stored, a ``fileSystemURI`` that names
     neither a local nor an HDFS file system and a profile that is missing
     or not Hadoop XML (:class:`ConfigError` naming it)."""
+    from ..offload.mapfile.hadoop_profile import read_profile, storage_url
+
     if uri is not None:
         storage_url(uri, "/")
     if profile is not None:

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from ..errors import mask_secret_text
-from ..managed_ledger import SqliteMetadataStore, load_config
 from .broker_options import broker_options
 from .options import driver_options, execute_option, metrics_port_option, parse_driver_options
 from .spark_export_commands import export
@@ -49,6 +48,8 @@ def backfill(
 
     The topics must not be open in a running broker. Exits 1 if any ledger
     failed (those stay as they were)."""
+    from ..managed_ledger import load_config
+
     session = _session(master)
     from ..spark.backfill_job import backfill as run_backfill
 
@@ -158,6 +159,8 @@ def retention(
     ledgers, and what other installed offloaders wrote) created before a
     cut-off, and find orphans. A dry run unless --execute; ledgers a
     managed ledger in --data-dir refers to are never deleted here."""
+    from ..managed_ledger import SqliteMetadataStore
+
     cutoff = _cutoff(older_than, before)
     if delete_orphans and data_dir is None:
         raise click.UsageError("--delete-orphans needs --data-dir: orphans are found against the metadata there")

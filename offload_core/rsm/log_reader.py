@@ -11,7 +11,6 @@ offsets), each offset is read from the one segment serving it
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from ..errors import FormatError, InvalidRangeError, NotFoundError
 from ..formats import kafka
 from .epoch_state import ServedRange
 from .index_check import check_entry_batch, entry_error
+from .isolation import Isolation
 from .log_batches import read_batches
 from .segment_source import SegmentSource
 from .types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
@@ -29,11 +29,6 @@ __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "Isolation
 
 # Kafka's ListOffsets special timestamps.
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
-
-
-class Isolation(enum.Enum):
-    READ_UNCOMMITTED = "read_uncommitted"
-    READ_COMMITTED = "read_committed"
 
 
 @dataclass(frozen=True)
