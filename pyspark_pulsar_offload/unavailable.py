@@ -30,9 +30,9 @@ def unavailable_source(name: str, error: ImportError) -> type[DataSource]:
     message = (
         f"this Spark worker runs {sys.executable} (Python {sys.version.split()[0]}), which cannot import "
         f"offload-core ({error}), so the {name!r} data source cannot run. Spark starts Python workers with "
-        "PYSPARK_PYTHON or spark.pyspark.python, else python3 from PATH: set either to the interpreter "
-        "offload-core is installed in (for example PYSPARK_PYTHON=/path/to/project/.venv/bin/python), or build "
-        "the session with offload_core.spark.get_session(), which does"
+        "PYSPARK_PYTHON (spark-submit sets it from spark.pyspark.python), else python3 from PATH: set it to the "
+        "interpreter offload-core is installed in (for example PYSPARK_PYTHON=/path/to/project/.venv/bin/python), "
+        "or build the session with offload_core.spark.get_session(), which does"
     )
 
     class Unavailable(DataSource):

@@ -35,8 +35,9 @@ def get_session(
 
     Every Python worker of a new session, on the driver and on every
     executor, runs :func:`choose_python`'s interpreter: PySpark's RDD
-    tasks read ``PYSPARK_PYTHON`` (set here for this process) and its data
-    sources ``spark.pyspark.python``, so both are set to the same path. On
+    workers (data sources' included) take ``PYSPARK_PYTHON`` from this
+    process (set here) and ``spark-submit`` takes ``spark.pyspark.python``
+    (a session builder's setting of it is not read), so both are set to the same path. On
     a cluster, that path must hold offload-core on every worker host. A
     local session also binds to 127.0.0.1."""
     from pyspark import SparkConf, SparkContext

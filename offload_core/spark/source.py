@@ -2,10 +2,11 @@
 workers.
 
 Spark 4 unpickles a Python data source inside worker processes (to create
-it, plan it and read it), started with ``PYSPARK_PYTHON`` /
-``spark.pyspark.python``, else ``python3`` from ``PATH``. This module is
-registered with PySpark's cloudpickle to travel *by value*, and imports
-nothing but PySpark at module level, so a worker running the wrong
+it, plan it and read it), started with ``PYSPARK_PYTHON`` (which
+``spark-submit`` sets from ``spark.pyspark.python``), else ``python3``
+from ``PATH``. This module is registered with PySpark's cloudpickle to
+travel *by value*, and imports nothing but PySpark at module level, so a
+worker running the wrong
 interpreter reaches :meth:`PulsarOffloadDataSource.schema` and fails there
 with an error that names that interpreter and the fix, instead of a bare
 ``ModuleNotFoundError`` deep in Spark's unpickler. The jobs' tasks travel
@@ -89,9 +90,9 @@ def _reader_module(name: str = "pulsar_offload") -> Any:
     except ImportError as exc:
         raise WorkerEnvironmentError(
             f"this Spark worker runs {sys.executable} (Python {sys.version.split()[0]}), which cannot import "
-            f"offload-core: {exc}. Spark starts Python workers with PYSPARK_PYTHON or spark.pyspark.python, "
-            "else python3 from PATH: set either to the interpreter offload-core is installed in (for example "
-            "PYSPARK_PYTHON=/path/to/project/.venv/bin/python), or build the session with "
+            f"offload-core: {exc}. Spark starts Python workers with PYSPARK_PYTHON (spark-submit sets it from "
+            "spark.pyspark.python), else python3 from PATH: set it to the interpreter offload-core is installed "
+            "in (for example PYSPARK_PYTHON=/path/to/project/.venv/bin/python), or build the session with "
             "offload_core.spark.get_session(), which does"
         ) from None
     return module
