@@ -151,3 +151,19 @@ def test_bad_file_system_settings_are_refused_and_nothing_stored(tmp_path: Path,
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert message in result.stderr
     assert {row["from"] for row in policies(tmp_path, "namespaces", "acme/prod").values()} == {"broker"}
+
+
+@pytest.mark.parametrize(
+    ("set_as", "read_as"),
+    [("persistent://acme/prod/orders", "acme/prod/orders"), ("acme/prod/orders", "persistent://acme/prod/orders")],
+)
+def test_a_topic_policy_set_under_one_spelling_is_read_under_the_other(
+    tmp_path: Path, set_as: str, read_as: str
+) -> None:
+    assert offload(tmp_path, "topics", "set-offload-policies", set_as, "-b", "cold").returncode == 0
+    assert policies(tmp_path, "topics", read_as)["bucket"] == {"value": "cold", "from": "topic"}
+    assert offload(tmp_path, "topics", "set-tiered-read-priority", set_as, "bookkeeper-first").returncode == 0
+    shown = json.loads(offload(tmp_path, "topics", "get-tiered-read-priority", read_as, "--json").stdout)
+    assert shown == {"topic": "acme/prod/orders", "set": "BOOKKEEPER_FIRST", "effective": "BOOKKEEPER_FIRST"}
+    assert offload(tmp_path, "topics", "remove-offload-policies", read_as).returncode == 0
+    assert policies(tmp_path, "topics", set_as)["bucket"]["from"] == "broker"

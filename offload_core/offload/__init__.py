@@ -1,9 +1,10 @@
 """Offloaders: moving sealed ledgers to object storage and reading them back.
 
 The offloader contract and the blob-store offloader are here
-(:mod:`.ledger`); its object families are rooms of their own: :mod:`.ledgers`
-(PIP-17 ledger objects) and :mod:`.segments` (PIP-76 segments), both on the
-shared read machinery in :mod:`.reading`.
+(:mod:`.ledger`, on :mod:`.offloader_base`: what our offloaders share); its
+object families are rooms of their own: :mod:`.ledgers` (PIP-17 ledger
+objects) and :mod:`.segments` (PIP-76 segments), both on the shared read
+machinery in :mod:`.reading`.
 """
 
 from __future__ import annotations

@@ -14,17 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
-from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError, OffloadError, StateError
+from ..errors import ConfigError, FormatError, InvalidMetadataError, NotFoundError
 from ..formats import entry_offsets
 from ..formats import pulsar_v1 as v1
 from ..formats.entry_offsets import EntryOffsets
 from ..hooks import Event, OffloaderRegistrar, hookimpl
-from ..instrument import InstrumentedDriver, RequestCounts
 from ..proto import LedgerMetadataFormat
 from ..retry import RetryPolicy, call_with_retries
 from ..storage import StorageDriver
 from .ledgers.built_ahead import BuiltAhead
 from .ledgers.ledger_payloads import ledger_payloads, recorded
+from .offloader_base import OffloaderBase
 from .reading.block_tables import index_entry_offsets
 from .reading.offloaded_read_handle import OffloadedReadHandle
 from .reading.read_ahead import ReadAheadPool
@@ -94,7 +94,7 @@ class LedgerOffloader(Protocol):
     def close(self) -> None: ...
 
 
-class BlobStoreLedgerOffloader(SegmentStreaming):
+class BlobStoreLedgerOffloader(SegmentStreaming, OffloaderBase):
     """PIP-17 on any :class:`StorageDriver`.
 
     ``max_block_size`` and ``read_buffer_size`` are Pulsar's
@@ -142,29 +142,16 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
                 f"minimum multipart part size of {driver.min_part_size} bytes ({driver.min_part_size >> 20} MiB); "
                 "raise it (Pulsar's default is 64 MiB)"
             )
-        self.driver = InstrumentedDriver(driver, emit)
         self.max_block_size = max_block_size
         self.block_limit = max(2 * max_block_size, 2 * DEFAULT_MAX_BLOCK_SIZE)
         self.max_index_size = max_index_size
         self.read_buffer_size = read_buffer_size
-        self.prefix = prefix
         self.retry = retry
         self.entry_offsets = entry_offsets
-        self._owns_read_ahead = read_ahead is None
-        self.read_ahead = ReadAheadPool() if read_ahead is None else read_ahead
-        self._emit = emit
+        super().__init__(driver, prefix=prefix, emit=emit, read_ahead=read_ahead)
 
     def __repr__(self) -> str:
         return f"BlobStoreLedgerOffloader({self.driver.inner!r}, prefix={self.prefix!r})"
-
-    @property
-    def requests(self) -> RequestCounts:
-        """Storage requests made so far."""
-        return self.driver.counts
-
-    def driver_metadata(self) -> dict[str, str]:
-        """What to record in ``OffloadContext.driverMetadata``."""
-        return {"driver": self.driver.name or type(self.driver.inner).__name__, "prefix": self.prefix}
 
     def keys(self, ledger_id: int, uuid: uuid_module.UUID | str, prefix: str | None = None) -> tuple[str, str]:
         """The data and index keys of an offloaded ledger."""
@@ -191,15 +178,11 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
         """
         ledger_id = handle.ledger_id
         metadata = handle.metadata
-        if metadata.state != LedgerMetadataFormat.CLOSED:
-            raise StateError(f"ledger {ledger_id} is not closed; only sealed ledgers can be offloaded")
-        if handle.last_entry_id < 0:
-            raise StateError(f"ledger {ledger_id} is empty; there is nothing to offload")
+        self._check_offloadable(handle)
         user_metadata = _object_metadata(extra_metadata)
         data_key, index_key = self.keys(ledger_id, uuid)
-        self._event("offload.started", ledger_id=ledger_id, uuid=str(uuid), key=data_key)
         table: list[v1.IndexEntry] = []
-        try:
+        with self._offloading(ledger_id, uuid, data_key, [data_key, index_key]):
             blocks = v1.encode_data_blocks(
                 ledger_payloads(handle, self.max_block_size),
                 entry_count=handle.last_entry_id + 1,
@@ -218,10 +201,6 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
                 trailer=entry_offsets.encode_section(lengths) if self.entry_offsets else b"",
             )
             self.driver.write(index_key, v1.encode_index(index), metadata=user_metadata)
-        except BaseException as exc:
-            self._remove_quietly(ledger_id, [data_key, index_key], exc)
-            self._event("offload.failed", ledger_id=ledger_id, uuid=str(uuid), error=type(exc).__name__)
-            raise
         self._event("offload.finished", ledger_id=ledger_id, uuid=str(uuid), bytes=data_info.size, blocks=len(table))
         return OffloadResult(
             ledger_id=ledger_id,
@@ -233,14 +212,9 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
             driver_metadata=self.driver_metadata(),
         )
 
-    def _remove_quietly(self, ledger_id: int, keys: list[str], cause: BaseException) -> None:
-        try:
-            call_with_retries(lambda: self.driver.delete(keys), self.retry)
-        except OffloadError as exc:
-            cause.add_note(
-                f"cleanup after the failed offload of ledger {ledger_id} also failed ({exc}); "
-                f"delete {keys} by hand or with `offload ledgers rm`"
-            )
+    def _delete(self, keys: list[str]) -> None:
+        """Delete ``keys``, retrying transient errors as :attr:`retry` says."""
+        call_with_retries(lambda: self.driver.delete(keys), self.retry)
 
     # -- read ----------------------------------------------------------------
 
@@ -310,18 +284,8 @@ class BlobStoreLedgerOffloader(SegmentStreaming):
     ) -> None:
         """Delete both objects of an offloaded ledger; idempotent."""
         prefix = (driver_metadata or {}).get("prefix", self.prefix)
-        keys = list(self.keys(ledger_id, uuid, prefix))
-        call_with_retries(lambda: self.driver.delete(keys), self.retry)
+        self._delete(list(self.keys(ledger_id, uuid, prefix)))
         self._event("offload.deleted", ledger_id=ledger_id, uuid=str(uuid))
-
-    def close(self) -> None:
-        if self._owns_read_ahead:
-            self.read_ahead.close()
-        self.driver.close()
-
-    def _event(self, kind: str, **fields: object) -> None:
-        if self._emit is not None:
-            self._emit(Event(kind, fields))
 
 
 def _check_size(name: str, value: object, minimum: int) -> None:

@@ -147,6 +147,30 @@ def test_most_specific_level_wins(tmp_path: Path) -> None:
     assert policies.effective(topic).read_priority is ReadPriority.BOOKKEEPER_FIRST
 
 
+@pytest.mark.parametrize(
+    ("set_as", "read_as"),
+    [("persistent://acme/prod/orders", "acme/prod/orders"), ("acme/prod/orders", "persistent://acme/prod/orders")],
+)
+def test_a_topic_policy_is_one_record_whichever_way_the_topic_is_spelled(
+    tmp_path: Path, set_as: str, read_as: str
+) -> None:
+    policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), DEFAULT_POLICIES)
+    policies.update("topic", set_as, deletion_lag_ms=7)
+    assert policies.get("topic", read_as).deletion_lag_ms == 7
+    assert policies.effective(TopicName.parse(read_as)).deletion_lag_ms == 7
+    assert policies.sources("topic", read_as)["deletion_lag_ms"] == (7, "topic")
+    policies.update("topic", read_as, deletion_lag_ms=None)
+    assert policies.get("topic", set_as) == OffloadPolicies()
+
+
+def test_a_policy_for_a_malformed_name_is_refused(tmp_path: Path) -> None:
+    policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), DEFAULT_POLICIES)
+    with pytest.raises(ConfigError, match="is not tenant/namespace/topic"):
+        policies.update("topic", "acme/orders", deletion_lag_ms=7)
+    with pytest.raises(ConfigError, match="is not tenant/namespace,"):
+        policies.update("namespace", "acme/prod/orders", deletion_lag_ms=7)
+
+
 def test_invalid_policy_update_is_refused(tmp_path: Path) -> None:
     base = OffloadPolicies(retention_size_mb=1).over(DEFAULT_POLICIES)
     policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), base)

@@ -1,4 +1,5 @@
-"""A store per test: the filesystem driver, and S3 through moto's server."""
+"""A store per test: the filesystem driver, and S3 through moto's server;
+and a remote log metadata manager in the test's directory."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteLogMetadataManager
 from offload_core.storage import StorageDriver
 from tests.emulators import MotoS3
 
@@ -21,3 +23,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageDri
         driver = open_driver("s3://offload-test", **s3.client_options())
     with driver:
         yield driver
+
+
+@pytest.fixture
+def rlmm(tmp_path: Path) -> RemoteLogMetadataManager:
+    with RemoteLogMetadataManager(tmp_path / "rlmm.sqlite") as manager:
+        yield manager  # type: ignore[misc]

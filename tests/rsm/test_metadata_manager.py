@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -25,12 +24,6 @@ from tests.rsm.segments import TOPIC_ID
 
 S = RemoteLogSegmentState
 TP = TopicIdPartition(TOPIC_ID, TopicPartition("orders", 0))
-
-
-@pytest.fixture
-def rlmm(tmp_path: Path) -> RemoteLogMetadataManager:
-    with RemoteLogMetadataManager(tmp_path / "rlmm.sqlite") as manager:
-        yield manager  # type: ignore[misc]
 
 
 def segment(start: int, end: int, epochs: dict[int, int], size: int = 100) -> RemoteLogSegmentMetadata:

@@ -292,18 +292,28 @@ class PolicyStore:
 
     @staticmethod
     def _path(level: str, name: str) -> str:
-        return f"{_AREA}/{level}/{name}"
+        """The record of ``name`` at ``level``, under one spelling of the
+        name (a topic's without ``persistent://``, as :meth:`effective` and
+        :meth:`sources` read it), so that either spelling finds the policies
+        set with the other."""
+        key = str(TopicName.parse(name)) if level == "topic" else parse_namespace(name)
+        return f"{_AREA}/{level}/{key}"
 
     def get(self, level: str, name: str) -> OffloadPolicies:
-        """The policies set at ``level`` (``namespace`` or ``topic``) for ``name``."""
+        """The policies set at ``level`` (``namespace`` or ``topic``) for
+        ``name`` (a topic with or without ``persistent://``); raises
+        :class:`ConfigError` for a name :meth:`TopicName.parse` or
+        :func:`parse_namespace` refuses."""
         record = self._store.get(self._path(level, name))
         return OffloadPolicies() if record is None else OffloadPolicies.from_json(record.value)
 
     def update(self, level: str, name: str, **changes: Any) -> OffloadPolicies:
         """Set (or, with ``None``, unset) fields at one level; compare-and-set.
 
-        Raises :class:`ConflictError` if another writer changed the record
-        in between, :class:`ConfigError` if the result would be invalid."""
+        ``name`` is read as :meth:`get` reads it. Raises
+        :class:`ConflictError` if another writer changed the record in
+        between, :class:`ConfigError` if the name or the result would be
+        invalid."""
         path = self._path(level, name)
         record = self._store.get(path)
         current = OffloadPolicies() if record is None else OffloadPolicies.from_json(record.value)

@@ -24,7 +24,7 @@ import os
 import uuid as uuid_module
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from ...errors import ConfigError, FormatError, NotFoundError, OffloadError, StateError
+from ...errors import ConfigError, FormatError, NotFoundError
 from ...formats.hadoop_crc import CrcWriter, check_crc_file, crc_file_name
 from ...formats.hadoop_writables import ShortInput
 from ...formats.mapfile import DEFAULT_INDEX_INTERVAL, MapFileEncoder, check_data_header, decode_index, unit_entries
@@ -32,11 +32,11 @@ from ...formats.pulsar_v1_index import parse_ledger_metadata
 from ...formats.sequence_file import Compression, Header, Unit, decode_header
 from ...formats.sequence_file_writer import DEFAULT_BLOCK_SIZE
 from ...hooks import Event
-from ...instrument import InstrumentedDriver, RequestCounts
 from ...proto import LedgerMetadataFormat
 from ...storage import StorageDriver
 from ..ledger import OffloadResult
 from ..ledgers.ledger_payloads import ledger_payloads
+from ..offloader_base import OffloaderBase
 from ..reading.object_bytes import ObjectBytes
 from ..reading.read_ahead import ReadAheadPool
 from ..reading.read_handle import ReadHandle
@@ -63,7 +63,7 @@ def ledger_directory(managed_ledger: str, ledger_id: int, uuid: uuid_module.UUID
     return f"{managed_ledger}/{ledger_id}-{uuid}"
 
 
-class MapFileLedgerOffloader:
+class MapFileLedgerOffloader(OffloaderBase):
     """A :class:`~offload_core.offload.ledger.LedgerOffloader` writing and
     reading Pulsar's file-system offloader's MapFiles on a storage driver
     rooted where Pulsar's ``hadoop.tmp.dir`` is.
@@ -104,30 +104,16 @@ class MapFileLedgerOffloader:
                             ("managedLedgerOffloadReadBufferSizeInBytes", read_buffer_size)):  # fmt: skip
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        self.driver = InstrumentedDriver(driver, emit)
         self.block_size = block_size
         self.index_interval = index_interval
         self.read_buffer_size = read_buffer_size
-        self.prefix = prefix
         self.checksum_files = driver.name in _CHECKSUMMED_DRIVERS if checksum_files is None else checksum_files
         self.check_checksums = check_checksums
-        self._emit = emit
-        self._owns_read_ahead = read_ahead is None
-        self.read_ahead = ReadAheadPool() if read_ahead is None else read_ahead
         self._new_sync = new_sync
+        super().__init__(driver, prefix=prefix, emit=emit, read_ahead=read_ahead)
 
     def __repr__(self) -> str:
         return f"MapFileLedgerOffloader({self.driver.inner!r}, compression={self.compression.value})"
-
-    @property
-    def requests(self) -> RequestCounts:
-        """Storage requests made so far."""
-        return self.driver.counts
-
-    def driver_metadata(self) -> dict[str, str]:
-        """What to record with each ledger (the managed ledger's name is
-        added per ledger: see :meth:`offload`)."""
-        return {"driver": self.driver.name or type(self.driver.inner).__name__, "prefix": self.prefix}
 
     def directory(self, ledger_id: int, uuid: uuid_module.UUID | str, driver_metadata: Mapping[str, str] | None) -> str:
         """The ledger's directory key, under the managed ledger's name from
@@ -149,20 +135,12 @@ class MapFileLedgerOffloader:
         the error propagates. The result's driver metadata names the
         managed ledger, to be passed back to reads and deletes."""
         ledger_id = handle.ledger_id
-        if handle.metadata.state != LedgerMetadataFormat.CLOSED:
-            raise StateError(f"ledger {ledger_id} is not closed; only sealed ledgers can be offloaded")
-        if handle.last_entry_id < 0:
-            raise StateError(f"ledger {ledger_id} is empty; there is nothing to offload")
+        self._check_offloadable(handle)
         recorded = {**self.driver_metadata(), MANAGED_LEDGER_NAME: _managed_ledger_name(extra_metadata) or "null"}
         directory = self.directory(ledger_id, uuid, recorded)
         keys = [f"{directory}/{name}" for name in (DATA, crc_file_name(DATA), crc_file_name(INDEX), INDEX)]
-        self._event("offload.started", ledger_id=ledger_id, uuid=str(uuid), key=directory)
-        try:
+        with self._offloading(ledger_id, uuid, directory, keys):
             size = self._write_files(handle, directory)
-        except BaseException as exc:
-            self._remove_quietly(ledger_id, keys, exc)
-            self._event("offload.failed", ledger_id=ledger_id, uuid=str(uuid), error=type(exc).__name__)
-            raise
         self._event("offload.finished", ledger_id=ledger_id, uuid=str(uuid), bytes=size, blocks=1)
         return OffloadResult(ledger_id=ledger_id, uuid=str(uuid), data_key=f"{directory}/{DATA}",
                              index_key=f"{directory}/{INDEX}", blocks=1, data_object_length=size,
@@ -197,15 +175,6 @@ class MapFileLedgerOffloader:
             self.driver.write(f"{directory}/{crc_file_name(INDEX)}", [index_crc.finish()], metadata={})
         self.driver.write(f"{directory}/{INDEX}", [index_bytes], metadata={})  # the commit point: last
         return info.size
-
-    def _remove_quietly(self, ledger_id: int, keys: list[str], cause: BaseException) -> None:
-        try:
-            self.driver.delete(keys)
-        except OffloadError as exc:
-            cause.add_note(
-                f"cleanup after the failed offload of ledger {ledger_id} also failed ({exc}); "
-                f"delete {keys} by hand or with `offload ledgers rm`"
-            )
 
     # -- read ----------------------------------------------------------------
 
@@ -280,15 +249,6 @@ class MapFileLedgerOffloader:
         directory = self.directory(ledger_id, uuid, driver_metadata)
         delete_mapfile_files(self.driver, directory, [info.key for info in self.driver.list(directory + "/")])
         self._event("offload.deleted", ledger_id=ledger_id, uuid=str(uuid))
-
-    def close(self) -> None:
-        if self._owns_read_ahead:
-            self.read_ahead.close()
-        self.driver.close()
-
-    def _event(self, kind: str, **fields: object) -> None:
-        if self._emit is not None:
-            self._emit(Event(kind, fields))
 
 
 def delete_mapfile_files(driver: StorageDriver, directory: str, keys: Iterable[str]) -> None:
