@@ -7,6 +7,7 @@ from pyspark import cloudpickle
 
 from . import source
 from .backfill_job import BackfillResult, backfill
+from .data_loss import skipped_objects
 from .progress import Progress
 from .pulsar_offload import BlockRangePartition, plan_partitions
 from .retention_job import RetentionResult, retention
@@ -31,5 +32,6 @@ __all__ = [
     "get_session",
     "plan_partitions",
     "retention",
+    "skipped_objects",
     "verify_store",
 ]

@@ -23,9 +23,11 @@ producer snapshot names), as the CLI's :class:`RemoteLogReader` reads;
 control records are never rows, as in Spark. ``failOnDataLoss`` (default
 true): an object gone between planning and reading, or a starting offset
 retention removed, fails the query naming it; false skips it with a
-logged line. ``minPartitions`` and ``maxRecordsPerPartition`` split the
-read further; ``includeHeaders`` (default false, as in Spark) adds the
-``headers`` column. ``bytesPerPartition`` (default 128 MiB): one Spark
+logged line (a vanished object's on the data-loss logger, which
+:func:`~offload_core.spark.skipped_objects` reads back). ``minPartitions``
+and ``maxRecordsPerPartition`` split the read further;
+``includeHeaders`` (default false, as in Spark) adds the ``headers``
+column. ``bytesPerPartition`` (default 128 MiB): one Spark
 partition per remote segment, or per run of its index entries of about
 this many bytes; ``maxDecompressedBytes`` (default 256 MiB): the most a
 compressed batch (or a magic 0/1 wrapper) may expand to before it is
@@ -50,7 +52,6 @@ A schema given with ``.schema(...)`` may name a subset of the columns
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -69,6 +70,7 @@ from ..rsm.log_reader import RemoteLogReader
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
 from ..rsm.types import RemoteLogSegmentMetadata
+from .data_loss import log_vanished_segment
 from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
 from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
@@ -78,7 +80,6 @@ from .source import KAFKA_SCHEMA
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,8 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
     """Rows of :data:`KAFKA_SCHEMA`, in offset order. :class:`FormatError`
     names the segment's object. A segment deleted since the read was planned
     raises :class:`NotFoundError` naming it, or with
-    ``failOnDataLoss=false`` gives no rows and a logged line."""
+    ``failOnDataLoss=false`` gives no rows and one record on
+    :data:`~offload_core.spark.data_loss.LOGGER`."""
     try:
         yield from _segment_rows(partition, with_headers)
     except FormatError as exc:
@@ -242,11 +244,12 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
             raise
         raise FormatError(f"{partition.log_key}: {exc}") from None
     except NotFoundError as exc:
-        gone = (f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished after the read "
-                "was planned")  # fmt: skip
         if partition.fail_on_data_loss:
-            raise NotFoundError(f"{gone}: {exc}; set failOnDataLoss=false to skip what is gone") from None
-        _LOG.warning("kafka-remote: %s; skipped, as failOnDataLoss=false", gone)
+            raise NotFoundError(f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished "
+                                f"after the read was planned: {exc}; set failOnDataLoss=false to skip what is gone"
+                                ) from None  # fmt: skip
+        log_vanished_segment(partition.url, partition.log_key, partition.topic, partition.partition, partition.first,
+                             partition.end)  # fmt: skip
 
 
 def _segment_rows(partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:

@@ -31,7 +31,11 @@ def get_session(
     Spark's configuration names (``PYSPARK_SUBMIT_ARGS``,
     ``spark-defaults.conf``), else ``local[*]``, with ``config`` set on
     it; a new session has the ``pulsar-offload`` and ``kafka-remote``
-    sources registered.
+    sources registered, and its Python workers' logs collected
+    (``spark.sql.pyspark.worker.logging.enabled``, unless ``config`` or
+    Spark's configuration says otherwise), so
+    :func:`~offload_core.spark.skipped_objects` can count what
+    ``failOnDataLoss=false`` skipped.
 
     Every Python worker of a new session, on the driver and on every
     executor, runs :func:`choose_python`'s interpreter: PySpark's RDD
@@ -43,6 +47,7 @@ def get_session(
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    from .data_loss import CAPTURE_CONF
     from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
 
     active = SparkSession.getActiveSession()
@@ -65,6 +70,8 @@ def get_session(
         conf.set("spark.ui.showConsoleProgress", "false")
         # Lets pulsar-offload's filterPushdown option prune by ledger and entry id.
         conf.setIfMissing("spark.sql.python.filterPushdown.enabled", "true")
+        # Brings the workers' logs to the driver: skipped_objects counts what failOnDataLoss=false skipped.
+        conf.setIfMissing(CAPTURE_CONF, "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
         active.dataSource.register(PulsarOffloadDataSource)
         active.dataSource.register(KafkaRemoteDataSource)

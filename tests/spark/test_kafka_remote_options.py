@@ -140,12 +140,16 @@ def test_an_object_gone_between_planning_and_reading(tmp_path: Path, caplog: pyt
     with pytest.raises(NotFoundError, match=f"{lost} .offsets 0 to 99. vanished .*failOnDataLoss=false"):
         list(read_partition(plan[0]))
     skipping = plan_partitions(options(url, topic="orders", failOnDataLoss="false"))
-    with caplog.at_level(logging.WARNING, logger="offload_core.spark.kafka_remote"):
+    with caplog.at_level(logging.WARNING, logger="offload_core.spark.data_loss"):
         rows = [row for partition in skipping for row in read_partition(partition)]
     assert [row[4] for row in rows] == list(range(100, 200))
-    assert [r.getMessage() for r in caplog.records] == [
+    (record,) = caplog.records
+    assert record.name == "offload_core.spark.data_loss" and record.levelno == logging.WARNING
+    assert record.getMessage() == (
         f"kafka-remote: {lost} (offsets 0 to 99) vanished after the read was planned; skipped, as failOnDataLoss=false"
-    ]
+    )
+    assert record.context == {"source": "kafka-remote", "store": url, "key": lost, "topic": "orders", "partition": "0",
+                              "first_offset": "0", "last_offset": "99", "reason": "vanished"}  # fmt: skip
 
 
 def test_starting_offsets_retention_removed(tmp_path: Path) -> None:

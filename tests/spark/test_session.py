@@ -16,7 +16,8 @@ PROBE = (
     "from offload_core.spark import get_session;"
     "import sys; session = get_session(sys.argv[1] if len(sys.argv) > 1 else None);"
     "print(session.sparkContext.master, session.conf.get('spark.ui.enabled'),"
-    " session.conf.get('spark.sql.python.filterPushdown.enabled'));"
+    " session.conf.get('spark.sql.python.filterPushdown.enabled'),"
+    " session.conf.get('spark.sql.pyspark.worker.logging.enabled'));"
     "print(session.read.format('pulsar-offload').load('file:///nowhere').columns[:2])"
 )
 
@@ -48,4 +49,4 @@ def test_a_new_session_takes_its_master_from_spark_configuration() -> None:
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--master local[1] pyspark-shell"}
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180,
                           check=True)  # fmt: skip
-    assert done.stdout.splitlines() == ["local[1] false true", "['ledger_id', 'entry_id']"]
+    assert done.stdout.splitlines() == ["local[1] false true true", "['ledger_id', 'entry_id']"]

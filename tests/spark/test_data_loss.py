@@ -1,0 +1,59 @@
+"""failOnDataLoss through a real Spark query: a segment deleted between
+planning and reading fails the query naming it, or is skipped and counted
+on the driver by skipped_objects from the Python workers' logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.errors import PythonException
+
+from offload_core.errors import ConfigError
+from offload_core.spark import skipped_objects
+from offload_core.spark.data_loss import CAPTURE_CONF
+from tests.spark.test_kafka_remote_options import _copied
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def collecting(spark: Any) -> Iterator[Any]:
+    """The package's session, collecting its Python workers' logs (as get_session's does) for one test."""
+    spark.conf.set(CAPTURE_CONF, "true")
+    yield spark
+    spark.conf.unset(CAPTURE_CONF)
+
+
+def _planned_then_lost(spark: Any, tmp_path: Path, url: str, **options: str) -> tuple[Any, str]:
+    """A kafka-remote read of orders-0 whose first segment's .log is deleted once the read is planned."""
+    frame = spark.read.format("kafka-remote").options(url=url, prefix="tiered", topic="orders", **options).load()
+    # Planning the physical plan lists the segments; the action then runs this plan, not a new one.
+    frame._jdf.queryExecution().executedPlan()
+    first = min((tmp_path / "store").rglob("*.log"))
+    first.unlink()
+    return frame, str(first.relative_to(tmp_path / "store"))
+
+
+def test_a_segment_gone_between_planning_and_reading_is_skipped_and_counted(collecting: Any, tmp_path: Path) -> None:
+    url, _, _ = _copied(tmp_path)
+    frame, lost = _planned_then_lost(collecting, tmp_path, url, failOnDataLoss="false")
+    assert sorted(row.offset for row in frame.select("offset").collect()) == list(range(100, 200))
+    skipped = skipped_objects(collecting).where(f"store = '{url}'")
+    assert skipped.count() == 1
+    (row,) = skipped.drop("ts", "message").collect()
+    assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost, "topic": "orders", "partition": 0,
+                            "first_offset": 0, "last_offset": 99, "reason": "vanished"}  # fmt: skip
+
+
+def test_a_segment_gone_between_planning_and_reading_fails_the_query_naming_it(collecting: Any, tmp_path: Path) -> None:
+    frame, lost = _planned_then_lost(collecting, tmp_path, _copied(tmp_path)[0])
+    with pytest.raises(PythonException, match=f"{lost} .offsets 0 to 99. vanished .*failOnDataLoss=false"):
+        frame.collect()
+
+
+def test_skipped_objects_refuses_a_session_that_does_not_collect_its_workers_logs(spark: Any) -> None:
+    with pytest.raises(ConfigError, match=f"set {CAPTURE_CONF}=true"):
+        skipped_objects(spark)
