@@ -1,9 +1,10 @@
 """A plain SparkSession, started by a script run with the Python offload-core
 is installed in (its virtualenv not activated, no PYSPARK_PYTHON), finds and
 runs both sources: the .pth offload-core installs at the root of
-site-packages makes that Python Spark's Python worker, where Spark would
-otherwise take ``python3`` from PATH, a Python that sees nothing of ours
-(Spark's ``DATA_SOURCE_NOT_FOUND``, before any of our code runs)."""
+site-packages makes that Python the one Spark runs the data sources it finds
+by itself with (``PYSPARK_DRIVER_PYTHON``), where Spark would otherwise take
+``python3`` from PATH, a Python that sees nothing of ours (Spark's
+``DATA_SOURCE_NOT_FOUND``, before any of our code runs)."""
 
 from __future__ import annotations
 
