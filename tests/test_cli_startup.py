@@ -137,6 +137,13 @@ def test_rsm_submodules_still_import_by_from_and_unknown_names_do_not() -> None:
         rsm.no_such_name  # noqa: B018 - the lookup is what is tested
 
 
+def test_dir_of_rsm_lists_its_public_names_before_they_load() -> None:
+    # A fresh interpreter: in this one other tests may have loaded them already.
+    script = "import offload_core.rsm as rsm; print(sorted(set(rsm.__all__) - set(dir(rsm))))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"
+
+
 def test_an_rsm_submodule_loads_without_the_managers() -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import sys, offload_core.rsm.types; print('\\n'.join(sys.modules))"],

@@ -76,3 +76,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -163,6 +163,13 @@ def test_a_topic_policy_is_one_record_whichever_way_the_topic_is_spelled(
     assert policies.get("topic", set_as) == OffloadPolicies()
 
 
+def test_a_topic_named_before_names_were_ascii_still_has_effective_policies(tmp_path: Path) -> None:
+    # Broker.topics() builds TopicName from a data directory's records, which may predate the ASCII rule.
+    policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), DEFAULT_POLICIES)
+    policies.update("namespace", "acme/prod", deletion_lag_ms=7)
+    assert policies.effective(TopicName("acme", "prod", "café")).deletion_lag_ms == 7
+
+
 def test_a_policy_for_a_malformed_name_is_refused(tmp_path: Path) -> None:
     policies = PolicyStore(SqliteMetadataStore(tmp_path / "m.db"), DEFAULT_POLICIES)
     with pytest.raises(ConfigError, match="is not tenant/namespace/topic"):

@@ -304,7 +304,10 @@ class PolicyStore:
         ``name`` (a topic with or without ``persistent://``); raises
         :class:`ConfigError` for a name :meth:`TopicName.parse` or
         :func:`parse_namespace` refuses."""
-        record = self._store.get(self._path(level, name))
+        return self._read(self._path(level, name))
+
+    def _read(self, path: str) -> OffloadPolicies:
+        record = self._store.get(path)
         return OffloadPolicies() if record is None else OffloadPolicies.from_json(record.value)
 
     def update(self, level: str, name: str, **changes: Any) -> OffloadPolicies:
@@ -360,7 +363,10 @@ class PolicyStore:
         cached = self._effective.get(topic)
         if marker is not None and cached is not None and cached[0] == marker:
             return cached[1]
-        policies = self.get("topic", str(topic)).over(self.get("namespace", topic.namespace)).over(self.broker_defaults)
+        # Read under the name as given, not parsed again: a topic named before names had to be ASCII and at
+        # most MAX_NAME_LENGTH long (Broker.topics() returns those) still gets its namespace's and the broker's.
+        policies = (self._read(f"{_AREA}/topic/{topic}").over(self._read(f"{_AREA}/namespace/{topic.namespace}"))
+                    .over(self.broker_defaults))  # fmt: skip
         if marker is not None:
             self._effective[topic] = (marker, policies)
         return policies
