@@ -265,6 +265,13 @@ def test_cleanup_and_errors(tmp_path: Path) -> None:
         in dry.stderr
     )
     assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    as_json = offload("cleanup", url, "orders-0", *until, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    segment, last = map(json.loads, as_json.stdout.splitlines())
+    assert segment == {"topic_partition": "orders-0", "topic_id": rows[0]["topic_id"],
+                       "segment_id": rows[0]["segment_id"], "start_offset": 0, "end_offset": 99,
+                       "bytes": rows[0]["bytes"], "dry_run": True}  # fmt: skip
+    assert last == summary and "would delete segment" not in as_json.stderr
     still = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
     assert still == rows
     result = offload("cleanup", url, "orders-0", *until, "--execute")
