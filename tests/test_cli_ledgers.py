@@ -197,6 +197,8 @@ def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path, flag: str) 
     assert orphan["bytes"] == size
     assert f"1 orphan ledger(s) found, {size} bytes" in listed.stderr
     assert listed.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    text = offload("ledgers", "orphans", bucket, "--data-dir", str(data))
+    assert text.stdout == f"{99:>12}  {U1}  {size:>12} bytes  would delete\n"
     assert {info.key: info.size for info in open_driver(bucket).list("")} == before
     deleted = offload("ledgers", "orphans", bucket, "--data-dir", str(data), flag, "--json")
     assert deleted.returncode == 0 and "1 orphan ledger(s) deleted" in deleted.stderr
