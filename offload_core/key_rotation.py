@@ -1,5 +1,7 @@
 """Re-wrapping the data keys of encrypted objects under the keyring's
-active key, without rewriting their data (``offload keys rotate``).
+active key, without rewriting their data (``offload keys rotate``), and
+finding the objects whose data keys a key still wraps (``offload keys
+retire``).
 
 Each object's transform chain is in its metadata; a transform with a
 ``rewrap(params)`` method (``aes-gcm``) returns new parameters when the key
@@ -19,10 +21,11 @@ from typing import Any
 
 from .errors import NotFoundError
 from .hooks import Transform
+from .model import ObjectInfo
 from .storage import StorageDriver
 from .transforming_driver import CHAIN_KEY, damaged_chain, encode_chain
 
-__all__ = ["Rotated", "rotate_keys"]
+__all__ = ["Rotated", "objects_wrapped_with", "rotate_keys"]
 
 
 @dataclass(frozen=True)
@@ -40,15 +43,7 @@ def rotate_keys(
     is the plain store, not a transforming one). Raises what the keyring
     raises (a key id it lacks), :class:`FormatError` for a damaged chain, and
     :class:`ConfigError` from a driver that cannot replace metadata."""
-    for listed in driver.list(prefix):
-        try:
-            info = driver.stat(listed.key)
-        except NotFoundError:
-            continue  # deleted since the listing
-        chain = info.metadata.get(CHAIN_KEY)
-        if chain is None:
-            continue
-        steps = _steps(listed.key, chain)
+    for info, steps in _transformed(driver, prefix):
         changed = False
         for step in steps:
             rewrap = getattr(lookup(step["name"], distribution=step["distribution"]), "rewrap", None)
@@ -57,8 +52,36 @@ def rotate_keys(
                 step["params"] = dict(fresh)
                 changed = True
         if changed and not dry_run:
-            driver.replace_metadata(listed.key, {**info.metadata, CHAIN_KEY: encode_chain(steps)})
-        yield Rotated(listed.key, changed)
+            driver.replace_metadata(info.key, {**info.metadata, CHAIN_KEY: encode_chain(steps)})
+        yield Rotated(info.key, changed)
+
+
+def objects_wrapped_with(
+    driver: StorageDriver, lookup: Callable[..., Transform], key_id: str, prefix: str = ""
+) -> Iterator[str]:
+    """The keys of the transformed objects under ``prefix`` (``driver`` is
+    the plain store) whose chain has a step wrapped under ``key_id``, as
+    its transform's ``wrapping_key_id(params)`` says (transforms without
+    that method wrap nothing). Raises :class:`FormatError` for a damaged
+    chain."""
+    for info, steps in _transformed(driver, prefix):
+        for step in steps:
+            wrapping_key_id = getattr(lookup(step["name"], distribution=step["distribution"]), "wrapping_key_id", None)
+            if wrapping_key_id is not None and wrapping_key_id(step["params"]) == key_id:
+                yield info.key
+                break
+
+
+def _transformed(driver: StorageDriver, prefix: str) -> Iterator[tuple[ObjectInfo, list[dict[str, Any]]]]:
+    """Each object under ``prefix`` written through transforms, with its chain's steps."""
+    for listed in driver.list(prefix):
+        try:
+            info = driver.stat(listed.key)
+        except NotFoundError:
+            continue  # deleted since the listing
+        chain = info.metadata.get(CHAIN_KEY)
+        if chain is not None:
+            yield info, _steps(listed.key, chain)
 
 
 def _steps(key: str, chain: str) -> list[dict[str, Any]]:

@@ -265,6 +265,13 @@ def test_cleanup_and_errors(tmp_path: Path) -> None:
         in dry.stderr
     )
     assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    as_json = offload("cleanup", url, "orders-0", *until, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    segment, last = map(json.loads, as_json.stdout.splitlines())
+    assert segment == {"topic_partition": "orders-0", "topic_id": rows[0]["topic_id"],
+                       "segment_id": rows[0]["segment_id"], "start_offset": 0, "end_offset": 99,
+                       "bytes": rows[0]["bytes"], "dry_run": True}  # fmt: skip
+    assert last == summary and "would delete segment" not in as_json.stderr
     still = [json.loads(line) for line in offload("ls", url, "orders-0", "--json").stdout.splitlines()]
     assert still == rows
     result = offload("cleanup", url, "orders-0", *until, "--execute")
@@ -340,4 +347,25 @@ def test_transforms_none_reads_the_bare_store(tmp_path: Path) -> None:
     assert offload("copy", str(directory), url, "--all").returncode == 0
     read = offload("read", url, "orders-0", "--offset", "0", "--json", "-o", "transforms=none")
     assert read.returncode == 0
+    assert [json.loads(line)["offset"] for line in read.stdout.splitlines()] == list(range(100))
+
+
+def test_copy_writes_through_the_transforms_the_docs_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from offload_core import open_driver
+    from offload_core.transforming_driver import CHAIN_KEY
+
+    monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{tmp_path / 'keyring.json'}")
+    assert CliRunner().invoke(main, ["keys", "add"]).exit_code == 0
+    directory = write_partition(tmp_path, "orders-0", numbered_segments(1))
+    url = f"file://{tmp_path / 'store'}"
+    copied = offload("copy", str(directory), url, "--all", "-o", "transforms=zstd,aes-gcm,crc32c")
+    assert copied.returncode == 0, copied.stderr
+    bare = open_driver(url)
+    chains = {
+        tuple(step["name"] for step in json.loads(bare.stat(info.key).metadata[CHAIN_KEY]))
+        for info in bare.list("")
+        if CHAIN_KEY in bare.stat(info.key).metadata
+    }
+    assert chains == {("zstd", "aes-gcm", "crc32c")}
+    read = offload("read", url, "orders-0", "--offset", "0", "--json")
     assert [json.loads(line)["offset"] for line in read.stdout.splitlines()] == list(range(100))

@@ -197,6 +197,8 @@ def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path, flag: str) 
     assert orphan["bytes"] == size
     assert f"1 orphan ledger(s) found, {size} bytes" in listed.stderr
     assert listed.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    text = offload("ledgers", "orphans", bucket, "--data-dir", str(data))
+    assert text.stdout == f"{99:>12}  {U1}  {size:>12} bytes  would delete\n"
     assert {info.key: info.size for info in open_driver(bucket).list("")} == before
     deleted = offload("ledgers", "orphans", bucket, "--data-dir", str(data), flag, "--json")
     assert deleted.returncode == 0 and "1 orphan ledger(s) deleted" in deleted.stderr
@@ -204,3 +206,34 @@ def test_orphans_are_found_and_deleted_without_spark(tmp_path: Path, flag: str) 
     remaining = {info.key for info in open_driver(bucket).list("")}
     assert not any(U1 in key for key in remaining) and len(remaining) == 4  # two referenced ledgers, two objects each
     assert offload("ledgers", "orphans", bucket, "--data-dir", str(tmp_path / "nowhere")).returncode != 0
+
+
+def test_rm_refuses_a_ledger_a_topic_still_refers_to(tmp_path: Path) -> None:
+    from offload_core.managed_ledger import Broker, parse_config
+
+    data = tmp_path / "data"
+    with Broker(data, parse_config({"managedLedgerMaxEntriesPerLedger": 50})) as broker:
+        topic = broker.topic("a/b/c")
+        for n in range(120):
+            topic.append(b"%d" % n)
+        assert topic.offload_prefix().status == "success"
+    bucket = f"file://{data / 'bucket'}"
+    before = {info.key for info in open_driver(bucket).list("")}
+    for extra in ((), ("--execute",)):
+        refused = offload("ledgers", "rm", bucket, "1", "--data-dir", str(data), *extra)
+        assert refused.returncode == 1 and refused.stdout == ""
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith("Error: ConfigError: ledger 1 (")
+        assert " is still read by topic a/b/c (its metadata in " in line
+        assert "--even-if-referenced" in line
+    assert {info.key for info in open_driver(bucket).list("")} == before
+    forced = offload("ledgers", "rm", bucket, "1", "--data-dir", str(data), "--execute", "--even-if-referenced")
+    assert forced.returncode == 0, forced.stderr
+    assert len({info.key for info in open_driver(bucket).list("")}) == len(before) - 2
+
+
+def test_rm_says_when_references_could_not_be_checked(bucket: str, tmp_path: Path) -> None:
+    dry = offload("ledgers", "rm", bucket, "3", "--data-dir", str(tmp_path / "nowhere"))
+    assert dry.returncode == 0, dry.stderr
+    assert f"no broker metadata at {tmp_path / 'nowhere' / 'metadata.db'}" in dry.stderr
+    assert "could not be checked" in dry.stderr

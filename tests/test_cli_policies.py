@@ -167,3 +167,15 @@ def test_a_topic_policy_set_under_one_spelling_is_read_under_the_other(
     assert shown == {"topic": "acme/prod/orders", "set": "BOOKKEEPER_FIRST", "effective": "BOOKKEEPER_FIRST"}
     assert offload(tmp_path, "topics", "remove-offload-policies", read_as).returncode == 0
     assert policies(tmp_path, "topics", set_as)["bucket"]["from"] == "broker"
+
+
+def test_a_bucket_set_nowhere_shows_the_one_the_broker_uses(tmp_path: Path) -> None:
+    default = str((tmp_path / "data" / "bucket").resolve())
+    assert policies(tmp_path, "namespaces", "acme/prod")["bucket"] == {"value": default, "from": "broker"}
+    text = offload(tmp_path, "topics", "get-offload-policies", "acme/prod/orders").stdout
+    assert next(line for line in text.splitlines() if line.startswith("bucket ")).split() == [
+        "bucket", default, "(broker)"
+    ]  # fmt: skip
+    # A cloud store has no default bucket: none is shown.
+    assert offload(tmp_path, "namespaces", "set-offload-policies", "acme/prod", "-d", "aws-s3").returncode == 0
+    assert policies(tmp_path, "namespaces", "acme/prod")["bucket"] == {"value": None, "from": "broker"}

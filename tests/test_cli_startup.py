@@ -4,8 +4,10 @@ time is bench/bench_startup.py's to measure."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -199,3 +201,16 @@ def test_a_verb_group_parses_without_spark_kafka_formats_or_the_rsm(verb: str) -
 def test_a_verb_group_parses_without_the_broker(verb: str) -> None:
     _, modules = imported_by(verb, "--help")
     assert not [m for m in modules if m.startswith("offload_core.managed_ledger")], verb
+
+
+def test_the_readme_row_of_the_drivers_names_only_commands_that_show_them() -> None:
+    """A command the README's storage-driver row names without arguments
+    lists the installed drivers (`offload --version` only prints the version)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| storage drivers"))
+    spans = re.findall(r"`(offload [^`]*)`", row)
+    commands = [span.split()[1:] for span in spans if not any(word.isupper() for word in span.split())]  # no URL
+    assert commands
+    for args in commands:
+        output, _ = imported_by(*args)
+        assert "filesystem" in output and "s3" in output, args

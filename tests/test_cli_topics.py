@@ -201,8 +201,12 @@ def test_a_failed_offload_never_locks_the_topic(tmp_path: Path, endpoint: str) -
     if endpoint != "not a url":
         # The store stayed unreachable, so the ticket could not be cleaned: shown, then cleared by hand.
         assert "unfinished offload: ledger 1" in status and "clear-offload" in status
-        assert run(tmp_path, "topics", "clear-offload", "a/b/c").returncode != 0
-        cleared = run(tmp_path, "topics", "clear-offload", "a/b/c", "--force")
+        dry = run(tmp_path, "topics", "clear-offload", "a/b/c", "--force")
+        assert dry.returncode == 0 and "would delete the objects of ledger 1's unfinished offload" in dry.stdout
+        assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+        assert "unfinished offload: ledger 1" in run(tmp_path, "topics", "offload-status", "a/b/c").stdout
+        assert run(tmp_path, "topics", "clear-offload", "a/b/c", "--execute").returncode != 0
+        cleared = run(tmp_path, "topics", "clear-offload", "a/b/c", "--force", "--execute")
         assert cleared.returncode == 0 and "objects maybe left behind" in cleared.stdout
         assert "unfinished" not in run(tmp_path, "topics", "offload-status", "a/b/c").stdout
     # And with the default store it offloads.

@@ -66,3 +66,22 @@ def test_inline_settings_parse(setting: str) -> None:
         if values.get(key) == value:
             values.update(companions)
     parse_config(values, source="the docs")
+
+
+def test_the_docs_show_a_whole_s3_broker_config() -> None:
+    """One block a newcomer can paste for S3: driver, bucket, endpoint and
+    region together (credentials come from the environment)."""
+    whole = []
+    for path in LINKED_DOCS:
+        for block in code_blocks(path):
+            if block.language != "toml":
+                continue
+            values = tomllib.loads(block.code)
+            if values.get("managedLedgerOffloadDriver") == "aws-s3":
+                whole.append(values)
+    assert any(
+        {"managedLedgerOffloadBucket", "managedLedgerOffloadServiceEndpoint", "managedLedgerOffloadRegion"} <= set(v)
+        for v in whole
+    )
+    for values in whole:
+        parse_config(values, source="the docs")

@@ -205,3 +205,25 @@ def test_relative_links_resolve(path: Path) -> None:
         elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{target}: no such heading in {linked.relative_to(ROOT)}")
     assert not broken, f"{path.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+# What `make demo` installs (the Makefile's demo rule): the core, the
+# filesystem driver and the metrics plugin; and the driver names they serve
+# (memory is built in). A runnable block naming another driver fails for a
+# newcomer, whatever the test environment holds.
+DEMO_INSTALL = "pip install --quiet -e . -e drivers/filesystem -e plugins/prometheus"
+DEMO_DRIVERS = {"filesystem", "local-directory", "file", "local", "memory"}
+DRIVER_NAMED = re.compile(r"""(?:\s-d\s+|--driver[ =]|managedLedgerOffloadDriver\s*=\s*\\?["'])(?P<name>[\w-]+)""")
+
+
+def test_runnable_blocks_name_only_drivers_make_demo_installs() -> None:
+    assert DEMO_INSTALL in (ROOT / "Makefile").read_text(encoding="utf-8")
+    named = [
+        (block.where, match["name"])
+        for path in DOCS
+        for block in runnable_blocks(path)
+        if "spark" not in block.words
+        for match in DRIVER_NAMED.finditer(block.code)
+    ]
+    assert named
+    assert [(where, name) for where, name in named if name.lower() not in DEMO_DRIVERS] == []

@@ -33,17 +33,23 @@ def _until_ms(text: str) -> int:
 @click.argument("topic_partition", required=False)
 @click.option("--until", "until", required=True, help="Delete segments whose newest record is older (ISO time or ms).")
 @execute_option()
+@click.option("--json", "as_json", is_flag=True,
+              help="Each segment that goes (or would) as a JSON object on stdout, before the summary.")  # fmt: skip
 @topic_id_option
 @metadata_option
 @store_options
-def cleanup(url: str | None, topic_partition: str | None, until: str, execute: bool, topic_id: str | None,
+def cleanup(url: str | None, topic_partition: str | None, until: str, execute: bool, as_json: bool,
+            topic_id: str | None,
             metadata_path: Path | None, layout: str, config_path: Path | None, prefix: str | None,
             options: tuple[str, ...]) -> None:  # fmt: skip
     """Delete the oldest segments older than --until (and the unreferenced
     older copies that are), with --execute; without it, a dry run. Each
-    segment that goes (or would) is named on stderr; stdout is one JSON
-    object: dry_run, the segments and bytes that go, deleted_segments (0 in
-    a dry run) and the log start offset after the cleanup."""
+    segment that goes (or would) is named on stderr, or with --json is a
+    JSON object on stdout (topic_partition, topic_id, segment_id,
+    start_offset, end_offset, bytes, dry_run); stdout ends with one JSON
+    object, with or without --json: dry_run, the segments and bytes that
+    go, deleted_segments (0 in a dry run) and the log start offset after
+    the cleanup."""
     url, topic_partition = shift_url(config_path, url, topic_partition)
     if topic_partition is None:
         raise click.UsageError("Missing argument 'TOPIC_PARTITION'.")
@@ -55,8 +61,16 @@ def cleanup(url: str | None, topic_partition: str | None, until: str, execute: b
         going, start = segments.cleanup_plan(tp, until_ms)
         verb = "deleting" if execute else "would delete"
         for segment in going:
-            click.echo(f"{verb} segment {segment.start_offset}-{segment.end_offset} of {named(tp)} "
-                       f"({segment.segment_size_in_bytes} bytes, id {segment.segment_id.id})", err=True)  # fmt: skip
+            if as_json:
+                click.echo(json.dumps({"topic_partition": str(tp.topic_partition),
+                                       "topic_id": tp.topic_id if tp.known else None,
+                                       "segment_id": segment.segment_id.id, "start_offset": segment.start_offset,
+                                       "end_offset": segment.end_offset, "bytes": segment.segment_size_in_bytes,
+                                       "dry_run": not execute}))  # fmt: skip
+            else:
+                click.echo(f"{verb} segment {segment.start_offset}-{segment.end_offset} of {named(tp)} "
+                           f"({segment.segment_size_in_bytes} bytes, id {segment.segment_id.id})",
+                           err=True)  # fmt: skip
             if execute:
                 segments.delete_log_segment(segment)
     finally:

@@ -13,12 +13,12 @@ from types import ModuleType
 
 import click
 
-from ..errors import ConfigError, TransformNotInstalledError
-from ..key_rotation import rotate_keys
+from ..errors import ConfigError, TransformNotInstalledError, mask_secret_text
+from ..key_rotation import objects_wrapped_with, rotate_keys
 from ..plugins import PluginManager
 from ..registries import install_hint
 from .ledger_store import _open, prefix_option, sweep_before_rerun
-from .options import driver_options
+from .options import driver_options, dry_run_footer, execute_option
 
 
 @click.group()
@@ -93,7 +93,7 @@ def add(key_id: str | None, activate: bool, keyring_path: str | None) -> None:
     """Add a fresh random AES-256 key-encryption key to the keyring file,
     under KEY_ID (default: k<n+1>). A keyring that does not exist is
     created, with this key active. To rotate: add a key with --activate,
-    run `offload keys rotate URL`, then `offload keys retire OLD_ID`."""
+    run `offload keys rotate URL`, then `offload keys retire OLD_ID URL --execute`."""
     path = _keyring_file(keyring_path)
     created = not path.exists()
     chosen = _keyring_files().add_key(path, key_id, activate=activate)
@@ -119,11 +119,42 @@ def list_keys(as_json: bool, keyring_path: str | None) -> None:
 
 @keys.command("retire")
 @click.argument("key_id")
+@click.argument("urls", nargs=-1, metavar="[URL]...")
+@prefix_option
+@execute_option()
 @keyring_option
-def retire(key_id: str, keyring_path: str | None) -> None:
-    """Remove KEY_ID from the keyring file. Objects whose data keys are still
-    wrapped under it can no longer be read: run `offload keys rotate URL`
-    over every store first. The active key cannot be retired."""
+@driver_options
+def retire(
+    key_id: str, urls: tuple[str, ...], prefix: str, execute: bool, keyring_path: str | None, options: tuple[str, ...]
+) -> None:
+    """Remove KEY_ID from the keyring file with --execute; without it, a dry
+    run that says what would be removed. Refused while objects under a
+    store URL given (each store the keyring's objects live in) still have
+    data keys wrapped under KEY_ID: run `offload keys rotate URL` first.
+    Without a URL nothing is checked, and objects still wrapped under it
+    become unreadable. The active key cannot be retired."""
     path = _keyring_file(keyring_path)
-    _keyring_files().retire_key(path, key_id)
+    files = _keyring_files()
+    files.retire_key(path, key_id, dry_run=True)
+    manager = PluginManager()
+    for url in urls:
+        with _open(url, options, transforms=False) as driver:
+            using = list(objects_wrapped_with(driver, manager.transform, key_id, prefix))
+        if using:
+            raise ConfigError(
+                f"{len(using)} object(s) under {url} still have data keys wrapped under key {key_id!r} (first: "
+                f"{using[0]}): run `offload keys rotate {url}` first, then retire it"
+            )
+        click.echo(mask_secret_text(f"no object under {url} uses key {key_id}"), err=True)
+    if not urls:
+        click.echo(
+            f"warning: no store named, so none checked: objects whose data keys are still wrapped under key {key_id} "
+            f"become unreadable once it is retired (name each store: offload keys retire {key_id} URL ...)",
+            err=True,
+        )
+    if not execute:
+        click.echo(f"would retire key {key_id} from {path}")
+        click.echo(dry_run_footer(f"key {key_id} from the keyring"), err=True)
+        return
+    files.retire_key(path, key_id)
     click.echo(f"retired key {key_id} from {path}")

@@ -18,7 +18,7 @@ from ..offload.stored.retention import decide
 from ..plugins import default_plugin_manager
 from .ledger_layouts import created_ms, delete_ledger, find_ledgers, ledger_bytes, present_keys, unfinished_mapfiles
 from .ledger_store import _open, prefix_option
-from .options import driver_options, dry_run_footer, execute_option
+from .options import action_text, driver_options, dry_run_footer, execute_option
 
 __all__ = ["orphans", "sweep"]
 
@@ -75,7 +75,9 @@ def orphans(url: str, data_dir: str, prefix: str, execute: bool, as_json: bool, 
                                    "bytes": ledger_size, "created_ms": decision.created_ms, "action": decision.action,
                                    "reason": mask_secret_text(decision.reason), "dry_run": not execute}))  # fmt: skip
         else:
-            click.echo(f"{ledger.ledger_id:>12}  {ledger.uuid}  {ledger_size:>12} bytes  {decision.action}")
+            click.echo(
+                f"{ledger.ledger_id:>12}  {ledger.uuid}  {ledger_size:>12} bytes  {action_text(decision.action)}"
+            )
     verb = "deleted" if execute else "found"
     click.echo(f"{count} orphan ledger(s) {verb}, {size} bytes" + (f", {failed} failed" if failed else ""), err=True)
     if not execute:

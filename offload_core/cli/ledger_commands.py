@@ -28,6 +28,7 @@ from .ledger_layouts import (
     remove_ledger,
     verify_any,
 )
+from .ledger_references import even_if_referenced_option, references_data_dir_option, refuse_if_referenced
 from .ledger_store import _open, prefix_option, report_leftovers, uuid_option
 from .options import driver_options, dry_run_footer, execute_option
 
@@ -253,15 +254,23 @@ def verify(
 @uuid_option
 @prefix_option
 @execute_option("--yes")
+@references_data_dir_option
+@even_if_referenced_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object saying what was (or would be) deleted.")
 @driver_options
 def remove(
-    url: str, ledger: int, uuid: str | None, prefix: str, execute: bool, as_json: bool, options: tuple[str, ...]
-) -> None:
+    url: str, ledger: int, uuid: str | None, prefix: str, execute: bool, data_dir: str, even_if_referenced: bool,
+    as_json: bool, options: tuple[str, ...],
+) -> None:  # fmt: skip
     """Delete both objects of offloaded LEDGER (idempotent) with --execute;
-    without it, a dry run that names them and their bytes."""
+    without it, a dry run that names them and their bytes. Refused, dry
+    run or not, while a topic in --data-dir still refers to the ledger
+    (unless --even-if-referenced): its entries would become unreadable."""
     driver = _open(url, options)
     chosen = select_ledger(find_ledgers(driver, prefix), ledger, uuid)
+    unchecked = refuse_if_referenced(chosen, data_dir, even_if_referenced=even_if_referenced)
+    if unchecked is not None:
+        click.echo(unchecked, err=True)
     keys = ledger_keys(chosen)
     size = ledger_bytes(chosen)
     if execute:

@@ -76,6 +76,12 @@ def execute_option(*aliases: str) -> Callable[[F], F]:
     )
 
 
+def action_text(action: str) -> str:
+    """A retention decision's action as a line of text says it: ``delete``
+    is only what a dry run would do."""
+    return "would delete" if action == "delete" else action
+
+
 def dry_run_footer(what: str) -> str:
     """The last line of a deleting verb's dry run: how to really delete."""
     return f"dry run: nothing deleted; add --execute to delete {what}"

@@ -142,7 +142,13 @@ def check_driver(broker: Broker, driver: str | None) -> None:
 
 
 def show_policies(broker: Broker, level: str, name: str, fields: list[str], as_json: bool) -> None:
+    """Each of ``fields`` with the level it comes from; a bucket set nowhere
+    shows the one the broker would use, as the other defaults do."""
+    from ..managed_ledger.lifecycle.offloaders import default_bucket
+
     sources = broker.policies.sources(level, name)
+    if sources["bucket"][0] is None:
+        sources["bucket"] = (default_bucket(sources["driver"][0], broker.data_dir), sources["bucket"][1])
     # An endpoint or driver URL may carry credentials (user:password@, a signed query).
     values = mask_secrets({field: _printable(sources[field][0]) for field in fields})
     rows = {field: {"value": values[field], "from": sources[field][1]} for field in fields}

@@ -10,7 +10,7 @@ import click
 
 from ..errors import mask_secret_text
 from .broker_options import broker_options
-from .options import driver_options, execute_option, metrics_port_option, parse_driver_options
+from .options import action_text, driver_options, execute_option, metrics_port_option, parse_driver_options
 from .spark_export_commands import export
 from .spark_session import master_option
 from .spark_session import printer as _printer
@@ -183,7 +183,7 @@ def retention(
         if store is not None:
             store.close()
     for decision in result.decisions:
-        click.echo(f"{decision.action:<8} {decision.offload.label} ({decision.offload.uuid}), "
+        click.echo(f"{action_text(decision.action):<8} {decision.offload.label} ({decision.offload.uuid}), "
                    f"{decision.size} bytes: {mask_secret_text(decision.reason)}")  # fmt: skip
     going = [d for d in result.decisions if d.action in ("delete", "deleted")]
     failed = [d for d in result.decisions if d.action == "failed"]

@@ -15,7 +15,7 @@ from ..formats.pulsar_message import PulsarMessage, decode_entry
 from ..hooks import Event, hookimpl
 from ..model import Entry, Position
 from .broker_options import broker_options, opened, parse_position
-from .options import READ_PRIORITIES, metrics_port_option
+from .options import READ_PRIORITIES, dry_run_footer, execute_option, metrics_port_option
 from .produce_command import produce
 
 
@@ -213,7 +213,8 @@ def offload_status(topic: str, as_json: bool, data_dir: str, config_path: str | 
             )
         if unfinished:
             click.echo(
-                f"(cleaned up by the next offload or run-maintenance; or now: offload topics clear-offload {topic})"
+                f"(cleaned up by the next offload or run-maintenance; or now: offload topics clear-offload {topic} "
+                "--execute)"
             )
 
 
@@ -225,20 +226,33 @@ def offload_status(topic: str, as_json: bool, data_dir: str, config_path: str | 
     is_flag=True,
     help="Clear the record even if the objects cannot be deleted (the store is gone); prints the keys left behind.",
 )
+@execute_option()
 @broker_options
-def clear_offload(topic: str, ledger_ids: tuple[int, ...], force: bool, data_dir: str, config_path: str | None) -> None:
-    """Clean up TOPIC's unfinished offloads now: delete their objects, then
-    clear their record, so the ledgers offload afresh."""
+def clear_offload(
+    topic: str, ledger_ids: tuple[int, ...], force: bool, execute: bool, data_dir: str, config_path: str | None
+) -> None:
+    """Clean up TOPIC's unfinished offloads now with --execute: delete their
+    objects, then clear their record, so the ledgers offload afresh (their
+    entries stay on the hot tier: an unfinished offload was never read).
+    Without --execute, a dry run that names them."""
     with opened(data_dir, config_path) as broker:
         ledger = broker.topic(topic)
-        targets = [u.ledger_id for u in ledger.unfinished_offloads() if not ledger_ids or u.ledger_id in ledger_ids]
+        targets = [u for u in ledger.unfinished_offloads() if not ledger_ids or u.ledger_id in ledger_ids]
         if not targets:
             click.echo("no unfinished offload to clear")
             return
-        for ledger_id in targets:
-            left = ledger.clear_unfinished_offload(ledger_id, force=force)
+        if not execute:
+            for target in targets:
+                click.echo(
+                    f"would delete the objects of ledger {target.ledger_id}'s unfinished offload (uuid {target.uuid}, "
+                    f"driver {target.settings.get('driver', '?')}), then clear its record"
+                )
+            click.echo(dry_run_footer(f"these {len(targets)} unfinished offload(s)"), err=True)
+            return
+        for target in targets:
+            left = ledger.clear_unfinished_offload(target.ledger_id, force=force)
             note = f"; objects maybe left behind: {', '.join(left)}" if left else ""
-            click.echo(f"ledger {ledger_id}: cleared{note}")
+            click.echo(f"ledger {target.ledger_id}: cleared{note}")
 
 
 @topics.command()

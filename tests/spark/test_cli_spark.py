@@ -60,6 +60,9 @@ def test_backfill_verify_and_retention_verbs(spark: Any, data: Path) -> None:
     assert dry.exit_code == 0
     assert dry.stdout.count("keep     ledger") == 4 and "referenced by managed ledger" in dry.output
     assert "would delete 0 offload(s), 0 bytes; 0 orphan(s); dry run" in dry.stderr
+    going = run("spark", "retention", url, "--older-than", "0s")
+    assert going.exit_code == 0 and going.stdout.count("would delete ledger") == 4
+    assert not any(line.startswith("delete") for line in going.stdout.splitlines())
     gone = run("spark", "retention", url, "--older-than", "0s", "--execute")
     assert gone.exit_code == 0 and gone.stdout.count("deleted  ledger") == 4
     assert find_offloaded_ledgers(driver) == []

@@ -27,7 +27,14 @@ from ...urls import redact_url_text
 from .filesystem_offload import FILESYSTEM, LOCAL_DIRECTORY, check_offload_driver, filesystem_settings
 from .policies import OffloadPolicies
 
-__all__ = ["OffloaderProvider", "check_driver_options", "describe_store", "driver_settings", "store_location"]
+__all__ = [
+    "OffloaderProvider",
+    "check_driver_options",
+    "default_bucket",
+    "describe_store",
+    "driver_settings",
+    "store_location",
+]
 
 _SETTINGS = ("driver", "bucket", "endpoint", "region", "transforms", "transform_chunk_size")
 # "filesystem" among them only for ledgers recorded before it meant the
@@ -67,9 +74,18 @@ def driver_settings(policies: OffloadPolicies, data_dir: Path) -> dict[str, str]
         return filesystem_settings(policies.file_system_uri, policies.file_system_profile_path)
     settings = {name: str(value) for name in _SETTINGS if (value := getattr(policies, name)) is not None}
     settings.setdefault("driver", LOCAL_DIRECTORY)
-    if settings["driver"].lower() in _LOCAL_DRIVERS and "bucket" not in settings:
-        settings["bucket"] = str(data_dir / "bucket")
+    if "bucket" not in settings and (bucket := default_bucket(settings["driver"], data_dir)) is not None:
+        settings["bucket"] = bucket
     return settings
+
+
+def default_bucket(driver: str | None, data_dir: Path) -> str | None:
+    """The bucket a broker in ``data_dir`` offloads to with ``driver`` (no
+    driver: the local directory) when none is set: a ``bucket`` folder in
+    the data directory for a local directory; ``None`` for every other
+    driver, which needs one set (the file-system offloader none at all)."""
+    name = (driver or LOCAL_DIRECTORY).lower()
+    return str(data_dir / "bucket") if name in _LOCAL_DRIVERS and name != FILESYSTEM else None
 
 
 def store_location(settings: Mapping[str, str], data_dir: Path) -> tuple[str, dict[str, str]]:

@@ -88,17 +88,20 @@ def add_key(path: Path, key_id: str | None = None, *, activate: bool = False) ->
     return chosen
 
 
-def retire_key(path: Path, key_id: str) -> None:
-    """Remove ``key_id`` from the keyring at ``path``. Raises
-    :class:`KeyringError` if it is not there or is the active key (make
-    another active first). Objects whose data keys are still wrapped under
-    it become unreadable: run ``offload keys rotate`` over them first."""
+def retire_key(path: Path, key_id: str, *, dry_run: bool = False) -> None:
+    """Remove ``key_id`` from the keyring at ``path`` (with ``dry_run``,
+    only check that it could be). Raises :class:`KeyringError` if it is not
+    there or is the active key (make another active first). Objects whose
+    data keys are still wrapped under it become unreadable: run ``offload
+    keys rotate`` over them first."""
     current = read_keyring_file(path)
     if key_id not in current.key_ids:
         raise KeyringError(f"key id {key_id!r} is not in {path} (it holds {list(current.key_ids)})")
     if key_id == current.active:
         raise KeyringError(f"key id {key_id!r} is the active key of {path}: add and activate another one first "
                            "(offload keys add --activate), then rotate (offload keys rotate URL)")  # fmt: skip
+    if dry_run:
+        return
     keys = dict(json.loads(path.read_text())["keys"])
     del keys[key_id]
     _write(path, current.active, keys)

@@ -83,6 +83,12 @@ class AesGcmTransform:
         data_key = keyring.unwrap(key_id, base64.b64decode(params["wrapped_key"], validate=True))
         return {"key_id": active, "wrapped_key": base64.b64encode(keyring.wrap(active, data_key)).decode("ascii")}
 
+    def wrapping_key_id(self, params: Mapping[str, str]) -> str | None:
+        """The id of the key that wraps the data key of an object written
+        with ``params`` (``offload keys retire`` refuses a key objects still
+        need)."""
+        return params.get("key_id")
+
     def for_reading(self, params: Mapping[str, str], *, version: int, object_id: bytes | None) -> _Codec:
         """A codec for an object written with ``version`` (1: chunks bound
         to their position only). Raises :class:`FormatError` for parameters

@@ -17,6 +17,7 @@ from offload_plugin_aes_gcm import AesGcmTransform, FileKeyring, KeyringError
 
 from offload_core.cli import main
 from offload_core.memory import MemoryDriver
+from offload_core.plugins import PluginManager
 from offload_core.transforming_driver import TransformingDriver
 
 
@@ -46,10 +47,15 @@ def test_add_list_retire(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     refused = keys("retire", "k3")
     assert refused.exit_code == 1 and "'k3' is the active key" in refused.output
     assert keys("add", "k1").exit_code == 1 and "already in" in keys("add", "k1").output
-    retired = keys("retire", "k1")
+    dry = keys("retire", "k1")
+    assert dry.exit_code == 0 and dry.stdout == f"would retire key k1 from {ring}\n", dry.output
+    assert "no store named, so none checked" in dry.stderr and "become unreadable" in dry.stderr
+    assert dry.stderr.splitlines()[-1].startswith("dry run: nothing deleted; add --execute")
+    assert "k1" in json.loads(keys("list", "--json").output)["keys"]
+    retired = keys("retire", "k1", "--execute")
     assert retired.exit_code == 0, retired.output
     assert json.loads(keys("list", "--json").output)["keys"] == ["k2", "k3", "spare"]
-    missing = keys("retire", "k1")
+    missing = keys("retire", "k1", "--execute")
     assert missing.exit_code == 1 and "'k1' is not in" in missing.output and "Traceback" not in missing.output
 
 
@@ -120,5 +126,29 @@ def test_a_rewritten_keyring_keeps_its_mode(tmp_path: Path, monkeypatch: pytest.
     ring.chmod(0o640)  # shared with the broker's group
     assert keys("add").exit_code == 0
     assert stat.S_IMODE(os.stat(ring).st_mode) == 0o640
-    assert keys("retire", "k2").exit_code == 0
+    assert keys("retire", "k2", "--execute").exit_code == 0
     assert stat.S_IMODE(os.stat(ring).st_mode) == 0o640
+
+
+def test_retire_refuses_a_key_objects_in_a_named_store_still_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ring = tmp_path / "keyring.json"
+    monkeypatch.setenv("OFFLOAD_AES_GCM_KEYRING", f"file:{ring}")
+    url = f"file://{tmp_path / 'bucket'}"
+    assert keys("add").exit_code == 0
+    writer = PluginManager().open_driver(url, transforms="aes-gcm")
+    for name in ("a", "b"):
+        writer.write(name, [b"secret"], metadata={})
+    assert keys("add", "--activate").exit_code == 0
+    for extra in ((), ("--execute",)):
+        refused = keys("retire", "k1", url, *extra)
+        assert refused.exit_code == 1, refused.output
+        assert f"2 object(s) under {url} still have data keys wrapped under key 'k1' (first: a)" in refused.output
+        assert "run `offload keys rotate" in refused.output
+    assert "k1" in json.loads(keys("list", "--json").output)["keys"]
+    assert keys("rotate", url).exit_code == 0
+    retired = keys("retire", "k1", url, "--execute")
+    assert retired.exit_code == 0 and f"no object under {url} uses key k1" in retired.stderr, retired.output
+    assert json.loads(keys("list", "--json").output)["keys"] == ["k2"]
+    assert PluginManager().open_driver(url, transforms="auto").read("b") == b"secret"
