@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_offloaded_ledgers
+from ..offload.ledgers.inventory import find_complete_ledgers
 from ..offload.segments.segment_inventory import find_segments
 from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
@@ -38,7 +38,7 @@ def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
     :class:`ConfigError` for a ledger with several complete whole-ledger
     copies that ``ledgerUuids`` does not choose between."""
     with open_planning_driver(options.url, options.driver_options) as driver:
-        ledgers = ledger_copies_to_read(find_offloaded_ledgers(driver), options)
+        ledgers = ledger_copies_to_read(find_complete_ledgers(driver.list("")), options)
         segments = [segment for segment in find_segments(driver) if segment.complete]
     blocks: dict[int, list[Block]] = {}
     whole: dict[int, list[Block]] = {}

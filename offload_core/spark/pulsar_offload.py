@@ -67,7 +67,7 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_offloaded_ledgers
+from ..offload.ledgers.inventory import find_complete_ledgers
 from ..offload.reading.block_tables import index_entry_offsets
 from ..plugins import PluginManager, open_driver
 from .arrow_blocks import entry_batches
@@ -129,7 +129,7 @@ def plan_partitions(
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
     store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options))  # one listing for every kind
     try:
-        copies = ledger_copies_to_read(find_offloaded_ledgers(store), parsed)
+        copies = ledger_copies_to_read(find_complete_ledgers(store.list("")), parsed)
         targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
         partitions: list[BlockRangePartition | OffloadPartition] = []
         for ledger, index in zip(
