@@ -116,7 +116,12 @@ def plan_partitions(
     bad options, :class:`NotFoundError` for offsets lost with
     ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
+    planned: list[SegmentRangePartition] = []
+    # A log's reader holds every manifest of its partition: its partitions are cut while it is the
+    # one open, and it is let go, so planning holds one partition's manifests at a time. Only
+    # minPartitions, which may cut everything again smaller, keeps the pieces (and their readers).
     pieces: list[_Piece] = []
+    keep_pieces = bool(parsed.min_partitions)
     with open_planning_driver(parsed.url, parsed.driver_options) as driver:
         for reader in selected_logs(parsed, driver):
             tp = reader.topic_id_partition
@@ -134,8 +139,10 @@ def plan_partitions(
                 low, high = max(first, span.first), min(end, span.last + 1)
                 if low < high:
                     aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                    pieces.append((reader, span.segment, low, high, aborted))
-        planned = [p for piece in pieces for p in _piece_partitions(parsed, piece, parsed.bytes_per_partition)]
+                    piece = (reader, span.segment, low, high, aborted)
+                    planned += _piece_partitions(parsed, piece, parsed.bytes_per_partition)
+                    if keep_pieces:
+                        pieces.append(piece)
         wanted = parsed.min_partitions or 0
         if len(planned) < wanted:
             # Spark's minPartitions: smaller runs of index entries first, then offset ranges cut in two.

@@ -1,7 +1,7 @@
 """What planning a read holds on the Spark driver (issue 42 item 5): the
-listing as keys and sizes and a complete ledger copy as its data key, so
-that planning a store of many objects holds little more than their keys
-and the partitions it returns."""
+listing as keys and sizes, a complete ledger copy as its data key, and one
+Kafka partition's manifests at a time, so that planning a store of many
+objects holds little more than their keys and the partitions it returns."""
 
 from __future__ import annotations
 
@@ -9,12 +9,22 @@ import gc
 import sys
 import tracemalloc
 import uuid
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
 from offload_core.model import ObjectInfo
 from offload_core.offload.ledgers.inventory import find_complete_ledgers, group_ledgers
+from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.spark import kafka_remote
 from offload_core.spark.planning_reads import ListedOnce
+from tests.rsm.segments import numbered_segments, write_partition
 
 OBJECTS = 2_000
 
@@ -66,3 +76,31 @@ def test_complete_ledgers_are_the_complete_groups_in_their_order() -> None:
         (e.prefix, e.uuid, e.ledger_id, e.data_key, e.index_key) for e in expected
     ]
     assert [c.ledger_id for c in found] == [2, 3, 3, 10]
+
+
+def test_kafka_planning_lets_each_partitions_reader_go_before_the_next_but_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url))
+    for partition in range(4):
+        tp, segments = read_partition_dir(write_partition(tmp_path, f"orders-{partition}", numbered_segments(4)))
+        for segment in segments:
+            rsm.copy_log_segment(tp, segment.data)
+    selected = kafka_remote.selected_logs
+    alive: list[weakref.ref[Any]] = []
+    held_when_yielded: list[int] = []
+
+    def watched(parsed: Any, driver: Any) -> Iterator[Any]:
+        for reader in selected(parsed, driver):
+            gc.collect()
+            held_when_yielded.append(sum(1 for ref in alive if ref() is not None))
+            alive.append(weakref.ref(reader))
+            yield reader
+            del reader
+
+    monkeypatch.setattr(kafka_remote, "selected_logs", watched)
+    planned = kafka_remote.plan_partitions({"url": url, "subscribe": "orders"})
+    assert sorted({p.partition for p in planned}) == [0, 1, 2, 3] and len(planned) == 4 * len(segments)
+    # The reader being planned when the next is opened (the loop still names it), none before it.
+    assert held_when_yielded == [0, 1, 1, 1]
