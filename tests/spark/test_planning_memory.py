@@ -1,11 +1,13 @@
 """What planning a read holds on the Spark driver (issue 42 item 5): the
 listing as keys and sizes, a complete ledger copy as its data key, and one
 Kafka partition's manifests at a time, so that planning a store of many
-objects holds little more than their keys and the partitions it returns."""
+objects holds little more than their keys and the partitions it returns,
+and the partitions leave the store's URL and options to the reader."""
 
 from __future__ import annotations
 
 import gc
+import pickle
 import sys
 import tracemalloc
 import uuid
@@ -16,15 +18,19 @@ from typing import Any
 
 import pytest
 
+from offload_core import InMemoryReadHandle, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
-from offload_core.model import ObjectInfo
+from offload_core.model import Entry, ObjectInfo
 from offload_core.offload.ledgers.inventory import find_complete_ledgers, group_ledgers
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
-from offload_core.spark import kafka_remote
+from offload_core.spark import kafka_remote, plan_partitions
 from offload_core.spark.planning_reads import ListedOnce
+from offload_core.spark.pulsar_offload import make_reader
 from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.test_jobs_over_mapfiles import write_mapfile
+from tests.spark.test_pulsar_offload_segments import stream
 
 OBJECTS = 2_000
 
@@ -104,3 +110,30 @@ def test_kafka_planning_lets_each_partitions_reader_go_before_the_next_but_one(
     assert sorted({p.partition for p in planned}) == [0, 1, 2, 3] and len(planned) == 4 * len(segments)
     # The reader being planned when the next is opened (the loop still names it), none before it.
     assert held_when_yielded == [0, 1, 1, 1]
+
+
+def test_partitions_carry_neither_the_store_url_nor_the_driver_options(tmp_path: Path) -> None:
+    """Spark pickles every partition on its own (the JVM holds the bytes
+    until the tasks run): what every partition would repeat, the reader
+    holds once."""
+    url = f"file://{tmp_path / 'bucket'}"
+    offloader = open_offloader(url, max_block_size=4096)
+    for ledger_id in range(3):
+        offloader.offload(InMemoryReadHandle(ledger_id, [b"entry"] * 5), uuid.uuid4())
+    stream(url, [Entry(7, entry_id, b"x" * 50) for entry_id in range(5)])
+    write_mapfile(url, 9)
+    rsm = RemoteStorageManager(open_driver(url))
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(2)))
+    for segment in segments:
+        rsm.copy_log_segment(tp, segment.data)
+    options = {"driver.fsync": "false"}
+    pulsar = plan_partitions({"path": url, **options})
+    kafka = kafka_remote.plan_partitions({"url": url, "subscribe": "orders", **options})
+    assert sorted(p.ledger_id for p in pulsar) == [0, 1, 2, 7, 9] and len(kafka) == len(segments)
+    for partition in [*pulsar, *kafka]:
+        pickled = pickle.dumps(partition)
+        assert url.encode() not in pickled and b"fsync" not in pickled and b"transforms" not in pickled
+    # The reader holds them, and reads every partition of the plan with them.
+    reader = make_reader({"path": url, "arrow": "false", "decode": "none", **options})
+    assert (reader.store.url, dict(reader.store.options)) == (url, {"fsync": "false", "transforms": "auto"})
+    assert sum(1 for p in pulsar for _ in reader.read(p)) == 3 * 5 + 5 + 300

@@ -22,6 +22,7 @@ from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partit
 from offload_core.spark.planning_reads import read_objects
 from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import Decode, parse_read_options
+from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import numbered_segments, write_partition
 from tests.spark.test_jobs_over_mapfiles import entries_of, write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
@@ -77,7 +78,7 @@ def test_planning_mapfile_ledgers_reads_none_of_them(tmp_path: Path, store_calls
     # was opened for the age it holds, which a read does not use).
     assert (store_calls["read"], store_calls["stat"]) == (0, 0)
     store_calls.clear()
-    rows = list(read_partition(planned[3], Decode.NONE))
+    rows = list(read_partition(Store.of(url), planned[3], Decode.NONE))
     assert [row[3] for row in rows] == entries_of(3, 300)
 
 
