@@ -42,14 +42,14 @@ def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
         segments = [segment for segment in find_segments(driver) if segment.complete]
     blocks: dict[int, list[Block]] = {}
     whole: dict[int, list[Block]] = {}
-    for ledger, index in zip(ledgers, read_objects(options, [ledger.index_key for ledger in ledgers],
+    for ledger, index in zip(ledgers, read_objects(options, (ledger.index_key for ledger in ledgers),
                                                    v1.decode_index), strict=True):  # fmt: skip
         ends = [entry.first_entry_id for entry in index.entries[1:]] + [index.last_entry_id + 1]
         whole.setdefault(ledger.ledger_id, []).extend(
             Block(entry.first_entry_id, end, index.block_end(entry) - entry.offset)
             for entry, end in zip(index.entries, ends, strict=True)
         )
-    index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
+    index_keys = (segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments)
     for segment_index in read_objects(options, index_keys, v2.decode_index):
         for section in segment_index.ledgers:
             if section.ledger_id in whole or not options.selection.wants_ledger(section.ledger_id):

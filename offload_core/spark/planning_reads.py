@@ -117,11 +117,12 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> Iterator[T]:
+def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
     names, in order, as they come: at most ``_AHEAD`` objects are fetched
-    or held ahead of the one the caller is at. Raises what a read or
-    ``decode`` raised."""
+    or held ahead of the one the caller is at, and ``keys`` (an iterator
+    will do) is taken as far as that. Raises what a read or ``decode``
+    raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -136,7 +137,7 @@ def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[by
         return decode(driver.read(key))
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(keys)))) as pool:
+        with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:  # threads start as keys come
             pending: deque[Future[T]] = deque()
             for key in keys:
                 if len(pending) >= _AHEAD:

@@ -132,7 +132,7 @@ def plan_partitions(
         targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
         partitions: list[BlockRangePartition | OffloadPartition] = []
         for ledger, index in zip(
-            targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
+            targets, read_objects(parsed, (ledger.index_key for ledger in targets), v1.decode_index), strict=True
         ):
             ranges = parsed.selection.entry_ranges(ledger.ledger_id)
             lengths = _block_lengths(index)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +115,23 @@ def test_index_objects_are_decoded_as_planning_takes_them_not_all_at_once(tmp_pa
     # (before, all 300 were fetched and held before planning saw one).
     assert len(decoded) <= 32
     assert [b"index-0000", *taken] == [key.encode() for key in keys]
+
+
+def test_the_keys_to_read_are_taken_as_the_reads_need_them(tmp_path: Path) -> None:
+    """Planning passes its index keys as a generator: no list of a key per
+    ledger or segment is made beside the listing's."""
+    url = f"file://{tmp_path / 'bucket'}"
+    store = open_driver(url)
+    for number in range(100):
+        store.write(f"index-{number:04d}", [b"%d" % number])
+    pulled: list[int] = []
+
+    def keys() -> Iterator[str]:
+        for number in range(100):
+            pulled.append(number)
+            yield f"index-{number:04d}"
+
+    taken = read_objects(parse_read_options({"path": url}), keys(), int)
+    assert next(taken) == 0
+    assert len(pulled) <= 33  # the one returned and the window ahead of it
+    assert [0, *taken] == list(range(100))
