@@ -62,7 +62,6 @@ from pyspark.sql.types import StructType
 
 from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats import kafka
-from ..plugins import open_driver
 from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
 from ..rsm.log_batches import read_batches
@@ -76,6 +75,7 @@ from .kafka_positions import checked_start, ending_offset, selected_logs, starti
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
 from .planning_reads import open_planning_driver
 from .source import KAFKA_SCHEMA
+from .store_tasks import Store
 
 __all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
 
@@ -85,10 +85,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 @dataclass(frozen=True)
 class SegmentRangePartition(InputPartition):
     """Bytes ``[start, stop)`` of one remote ``.log`` and the offsets
-    ``[first, end)`` to keep from them."""
+    ``[first, end)`` to keep from them (the store is the reader's: see
+    :func:`read_partition`)."""
 
-    url: str
-    driver_options: tuple[tuple[str, str], ...]
     log_key: str
     topic: str
     partition: int
@@ -117,7 +116,12 @@ def plan_partitions(
     bad options, :class:`NotFoundError` for offsets lost with
     ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
+    planned: list[SegmentRangePartition] = []
+    # A log's reader holds every manifest of its partition: its partitions are cut while it is the
+    # one open, and it is let go, so planning holds one partition's manifests at a time. Only
+    # minPartitions, which may cut everything again smaller, keeps the pieces (and their readers).
     pieces: list[_Piece] = []
+    keep_pieces = bool(parsed.min_partitions)
     with open_planning_driver(parsed.url, parsed.driver_options) as driver:
         for reader in selected_logs(parsed, driver):
             tp = reader.topic_id_partition
@@ -135,8 +139,10 @@ def plan_partitions(
                 low, high = max(first, span.first), min(end, span.last + 1)
                 if low < high:
                     aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                    pieces.append((reader, span.segment, low, high, aborted))
-        planned = [p for piece in pieces for p in _piece_partitions(parsed, piece, parsed.bytes_per_partition)]
+                    piece = (reader, span.segment, low, high, aborted)
+                    planned += _piece_partitions(parsed, piece, parsed.bytes_per_partition)
+                    if keep_pieces:
+                        pieces.append(piece)
         wanted = parsed.min_partitions or 0
         if len(planned) < wanted:
             # Spark's minPartitions: smaller runs of index entries first, then offset ranges cut in two.
@@ -188,10 +194,9 @@ def _segment_partitions(
         txns = tuple(t for t in aborted
                      if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset)  # fmt: skip
         for at in range(low, high, most):
-            planned.append(SegmentRangePartition(parsed.url, parsed.driver_options, key, tp.topic, tp.partition,
-                                                 run[0].position, run[-1].position + run[-1].length, at,
-                                                 min(high, at + most), txns, parsed.max_decompressed_bytes,
-                                                 parsed.fail_on_data_loss))  # fmt: skip
+            planned.append(SegmentRangePartition(key, tp.topic, tp.partition, run[0].position,
+                                                 run[-1].position + run[-1].length, at, min(high, at + most), txns,
+                                                 parsed.max_decompressed_bytes, parsed.fail_on_data_loss))  # fmt: skip
     return planned
 
 
@@ -224,21 +229,23 @@ def _aiven_partitions(
     tp = meta.topic_partition
     most = parsed.max_records_per_partition or 2**63
     # maxRecordsPerPartition: each share of a range's own offsets reads its chunks and keeps its own records.
-    return [SegmentRangePartition(parsed.url, parsed.driver_options, spec.manifest_key.with_suffix("log").key, tp.topic,
-                                  tp.partition, start, stop, at, min(high, at + most), tuple(aborted),
-                                  parsed.max_decompressed_bytes, parsed.fail_on_data_loss, spec)
+    return [SegmentRangePartition(spec.manifest_key.with_suffix("log").key, tp.topic, tp.partition, start, stop, at,
+                                  min(high, at + most), tuple(aborted), parsed.max_decompressed_bytes,
+                                  parsed.fail_on_data_loss, spec)
             for start, stop, low, high in planned_ranges(aiven, meta, first, end, bytes_per_partition)
             for at in range(low, high, most)]  # fmt: skip
 
 
-def read_partition(partition: SegmentRangePartition, with_headers: bool = True) -> Iterator[tuple[Any, ...]]:
-    """Rows of :data:`KAFKA_SCHEMA`, in offset order. :class:`FormatError`
+def read_partition(
+    store: Store, partition: SegmentRangePartition, with_headers: bool = True
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of :data:`KAFKA_SCHEMA` of one partition of ``store``, in offset order. :class:`FormatError`
     names the segment's object. A segment deleted since the read was planned
     raises :class:`NotFoundError` naming it, or with
     ``failOnDataLoss=false`` gives no rows and one record on
     :data:`~offload_core.spark.data_loss.LOGGER`."""
     try:
-        yield from _segment_rows(partition, with_headers)
+        yield from _segment_rows(store, partition, with_headers)
     except FormatError as exc:
         if partition.log_key in str(exc):
             raise
@@ -248,13 +255,12 @@ def read_partition(partition: SegmentRangePartition, with_headers: bool = True) 
             raise NotFoundError(f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished "
                                 f"after the read was planned: {exc}; set failOnDataLoss=false to skip what is gone"
                                 ) from None  # fmt: skip
-        log_vanished_segment(partition.url, partition.log_key, partition.topic, partition.partition, partition.first,
+        log_vanished_segment(store.url, partition.log_key, partition.topic, partition.partition, partition.first,
                              partition.end)  # fmt: skip
 
 
-def _segment_rows(partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:
-    options: dict[str, Any] = dict(partition.driver_options)
-    with open_driver(partition.url, **options) as driver:
+def _segment_rows(store: Store, partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:
+    with store.open() as driver:
         if partition.aiven is not None:
             raw = aiven_stream(partition.aiven, driver, partition.start, partition.stop)
         else:
@@ -281,6 +287,7 @@ class KafkaRemoteReader(DataSourceReader):
 
     def __init__(self, options: Mapping[str, str], schema: StructType, *, streaming: bool = False) -> None:
         self.options = parse_options(options, streaming=streaming)
+        self.store = Store(self.options.url, self.options.driver_options)  # every partition's, held once
         self.schema = schema
         names = [field.name for field in KAFKA_SCHEMA.fields]
         unknown = [field.name for field in schema.fields if field.name not in names]
@@ -296,7 +303,7 @@ class KafkaRemoteReader(DataSourceReader):
         if not isinstance(partition, SegmentRangePartition):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         natural = self.picked == list(range(len(self.picked)))
-        for row in read_partition(partition, self.with_headers):
+        for row in read_partition(self.store, partition, self.with_headers):
             yield row if natural else tuple(row[at] for at in self.picked)
 
 

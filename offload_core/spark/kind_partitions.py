@@ -12,10 +12,10 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from ..offload.stored.kinds import ReadableKind, StoredOffload
-from ..plugins import open_driver
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import ReadOptions
+from .store_tasks import Store
 
 __all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
 
@@ -25,10 +25,9 @@ BLOCK_RANGE_KINDS = frozenset({"pulsar-ledger", "pulsar-segment"})
 
 @dataclass(frozen=True)
 class OffloadPartition(InputPartition):
-    """One ledger of one offload, and the entry ranges to keep."""
+    """One ledger of one offload, and the entry ranges to keep (the store
+    is the reader's: see :func:`read_kind_partition`)."""
 
-    url: str
-    driver_options: tuple[tuple[str, str], ...]
     kind: Any  # a ReadableKind
     offload: StoredOffload
     ledger_id: int
@@ -66,8 +65,8 @@ def plan_kind_partitions(
             # age, all describe adds, is no part of a read.
             offload = found if found.ledger_ids else kind.describe(store, found)
             partitions += [
-                OffloadPartition(options.url, options.driver_options, kind, offload, ledger_id,
-                                 options.selection.entry_ranges(ledger_id), entry_bounds, publish_time_bounds)
+                OffloadPartition(kind, offload, ledger_id, options.selection.entry_ranges(ledger_id), entry_bounds,
+                                 publish_time_bounds)
                 for ledger_id in offload.ledger_ids
                 if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
                 and ledger_bounds.admits(ledger_id)
@@ -76,11 +75,10 @@ def plan_kind_partitions(
     return partitions
 
 
-def read_kind_partition(partition: OffloadPartition) -> Iterator[tuple[int, bytes]]:
-    """The wanted entries of the partition's ledger (runs in the task:
-    opens its own driver)."""
-    open_options: dict[str, Any] = dict(partition.driver_options)
-    driver = open_driver(partition.url, **open_options)
+def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, bytes]]:
+    """The wanted entries of the partition's ledger in ``store`` (runs in
+    the task: opens its own driver)."""
+    driver = store.open()
     try:
         for entry_id, payload in partition.kind.entries(driver, partition.offload, partition.ledger_id):
             if partition.wants(entry_id):

@@ -7,18 +7,21 @@ one the managed ledger names, so the reader is told to choose."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import groupby
+from operator import attrgetter
 
 from ..errors import ConfigError
-from ..offload.ledgers.inventory import OffloadedLedger
+from ..offload.ledgers.inventory import LedgerCopy
 from .read_options import ReadOptions
 
 __all__ = ["ledger_copies_to_read"]
 
 
-def ledger_copies_to_read(found: Iterable[OffloadedLedger], options: ReadOptions) -> list[OffloadedLedger]:
-    """The complete objects among ``found`` that ``options`` want read: those
-    ``ledgerUuids`` names when it is given, else every complete copy of a
-    wanted ledger, in ``found``'s order.
+def ledger_copies_to_read(found: Iterable[LedgerCopy], options: ReadOptions) -> list[LedgerCopy]:
+    """The complete copies ``found`` (in ledger id order, as
+    :func:`.inventory.find_complete_ledgers` gives them) that ``options`` want read:
+    those ``ledgerUuids`` names when it is given, else every complete copy
+    of a wanted ledger, in ``found``'s order.
 
     Raises :class:`ConfigError` naming the ledger and its uuids when
     ``ledgerUuids`` is not given and a wanted ledger has several complete
@@ -26,15 +29,13 @@ def ledger_copies_to_read(found: Iterable[OffloadedLedger], options: ReadOptions
     chosen = [
         ledger
         for ledger in found
-        if ledger.complete
-        and (options.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in options.ledger_uuids)
+        if (options.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in options.ledger_uuids)
         and options.selection.wants_ledger(ledger.ledger_id)
     ]
     if options.ledger_uuids is None:
-        copies: dict[int, list[str]] = {}
-        for ledger in chosen:
-            copies.setdefault(ledger.ledger_id, []).append(ledger.uuid)
-        for ledger_id, uuids in copies.items():
+        # A ledger's copies are neighbours: no table of every ledger's uuids is needed to find two.
+        for ledger_id, group in groupby(chosen, key=attrgetter("ledger_id")):
+            uuids = [copy.uuid for copy in group]
             if len(uuids) > 1:
                 raise ConfigError(
                     f"pulsar-offload: the store holds {len(uuids)} complete copies of ledger {ledger_id} "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_offloaded_ledgers
+from ..offload.ledgers.inventory import find_complete_ledgers
 from ..offload.segments.segment_inventory import find_segments
 from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
@@ -38,18 +38,18 @@ def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
     :class:`ConfigError` for a ledger with several complete whole-ledger
     copies that ``ledgerUuids`` does not choose between."""
     with open_planning_driver(options.url, options.driver_options) as driver:
-        ledgers = ledger_copies_to_read(find_offloaded_ledgers(driver), options)
+        ledgers = ledger_copies_to_read(find_complete_ledgers(driver.list("")), options)
         segments = [segment for segment in find_segments(driver) if segment.complete]
     blocks: dict[int, list[Block]] = {}
     whole: dict[int, list[Block]] = {}
-    for ledger, index in zip(ledgers, read_objects(options, [ledger.index_key for ledger in ledgers],
+    for ledger, index in zip(ledgers, read_objects(options, (ledger.index_key for ledger in ledgers),
                                                    v1.decode_index), strict=True):  # fmt: skip
         ends = [entry.first_entry_id for entry in index.entries[1:]] + [index.last_entry_id + 1]
         whole.setdefault(ledger.ledger_id, []).extend(
             Block(entry.first_entry_id, end, index.block_end(entry) - entry.offset)
             for entry, end in zip(index.entries, ends, strict=True)
         )
-    index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
+    index_keys = (segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments)
     for segment_index in read_objects(options, index_keys, v2.decode_index):
         for section in segment_index.ledgers:
             if section.ledger_id in whole or not options.selection.wants_ledger(section.ledger_id):

@@ -6,9 +6,10 @@ since against a remote store planning waits on requests."""
 from __future__ import annotations
 
 import threading
+from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ _PLANNING_THREADS = 8
 # Objects fetched ahead of the one the caller is at: enough to keep every thread busy, and a bound
 # on what planning holds of them, whatever the number of objects.
 _AHEAD = 4 * _PLANNING_THREADS
+_NO_METADATA: Mapping[str, str] = {}
 
 
 class _StoredListing(WrappingDriver):
@@ -60,21 +62,35 @@ class ListedOnce(WrappingDriver):
     every listing (of any prefix) is served from it, so that the kinds of
     offload, each finding its objects by a listing of its own, cost one
     listing of the store between them. Objects written after that listing
-    are not listed. Reads, stats and writes go to ``inner``."""
+    are not listed. Reads, stats and writes go to ``inner``.
+
+    The listing is kept as its keys and sizes (the records are made again
+    as they are served, with the metadata and etag the listing gave): a
+    listed record would cost several times its key, and planning holds the
+    whole listing while it plans."""
 
     def __init__(self, inner: StorageDriver) -> None:
         super().__init__(inner)
-        self._listed: list[ObjectInfo] | None = None
-        self._keys: list[str] = []
+        self._keys: list[str] | None = None
+        self._sizes = array("q")
+        self._etags: dict[int, str] = {}
+        self._metadata: dict[int, Mapping[str, str]] = {}
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        if self._listed is None:
-            self._listed = list(self.inner.list(""))
-            self._keys = [info.key for info in self._listed]
-        listed = self._listed
-        at = bisect_left(self._keys, prefix)
-        while at < len(listed) and listed[at].key.startswith(prefix):
-            yield listed[at]
+        if self._keys is None:
+            keys: list[str] = []
+            for info in self.inner.list(""):
+                if info.etag is not None:
+                    self._etags[len(keys)] = info.etag
+                if info.metadata:
+                    self._metadata[len(keys)] = info.metadata
+                keys.append(info.key)
+                self._sizes.append(info.size)
+            self._keys = keys
+        keys, sizes = self._keys, self._sizes
+        at = bisect_left(keys, prefix)
+        while at < len(keys) and keys[at].startswith(prefix):
+            yield ObjectInfo(keys[at], sizes[at], self._metadata.get(at, _NO_METADATA), self._etags.get(at))
             at += 1
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
@@ -101,11 +117,12 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[bytes], T]) -> Iterator[T]:
+def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
     names, in order, as they come: at most ``_AHEAD`` objects are fetched
-    or held ahead of the one the caller is at. Raises what a read or
-    ``decode`` raised."""
+    or held ahead of the one the caller is at, and ``keys`` (an iterator
+    will do) is taken as far as that. Raises what a read or ``decode``
+    raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -120,7 +137,7 @@ def read_objects(options: ReadOptions, keys: Sequence[str], decode: Callable[[by
         return decode(driver.read(key))
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(_PLANNING_THREADS, len(keys)))) as pool:
+        with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:  # threads start as keys come
             pending: deque[Future[T]] = deque()
             for key in keys:
                 if len(pending) >= _AHEAD:

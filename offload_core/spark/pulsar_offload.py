@@ -8,7 +8,8 @@ complete segment's index (PIP-76) is read, a few at a time as planning
 takes them, and nothing else (bench/README.md, planning), and the blocks holding
 wanted entries are grouped into partitions (``bytesPerPartition``, default
 128 MiB; a partition holds blocks of one ledger in one object). A partition is
-small and picklable (URL, driver options, key, byte ranges, entry ranges).
+small and picklable (key, byte ranges, entry ranges); the store's URL and
+driver options travel once, with the reader, not with every partition.
 A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
@@ -67,9 +68,9 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_offloaded_ledgers
+from ..offload.ledgers.inventory import find_complete_ledgers
 from ..offload.reading.block_tables import index_entry_offsets
-from ..plugins import PluginManager, open_driver
+from ..plugins import PluginManager
 from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
@@ -80,7 +81,7 @@ from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
-from .store_tasks import installed_kinds
+from .store_tasks import Store, installed_kinds
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
 
@@ -92,8 +93,6 @@ class BlockRangePartition(InputPartition):
     """Consecutive blocks of one ledger's data object, and the entry ranges
     to keep from them (``last`` ``None`` for open-ended)."""
 
-    url: str
-    driver_options: tuple[tuple[str, str], ...]
     ledger_id: int
     data_key: str
     blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
@@ -129,11 +128,11 @@ def plan_partitions(
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
     store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options))  # one listing for every kind
     try:
-        copies = ledger_copies_to_read(find_offloaded_ledgers(store), parsed)
+        copies = ledger_copies_to_read(find_complete_ledgers(store.list("")), parsed)
         targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
         partitions: list[BlockRangePartition | OffloadPartition] = []
         for ledger, index in zip(
-            targets, read_objects(parsed, [ledger.index_key for ledger in targets], v1.decode_index), strict=True
+            targets, read_objects(parsed, (ledger.index_key for ledger in targets), v1.decode_index), strict=True
         ):
             ranges = parsed.selection.entry_ranges(ledger.ledger_id)
             lengths = _block_lengths(index)
@@ -144,16 +143,15 @@ def plan_partitions(
             ]
             for group in grouped_blocks(blocks, parsed):
                 group_lengths = tuple(lengths.get(first) for _, _, first in group)
-                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, ledger.ledger_id,
-                                                      ledger.data_key, group, ranges, entry_bounds,
+                partitions.append(BlockRangePartition(ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds,
                                                       publish_time_bounds=publish_time_bounds,
                                                       entry_lengths=group_lengths))  # fmt: skip
         read = {ledger.ledger_id for ledger in targets}
         for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                        entry_bounds=entry_bounds):  # fmt: skip
             for group in grouped_blocks(run.blocks, parsed):
-                partitions.append(BlockRangePartition(parsed.url, parsed.driver_options, run.ledger_id, run.data_key,
-                                                      group, run.entry_ranges, entry_bounds, streaming=True,
+                partitions.append(BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges,
+                                                      entry_bounds, streaming=True,
                                                       publish_time_bounds=publish_time_bounds))  # fmt: skip
         read |= {p.ledger_id for p in partitions}
         kinds = installed_kinds(plugin_manager)
@@ -220,15 +218,14 @@ def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...])
 
 
 def _partition_blocks(
-    partition: BlockRangePartition, decode: Callable[[bytes, int, bytes | None], Iterable[T]]
+    store: Store, partition: BlockRangePartition, decode: Callable[[bytes, int, bytes | None], Iterable[T]]
 ) -> Iterator[T]:
     """What ``decode(block bytes, first entry id, entry lengths)`` makes of
-    each block of one partition, in order, each block's header first
-    checked against what the index named; runs in the task, which opens
-    its own driver. :class:`FormatError` names the object and the block's
-    offset."""
-    options: dict[str, Any] = dict(partition.driver_options)
-    driver = open_driver(partition.url, **options)
+    each block of one partition of ``store``, in order, each block's
+    header first checked against what the index named; runs in the task,
+    which opens its own driver. :class:`FormatError` names the object and
+    the block's offset."""
+    driver = store.open()
     lengths = partition.entry_lengths or (None,) * len(partition.blocks)
     try:
         for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
@@ -266,13 +263,15 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
     return header_length
 
 
-def read_partition(partition: BlockRangePartition | OffloadPartition, decode: Decode) -> Iterator[MessageRow]:
-    """The rows of one partition (runs in the task: opens its own driver)."""
+def read_partition(
+    store: Store, partition: BlockRangePartition | OffloadPartition, decode: Decode
+) -> Iterator[MessageRow]:
+    """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, bytes]] = read_kind_partition(partition)
+        entries: Iterable[tuple[int, bytes]] = read_kind_partition(store, partition)
     else:
-        entries = _partition_blocks(partition, lambda data, first, _: _block_entries(partition, data, first))
+        entries = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
     for entry_id, payload in entries:
         if partition.wants(entry_id):
             rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
@@ -296,21 +295,23 @@ def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterat
             yield row
 
 
-def read_partition_batches(partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
-    """Undecoded entries of one partition as Arrow record batches of
-    ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in the task."""
+def read_partition_batches(store: Store, partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
+    """Undecoded entries of one partition of ``store`` as Arrow record
+    batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
+    the task."""
 
     def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
         return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
                              bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
                              entry_lengths=entry_lengths)  # fmt: skip
 
-    return _partition_blocks(partition, batches)
+    return _partition_blocks(store, partition, batches)
 
 
 class PulsarOffloadReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], schema: StructType = SCHEMA) -> None:
         self.options = parse_read_options(options)
+        self.store = Store(self.options.url, self.options.driver_options)  # every partition's, held once
         self.schema = checked_schema(schema)
         self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE, "publish_time": ANY_VALUE}
 
@@ -327,9 +328,9 @@ class PulsarOffloadReader(DataSourceReader):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
         if self.options.arrow and self.options.decode is Decode.NONE and isinstance(partition, BlockRangePartition):
-            yield from read_partition_batches(partition, schema, self.options.max_records_per_batch)
+            yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch)
             return
-        rows = read_partition(partition, self.options.decode)
+        rows = read_partition(self.store, partition, self.options.decode)
         names = [field.name for field in self.schema.fields]
         if not self.options.arrow:
             picked = [COLUMNS.index(name) for name in names]

@@ -50,7 +50,7 @@ def plan_segment_blocks(
     segments = [segment for segment in find_segments(store) if segment.complete]
     # Per ledger, its runs: (first entry, segment uuid, data key, its blocks' (first entry, offset, end)).
     runs: dict[int, list[tuple[int, str, str, list[tuple[int, int, int]]]]] = {}
-    index_keys = [segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments]
+    index_keys = (segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments)
     indexes = read_objects(options, index_keys, v2.decode_index)
     for segment, index in zip(segments, indexes, strict=True):
         data_key = segment.prefix + v2.segment_data_key(segment.uuid)

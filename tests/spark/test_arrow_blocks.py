@@ -151,6 +151,7 @@ def test_a_block_the_index_misnames_is_refused_naming_object_and_offset_once(tmp
     from offload_core import InMemoryReadHandle, open_offloader
     from offload_core.spark.pulsar_offload import plan_partitions, read_partition, read_partition_batches
     from offload_core.spark.read_options import Decode
+    from offload_core.spark.store_tasks import Store
 
     url = f"file://{tmp_path}/bucket"
     open_offloader(url, max_block_size=4096).offload(InMemoryReadHandle(3, PAYLOADS), uuid.uuid4())
@@ -160,8 +161,8 @@ def test_a_block_the_index_misnames_is_refused_naming_object_and_offset_once(tmp
                     entry_lengths=partition.entry_lengths[:2])  # fmt: skip
     with pytest.raises(FormatError) as caught:
         if arrow:
-            list(read_partition_batches(wrong, ARROW_SCHEMA, 1000))
+            list(read_partition_batches(Store.of(url), wrong, ARROW_SCHEMA, 1000))
         else:
-            list(read_partition(wrong, Decode.NONE))
+            list(read_partition(Store.of(url), wrong, Decode.NONE))
     message = str(caught.value)
     assert message.count(" at byte ") == 1 and f"{partition.data_key} at byte {offset}: block header says" in message

@@ -11,7 +11,7 @@ import pytest
 
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
-from offload_core.spark.kafka_remote import plan_partitions, read_partition
+from offload_core.spark.kafka_remote import make_reader, plan_partitions, read_partition
 from tests.aiven_vectors import FILESYSTEM_BACKEND, AivenRun, aiven_runs, run_root, server_properties
 from tests.kafka_vectors import kafka_cases
 from tests.rsm.aiven.stores import TOPIC_ID
@@ -82,5 +82,6 @@ def test_max_records_per_partition_shares_each_byte_ranges_own_offsets(tmp_path:
     # Each range's shares span its own offsets (and the few before its first indexed batch), not all 52 of
     # the segment's: a range is not fetched and decrypted once per share of the whole segment.
     assert len(planned) < 2 * (len(ranges) + 52 // 5)
-    offsets = sorted(row[4] for partition in planned for row in read_partition(partition))
+    store = make_reader(options).store
+    offsets = sorted(row[4] for partition in planned for row in read_partition(store, partition))
     assert offsets == list(range(52))

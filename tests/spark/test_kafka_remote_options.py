@@ -15,6 +15,7 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.rsm.types import TopicIdPartition
 from offload_core.spark.kafka_remote import plan_partitions, read_partition
+from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import numbered_segments, write_partition
 
 pytestmark = pytest.mark.spark
@@ -138,10 +139,10 @@ def test_an_object_gone_between_planning_and_reading(tmp_path: Path, caplog: pyt
     lost = plan[0].log_key
     (tmp_path / "store" / lost).unlink()
     with pytest.raises(NotFoundError, match=f"{lost} .offsets 0 to 99. vanished .*failOnDataLoss=false"):
-        list(read_partition(plan[0]))
+        list(read_partition(Store.of(url), plan[0]))
     skipping = plan_partitions(options(url, topic="orders", failOnDataLoss="false"))
     with caplog.at_level(logging.WARNING, logger="offload_core.spark.data_loss"):
-        rows = [row for partition in skipping for row in read_partition(partition)]
+        rows = [row for partition in skipping for row in read_partition(Store.of(url), partition)]
     assert [row[4] for row in rows] == list(range(100, 200))
     (record,) = caplog.records
     assert record.name == "offload_core.spark.data_loss" and record.levelno == logging.WARNING

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partit
 from offload_core.spark.planning_reads import read_objects
 from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import Decode, parse_read_options
+from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import numbered_segments, write_partition
 from tests.spark.test_jobs_over_mapfiles import entries_of, write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
@@ -77,7 +78,7 @@ def test_planning_mapfile_ledgers_reads_none_of_them(tmp_path: Path, store_calls
     # was opened for the age it holds, which a read does not use).
     assert (store_calls["read"], store_calls["stat"]) == (0, 0)
     store_calls.clear()
-    rows = list(read_partition(planned[3], Decode.NONE))
+    rows = list(read_partition(Store.of(url), planned[3], Decode.NONE))
     assert [row[3] for row in rows] == entries_of(3, 300)
 
 
@@ -114,3 +115,23 @@ def test_index_objects_are_decoded_as_planning_takes_them_not_all_at_once(tmp_pa
     # (before, all 300 were fetched and held before planning saw one).
     assert len(decoded) <= 32
     assert [b"index-0000", *taken] == [key.encode() for key in keys]
+
+
+def test_the_keys_to_read_are_taken_as_the_reads_need_them(tmp_path: Path) -> None:
+    """Planning passes its index keys as a generator: no list of a key per
+    ledger or segment is made beside the listing's."""
+    url = f"file://{tmp_path / 'bucket'}"
+    store = open_driver(url)
+    for number in range(100):
+        store.write(f"index-{number:04d}", [b"%d" % number])
+    pulled: list[int] = []
+
+    def keys() -> Iterator[str]:
+        for number in range(100):
+            pulled.append(number)
+            yield f"index-{number:04d}"
+
+    taken = read_objects(parse_read_options({"path": url}), keys(), int)
+    assert next(taken) == 0
+    assert len(pulled) <= 33  # the one returned and the window ahead of it
+    assert [0, *taken] == list(range(100))

@@ -157,15 +157,17 @@ def test_publish_time_bounds_drop_messages_in_the_task(message_bucket: tuple[str
     from offload_core.spark.column_bounds import ANY_VALUE
     from offload_core.spark.pulsar_offload import plan_partitions, read_partition
     from offload_core.spark.read_options import Decode
+    from offload_core.spark.store_tasks import Store
 
     url, expected = message_bucket
-    every = [row for p in plan_partitions({"path": url}) for row in read_partition(p, Decode.AUTO)]
+    store = Store.of(url)
+    every = [row for p in plan_partitions({"path": url}) for row in read_partition(store, p, Decode.AUTO)]
     low_us, high_us = (EPOCH_MS + 12_030) * 1000, (EPOCH_MS + 13_010) * 1000 - 1
     bounded = ANY_VALUE.at_least(low_us).at_most(high_us)
     kept = [
         row
         for p in plan_partitions({"path": url}, publish_time_bounds=bounded)
-        for row in read_partition(replace(p, publish_time_bounds=bounded), Decode.AUTO)
+        for row in read_partition(store, replace(p, publish_time_bounds=bounded), Decode.AUTO)
     ]
     assert len(every) == len(expected)
     assert kept == [row for row in every if row[4] is not None and low_us <= row[4] * 1000 <= high_us]

@@ -75,7 +75,8 @@ def kafka_store(root: Path, url: str, options: dict[str, Any]) -> list[tuple[Any
     read_options = {"url": url, "prefix": "tiered", "topic": "orders"}
     read_options |= {f"driver.{name}": str(value) for name, value in options.items()}
     planned = kafka_remote.plan_partitions(read_options)
-    return sorted(row[:7] for partition in planned for row in kafka_remote.read_partition(partition))
+    store = kafka_remote.make_reader(read_options).store
+    return sorted(row[:7] for partition in planned for row in kafka_remote.read_partition(store, partition))
 
 
 @pytest.mark.parametrize("where", ["filesystem", "s3"])

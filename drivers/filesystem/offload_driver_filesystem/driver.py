@@ -116,27 +116,31 @@ class FilesystemDriver(FsspecDriver):
 
     def _walk(self, directory: str, prefix: str) -> Iterator[ObjectInfo]:
         """Objects below ``directory`` whose keys start with ``prefix``, in
-        key order, one directory in memory at a time. A directory's
+        key order, one directory's names in memory at a time. A directory's
         entries sort as ``name/`` so that ``a-b`` comes before ``a/x``, as
-        the keys do; symbolic links are skipped."""
+        the keys do; symbolic links (and whatever is neither a file nor a
+        directory) are skipped."""
         base = os.path.join(self.root, directory) if directory else self.root
         self._count_request("list")  # one directory scan
         try:
             with os.scandir(base) as scan:
-                found = [
-                    (entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name, entry)
+                # Names only: a scan's entries (and the stat each caches once asked) cost ten times
+                # a name, and a store's directory may hold every object of a listing.
+                names = sorted(
+                    entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name
                     for entry in scan
-                    if not entry.name.startswith(RESERVED_SEGMENT_PREFIX) and not entry.is_symlink()
-                ]
+                    if not entry.name.startswith(RESERVED_SEGMENT_PREFIX)
+                    and (entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False))
+                )
         except (FileNotFoundError, NotADirectoryError):
             return
-        for name, entry in sorted(found, key=lambda item: item[0]):
+        for name in names:
             key = f"{directory}/{name}" if directory else name
             if name.endswith("/"):
                 if key.startswith(prefix) or prefix.startswith(key):
                     yield from self._walk(key[:-1], prefix)
-            elif key.startswith(prefix) and entry.is_file(follow_symlinks=False):
-                yield ObjectInfo(key=key, size=entry.stat(follow_symlinks=False).st_size)
+            elif key.startswith(prefix):
+                yield ObjectInfo(key=key, size=os.lstat(os.path.join(base, name)).st_size)
 
     def _create_file(self, path: str) -> BinaryIO:
         out = open(path, "xb")  # noqa: SIM115 - the caller closes it (a context manager around the writes)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...errors import ConfigError, NotFoundError
 from ...formats import pulsar_v1 as v1
 from ...model import ObjectInfo
 from ...storage import StorageDriver
 
-__all__ = ["OffloadedLedger", "find_offloaded_ledgers", "select_ledger"]
+__all__ = ["LedgerCopy", "OffloadedLedger", "find_complete_ledgers", "find_offloaded_ledgers", "select_ledger"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,52 @@ def group_ledgers(objects: Iterable[ObjectInfo]) -> list[OffloadedLedger]:
 def find_offloaded_ledgers(driver: StorageDriver, prefix: str = "") -> list[OffloadedLedger]:
     """Every offloaded ledger (complete or not) whose keys start with ``prefix``."""
     return group_ledgers(driver.list(prefix))
+
+
+class LedgerCopy(NamedTuple):
+    """One complete offload of a ledger (both its objects are there), kept
+    as little as a plan over a whole store can hold per ledger: the data
+    object's key and where the uuid starts in it."""
+
+    data_key: str
+    ledger_id: int
+    uuid_at: int
+
+    @property
+    def uuid(self) -> str:
+        return self.data_key[self.uuid_at : self.uuid_at + _UUID_LENGTH]
+
+    @property
+    def prefix(self) -> str:
+        return self.data_key[: self.uuid_at]
+
+    @property
+    def index_key(self) -> str:
+        return self.data_key + _INDEX_SUFFIX
+
+
+_UUID_LENGTH = 36
+_INDEX_SUFFIX = v1.index_key("", 0)[len(v1.data_key("", 0)) :]
+
+
+def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
+    """The complete offloads among ``objects`` (a listing, consumed once
+    as it comes): those whose data and index objects are both listed.
+    Sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
+    uuid. Holds one key a ledger while it reads: no record of the listing
+    is kept."""
+    seen: dict[str, int] = {}  # the data object's key: which of its objects were listed (1 data, 2 index)
+    for info in objects:
+        parsed = v1.parse_key(info.key)
+        if parsed is not None:
+            data_key = info.key[: -len(_INDEX_SUFFIX)] if parsed.is_index else info.key
+            seen[data_key] = seen.get(data_key, 0) | (2 if parsed.is_index else 1)
+    copies = []
+    for data_key, listed in seen.items():
+        if listed == 3 and (parsed := v1.parse_key(data_key)) is not None:
+            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix)))
+    copies.sort(key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
+    return copies
 
 
 def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str | None = None) -> OffloadedLedger:

@@ -1,0 +1,139 @@
+"""What planning a read holds on the Spark driver (issue 42 item 5): the
+listing as keys and sizes, a complete ledger copy as its data key, and one
+Kafka partition's manifests at a time, so that planning a store of many
+objects holds little more than their keys and the partitions it returns,
+and the partitions leave the store's URL and options to the reader."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import sys
+import tracemalloc
+import uuid
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offload_core import InMemoryReadHandle, open_offloader
+from offload_core.formats import pulsar_v1 as v1
+from offload_core.memory import MemoryDriver
+from offload_core.model import Entry, ObjectInfo
+from offload_core.offload.ledgers.inventory import find_complete_ledgers, group_ledgers
+from offload_core.plugins import open_driver
+from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.spark import kafka_remote, plan_partitions
+from offload_core.spark.planning_reads import ListedOnce
+from offload_core.spark.pulsar_offload import make_reader
+from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.test_jobs_over_mapfiles import write_mapfile
+from tests.spark.test_pulsar_offload_segments import stream
+
+OBJECTS = 2_000
+
+
+def test_listed_once_serves_the_listing_it_holds_as_keys_and_sizes() -> None:
+    store = MemoryDriver()
+    for number in range(OBJECTS):
+        store.write(f"ledgers/{number:05d}", [b"x" * (number % 7)])
+    listed = ListedOnce(store)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        assert sum(1 for _ in listed.list("")) == OBJECTS  # the first listing is kept
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Each key, a reference to it and its size (8 bytes each): a kept record (its own object, a
+    # metadata mapping and the mapping's proxy) was over 200 bytes more.
+    keys = sum(sys.getsizeof(info.key) for info in store.list("")) / OBJECTS
+    assert (held - before) / OBJECTS < keys + 32
+    for prefix in ("", "ledgers/000", "ledgers/01999", "ledgers/1", "other"):
+        assert list(listed.list(prefix)) == list(store.list(prefix))
+
+
+def _listing(pairs: list[tuple[str, str, int, bool, bool]]) -> list[ObjectInfo]:
+    keys = []
+    for prefix, uid, ledger_id, data, index in pairs:
+        if data:
+            keys.append(prefix + v1.data_key(uid, ledger_id))
+        if index:
+            keys.append(prefix + v1.index_key(uid, ledger_id))
+    return [ObjectInfo(key, 1) for key in sorted([*keys, "unrelated", "x/ledger-3"])]
+
+
+def test_complete_ledgers_are_the_complete_groups_in_their_order() -> None:
+    uids = sorted(str(uuid.UUID(int=n + 1)) for n in range(4))
+    listing = _listing([
+        ("", uids[0], 3, True, True),
+        ("a/", uids[1], 3, True, True),  # a second copy of ledger 3 under a prefix
+        ("", uids[2], 1, True, False),  # data without its index: an offload that never finished
+        ("", uids[3], 1, False, True),
+        ("", uids[1], 2, True, True),
+        ("b/", uids[0], 10, True, True),
+    ])  # fmt: skip
+    found = find_complete_ledgers(iter(listing))  # one pass over the listing, as it comes
+    expected = [ledger for ledger in group_ledgers(listing) if ledger.complete]
+    assert [(c.prefix, c.uuid, c.ledger_id, c.data_key, c.index_key) for c in found] == [
+        (e.prefix, e.uuid, e.ledger_id, e.data_key, e.index_key) for e in expected
+    ]
+    assert [c.ledger_id for c in found] == [2, 3, 3, 10]
+
+
+def test_kafka_planning_lets_each_partitions_reader_go_before_the_next_but_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"file://{tmp_path / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url))
+    for partition in range(4):
+        tp, segments = read_partition_dir(write_partition(tmp_path, f"orders-{partition}", numbered_segments(4)))
+        for segment in segments:
+            rsm.copy_log_segment(tp, segment.data)
+    selected = kafka_remote.selected_logs
+    alive: list[weakref.ref[Any]] = []
+    held_when_yielded: list[int] = []
+
+    def watched(parsed: Any, driver: Any) -> Iterator[Any]:
+        for reader in selected(parsed, driver):
+            gc.collect()
+            held_when_yielded.append(sum(1 for ref in alive if ref() is not None))
+            alive.append(weakref.ref(reader))
+            yield reader
+            del reader
+
+    monkeypatch.setattr(kafka_remote, "selected_logs", watched)
+    planned = kafka_remote.plan_partitions({"url": url, "subscribe": "orders"})
+    assert sorted({p.partition for p in planned}) == [0, 1, 2, 3] and len(planned) == 4 * len(segments)
+    # The reader being planned when the next is opened (the loop still names it), none before it.
+    assert held_when_yielded == [0, 1, 1, 1]
+
+
+def test_partitions_carry_neither_the_store_url_nor_the_driver_options(tmp_path: Path) -> None:
+    """Spark pickles every partition on its own (the JVM holds the bytes
+    until the tasks run): what every partition would repeat, the reader
+    holds once."""
+    url = f"file://{tmp_path / 'bucket'}"
+    offloader = open_offloader(url, max_block_size=4096)
+    for ledger_id in range(3):
+        offloader.offload(InMemoryReadHandle(ledger_id, [b"entry"] * 5), uuid.uuid4())
+    stream(url, [Entry(7, entry_id, b"x" * 50) for entry_id in range(5)])
+    write_mapfile(url, 9)
+    rsm = RemoteStorageManager(open_driver(url))
+    tp, segments = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(2)))
+    for segment in segments:
+        rsm.copy_log_segment(tp, segment.data)
+    options = {"driver.fsync": "false"}
+    pulsar = plan_partitions({"path": url, **options})
+    kafka = kafka_remote.plan_partitions({"url": url, "subscribe": "orders", **options})
+    assert sorted(p.ledger_id for p in pulsar) == [0, 1, 2, 7, 9] and len(kafka) == len(segments)
+    for partition in [*pulsar, *kafka]:
+        pickled = pickle.dumps(partition)
+        assert url.encode() not in pickled and b"fsync" not in pickled and b"transforms" not in pickled
+    # The reader holds them, and reads every partition of the plan with them.
+    reader = make_reader({"path": url, "arrow": "false", "decode": "none", **options})
+    assert (reader.store.url, dict(reader.store.options)) == (url, {"fsync": "false", "transforms": "auto"})
+    assert sum(1 for p in pulsar for _ in reader.read(p)) == 3 * 5 + 5 + 300
