@@ -55,10 +55,7 @@ still applies every filter to the rows.
 
 from __future__ import annotations
 
-import sys
-from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -68,13 +65,14 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_complete_ledgers
-from ..offload.reading.block_tables import index_entry_offsets
+from ..offload.ledgers.inventory import LedgerCopy, find_complete_ledgers
 from ..plugins import PluginManager
 from .arrow_blocks import entry_batches
+from .block_ranges import BlockRangePartition, EntryRanges, grouped_blocks, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
 from .ledger_copies import ledger_copies_to_read
+from .ledger_groups import LedgerGroupPartition, expand_group, packed_groups
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import ListedOnce, open_planning_driver, read_objects
 from .pushdown import COLUMN_VALUES, narrowed
@@ -83,31 +81,11 @@ from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 
-__all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
+__all__ = ["SCHEMA", "BlockRangePartition", "LedgerGroupPartition", "make_reader", "plan_partitions"]
+
+Partition = BlockRangePartition | LedgerGroupPartition | OffloadPartition
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BlockRangePartition(InputPartition):
-    """Consecutive blocks of one ledger's data object, and the entry ranges
-    to keep from them (``last`` ``None`` for open-ended)."""
-
-    ledger_id: int
-    data_key: str
-    blocks: tuple[tuple[int, int, int], ...]  # (offset, end, first entry id)
-    entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
-    entry_bounds: ColumnBounds = ANY_VALUE
-    streaming: bool = False  # blocks of a PIP-76 segment (one ledger's run in it)
-    publish_time_bounds: ColumnBounds = ANY_VALUE  # microseconds since the epoch
-    # Per block, its entries' payload lengths (big-endian uint32s) from the
-    # index's entry-offsets section, when it has one: a task then finds the
-    # entries without walking their headers (it still checks every one).
-    entry_lengths: tuple[bytes | None, ...] = ()
-
-    def wants(self, entry_id: int) -> bool:
-        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
-        return in_range and self.entry_bounds.admits(entry_id)
 
 
 def plan_partitions(
@@ -117,12 +95,15 @@ def plan_partitions(
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,
     plugin_manager: PluginManager | None = None,
-) -> list[BlockRangePartition | OffloadPartition]:
+) -> list[Partition]:
     """The partitions for reading the store named by ``options["path"]``,
     pruned to the ledgers and blocks the bounds (from pushed-down filters)
-    admit: block ranges of Pulsar's objects, then a partition per ledger of
-    the offloads of the other readable kinds ``plugin_manager``'s
-    offloaders (default: the process's) register.
+    admit: Pulsar's whole-ledger objects (small ones packed, their indexes
+    read by the task; a ledger larger than ``bytesPerPartition``, or any
+    with ``blocksPerPartition``, cut into block ranges here), the block
+    ranges of its segments, then a partition per ledger of the offloads of
+    the other readable kinds ``plugin_manager``'s offloaders (default: the
+    process's) register.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -130,30 +111,16 @@ def plan_partitions(
     try:
         copies = ledger_copies_to_read(find_complete_ledgers(store.list("")), parsed)
         targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
-        partitions: list[BlockRangePartition | OffloadPartition] = []
-        for ledger, index in zip(
-            targets, read_objects(parsed, (ledger.index_key for ledger in targets), v1.decode_index), strict=True
-        ):
-            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
-            lengths = _block_lengths(index)
-            blocks = [
-                (entry.offset, index.block_end(entry), entry.first_entry_id)
-                for entry, last in zip(index.entries, _block_lasts(index), strict=True)
-                if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
-            ]
-            for group in grouped_blocks(blocks, parsed):
-                group_lengths = tuple(lengths.get(first) for _, _, first in group)
-                partitions.append(BlockRangePartition(ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds,
-                                                      publish_time_bounds=publish_time_bounds,
-                                                      entry_lengths=group_lengths))  # fmt: skip
+        partitions: list[Partition] = list(_whole_ledger_partitions(parsed, targets, entry_bounds,
+                                                                    publish_time_bounds))  # fmt: skip
         read = {ledger.ledger_id for ledger in targets}
         for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                        entry_bounds=entry_bounds):  # fmt: skip
-            for group in grouped_blocks(run.blocks, parsed):
+            for group in grouped_blocks(run.blocks, parsed.blocks_per_partition, parsed.bytes_per_partition):
                 partitions.append(BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges,
                                                       entry_bounds, streaming=True,
                                                       publish_time_bounds=publish_time_bounds))  # fmt: skip
-        read |= {p.ledger_id for p in partitions}
+                read.add(run.ledger_id)
         kinds = installed_kinds(plugin_manager)
         partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                            entry_bounds=entry_bounds,
@@ -163,58 +130,36 @@ def plan_partitions(
         store.close()
 
 
-def grouped_blocks(
-    blocks: Sequence[tuple[int, int, int]], options: ReadOptions
-) -> Iterator[tuple[tuple[int, int, int], ...]]:
-    """Consecutive ``(offset, end, first entry)`` blocks, grouped into the
-    partitions' runs: ``blocksPerPartition`` blocks each when that option is
-    given, else as many as fit ``bytesPerPartition`` (one at least)."""
-    if options.blocks_per_partition is not None:
-        step = options.blocks_per_partition
-        yield from (tuple(blocks[first : first + step]) for first in range(0, len(blocks), step))
-        return
-    group: list[tuple[int, int, int]] = []
-    size = 0
-    for block in blocks:
-        span = block[1] - block[0]
-        if group and size + span > options.bytes_per_partition:
-            yield tuple(group)
-            group, size = [], 0
-        group.append(block)
-        size += span
-    if group:
-        yield tuple(group)
+def _whole_ledger_partitions(
+    parsed: ReadOptions, targets: list[LedgerCopy], entry_bounds: ColumnBounds, publish_time_bounds: ColumnBounds
+) -> Iterator[BlockRangePartition | LedgerGroupPartition]:
+    """The partitions of the whole-ledger copies ``targets``, in ledger
+    order: runs of small ones packed (see :mod:`.ledger_groups`), each
+    large one (or every one, with ``blocksPerPartition``) cut into block
+    ranges from its index, read here a few at a time."""
 
+    def cut_here(ledger: LedgerCopy) -> bool:
+        return parsed.blocks_per_partition is not None or ledger.size > parsed.bytes_per_partition
 
-def _block_lengths(index: v1.Index) -> dict[int, bytes]:
-    """Each block's entry lengths (big-endian uint32s) by its first entry
-    id, from the index's entry-offsets section; none when it has no sound
-    one (the tasks walk the entry headers then, as for Pulsar's objects)."""
+    indexes = read_objects(parsed, (ledger.index_key for ledger in targets if cut_here(ledger)), v1.decode_index)
+    small: list[tuple[LedgerCopy, EntryRanges]] = []
     try:
-        offsets = index_entry_offsets(index)
-    except FormatError:
-        return {}
-    if offsets is None:
-        return {}
-    every = array("I", offsets.lengths)
-    if sys.byteorder == "little":
-        every.byteswap()
-    big_endian = every.tobytes()
-    starts = offsets.starts
-    return {
-        entry.first_entry_id: big_endian[4 * starts[number] : 4 * starts[number + 1]]
-        for number, entry in enumerate(index.entries)
-    }
-
-
-def _block_lasts(index: v1.Index) -> list[int]:
-    """Each block's last entry id: the next block's first minus one, and the
-    ledger's last entry for the final block."""
-    return [entry.first_entry_id - 1 for entry in index.entries[1:]] + [index.last_entry_id]
-
-
-def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...]) -> bool:
-    return any(start <= last and (end is None or first <= end) for start, end in ranges)
+        for ledger in targets:
+            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
+            if not cut_here(ledger):
+                small.append((ledger, ranges))
+                continue
+            yield from packed_groups(small, parsed.bytes_per_partition, entry_bounds=entry_bounds,
+                                     publish_time_bounds=publish_time_bounds)  # fmt: skip
+            small = []
+            yield from ledger_partitions(ledger.ledger_id, ledger.data_key, next(indexes), ranges,
+                                         entry_bounds=entry_bounds, publish_time_bounds=publish_time_bounds,
+                                         blocks_per_partition=parsed.blocks_per_partition,
+                                         bytes_per_partition=parsed.bytes_per_partition)  # fmt: skip
+    finally:
+        indexes.close()
+    yield from packed_groups(small, parsed.bytes_per_partition, entry_bounds=entry_bounds,
+                             publish_time_bounds=publish_time_bounds)  # fmt: skip
 
 
 def _partition_blocks(
@@ -263,10 +208,12 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
     return header_length
 
 
-def read_partition(
-    store: Store, partition: BlockRangePartition | OffloadPartition, decode: Decode
-) -> Iterator[MessageRow]:
+def read_partition(store: Store, partition: Partition, decode: Decode) -> Iterator[MessageRow]:
     """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
+    if isinstance(partition, LedgerGroupPartition):
+        for part in _expanded(store, partition):
+            yield from read_partition(store, part, decode)
+        return
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
         entries: Iterable[tuple[int, bytes]] = read_kind_partition(store, partition)
@@ -295,17 +242,33 @@ def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterat
             yield row
 
 
-def read_partition_batches(store: Store, partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
+def read_partition_batches(
+    store: Store, partition: BlockRangePartition | LedgerGroupPartition, schema: Any, max_rows: int
+) -> Iterator[Any]:
     """Undecoded entries of one partition of ``store`` as Arrow record
     batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
     the task."""
+    if isinstance(partition, LedgerGroupPartition):
+        for part in _expanded(store, partition):
+            yield from read_partition_batches(store, part, schema, max_rows)
+        return
 
     def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
         return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
                              bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
                              entry_lengths=entry_lengths)  # fmt: skip
 
-    return _partition_blocks(store, partition, batches)
+    yield from _partition_blocks(store, partition, batches)
+
+
+def _expanded(store: Store, group: LedgerGroupPartition) -> Iterator[BlockRangePartition]:
+    """The block-range partitions of ``group``'s ledgers, their indexes read
+    through one driver as the ledgers come."""
+    driver = store.open()
+    try:
+        yield from expand_group(driver, group)
+    finally:
+        driver.close()
 
 
 class PulsarOffloadReader(DataSourceReader):
@@ -315,7 +278,7 @@ class PulsarOffloadReader(DataSourceReader):
         self.schema = checked_schema(schema)
         self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE, "publish_time": ANY_VALUE}
 
-    def partitions(self) -> list[BlockRangePartition | OffloadPartition]:
+    def partitions(self) -> list[Partition]:
         return plan_partitions(
             self.options,
             ledger_bounds=self.bounds["ledger_id"],
@@ -324,10 +287,10 @@ class PulsarOffloadReader(DataSourceReader):
         )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        if not isinstance(partition, (BlockRangePartition, OffloadPartition)):
+        if not isinstance(partition, (BlockRangePartition, LedgerGroupPartition, OffloadPartition)):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
-        if self.options.arrow and self.options.decode is Decode.NONE and isinstance(partition, BlockRangePartition):
+        if self.options.arrow and self.options.decode is Decode.NONE and not isinstance(partition, OffloadPartition):
             yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch)
             return
         rows = read_partition(self.store, partition, self.options.decode)

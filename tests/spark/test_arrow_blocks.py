@@ -152,10 +152,11 @@ def test_a_block_the_index_misnames_is_refused_naming_object_and_offset_once(tmp
     from offload_core.spark.pulsar_offload import plan_partitions, read_partition, read_partition_batches
     from offload_core.spark.read_options import Decode
     from offload_core.spark.store_tasks import Store
+    from tests.spark.planned_blocks import block_partitions
 
     url = f"file://{tmp_path}/bucket"
     open_offloader(url, max_block_size=4096).offload(InMemoryReadHandle(3, PAYLOADS), uuid.uuid4())
-    (partition,) = plan_partitions({"path": url})
+    (partition,) = block_partitions(url, plan_partitions({"path": url}))
     offset, end, first = partition.blocks[1]
     wrong = replace(partition, blocks=(partition.blocks[0], (offset, end, first + 1)),
                     entry_lengths=partition.entry_lengths[:2])  # fmt: skip

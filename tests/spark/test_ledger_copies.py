@@ -40,7 +40,7 @@ def test_the_batch_reader_names_both_copies_and_reads_the_chosen_one(twice_offlo
     ):
         plan_partitions({"path": url})
     chosen = plan_partitions({"path": url, "ledgers": "3", "ledgerUuids": f"3:{kept}"})
-    assert {partition.data_key.split("-ledger-")[0] for partition in chosen} == {kept}
+    assert {key.split("-ledger-")[0] for partition in chosen for key in partition.data_keys} == {kept}
     assert plan_partitions({"path": url, "ledgers": "4"})  # a wanted ledger with one copy reads as before
 
 
@@ -54,5 +54,6 @@ def test_the_streaming_reader_names_both_copies_and_reads_the_chosen_one(
     chosen = make_stream_reader({"path": url, "ledgerUuids": f"3:{kept}"}, SCHEMA)
     start = chosen.initialOffset()
     partitions = chosen.partitions(start, chosen.latestOffset(start, ReadAllAvailable()))
-    read = sorted((partition.ledger_id, partition.data_key.split("-ledger-")[0]) for partition in partitions)
+    read = sorted((ledger_id, key.split("-ledger-")[0]) for partition in partitions
+                  for key, ledger_id, _ in partition.ledgers())  # fmt: skip
     assert read == [(3, kept)]

@@ -29,6 +29,7 @@ from offload_core.spark import kafka_remote, plan_partitions
 from offload_core.spark.planning_reads import ListedOnce
 from offload_core.spark.pulsar_offload import make_reader
 from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.planned_blocks import planned_ledger_ids
 from tests.spark.test_jobs_over_mapfiles import write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
 
@@ -129,7 +130,7 @@ def test_partitions_carry_neither_the_store_url_nor_the_driver_options(tmp_path:
     options = {"driver.fsync": "false"}
     pulsar = plan_partitions({"path": url, **options})
     kafka = kafka_remote.plan_partitions({"url": url, "subscribe": "orders", **options})
-    assert sorted(p.ledger_id for p in pulsar) == [0, 1, 2, 7, 9] and len(kafka) == len(segments)
+    assert sorted(planned_ledger_ids(pulsar)) == [0, 1, 2, 7, 9] and len(kafka) == len(segments)
     for partition in [*pulsar, *kafka]:
         pickled = pickle.dumps(partition)
         assert url.encode() not in pickled and b"fsync" not in pickled and b"transforms" not in pickled

@@ -19,6 +19,7 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark import plan_partitions
 from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partitions
+from offload_core.spark.ledger_groups import LedgerGroupPartition
 from offload_core.spark.planning_reads import read_objects
 from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import Decode, parse_read_options
@@ -55,13 +56,18 @@ def test_planning_ledgers_and_segments_reads_their_indexes_and_stats_nothing_els
         offloader.offload(InMemoryReadHandle(ledger_id, [bytes([ledger_id]) * 50] * 5), uuid.uuid4())
     for ledger_id in range(100, 120):
         stream(url, [Entry(ledger_id, entry_id, b"x" * 50) for entry_id in range(5)])
-    indexes = 60 + 20
+    indexes = 20  # the segments'; the small ledgers' are read by their tasks
     store_calls.clear()
     planned = plan_partitions({"path": url})
-    assert sorted(p.ledger_id for p in planned) == [*range(60), *range(100, 120)]
-    # One GET per index, one stat each to learn how it was written (the
-    # read transforms' chain); before, the listing stat-ed every object
-    # of the store, three times over (one listing per kind).
+    packed = [p for p in planned if isinstance(p, LedgerGroupPartition)]
+    # Each counts as its size and Spark's 4 MiB open cost: 31 fit in 128 MiB.
+    assert [len(p.data_keys) for p in packed] == [31, 29]
+    assert [ledger_id for p in packed for _, ledger_id, _ in p.ledgers()] == list(range(60))
+    assert sorted(p.ledger_id for p in planned if p not in packed) == list(range(100, 120))
+    # One GET per segment index, one stat each to learn how it was written
+    # (the read transforms' chain); before, the listing stat-ed every
+    # object of the store, three times over (one listing per kind), and
+    # every whole ledger's index was read here too.
     assert store_calls["read"] == indexes
     assert store_calls["stat"] <= indexes
     assert store_calls["list"] == 1  # one listing serves every kind (v1, segments, MapFile ledgers)

@@ -17,9 +17,11 @@ from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.errors import ConfigError
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.offload.ledgers.inventory import find_offloaded_ledgers
-from offload_core.spark import plan_partitions
+from offload_core.spark import BlockRangePartition, plan_partitions
+from offload_core.spark.ledger_groups import LedgerGroupPartition
 from tests.emulators import MotoS3
 from tests.pulsar_vectors import load_vectors
+from tests.spark.planned_blocks import block_partitions
 
 pytestmark = pytest.mark.spark
 
@@ -71,7 +73,8 @@ def test_entry_ranges_read_only_the_blocks_they_need(spark: Any, bucket: tuple[s
     expected += [(2**33 + 5, e) for e in range(len(ledgers[2**33 + 5]))]
     assert got == sorted(expected)
     one_entry = plan_partitions({"path": url, "entries": "3:0"})
-    assert len(one_entry) == 1 and len(one_entry[0].blocks) == 1
+    (task,) = block_partitions(url, one_entry)  # the task of a packed group reads the index
+    assert len(one_entry) == 1 and len(task.blocks) == 1
 
 
 @pytest.mark.parametrize(
@@ -220,12 +223,16 @@ def test_a_fresh_session_finds_the_source_without_registering_it(
 
 def test_partitions_hold_consecutive_blocks_up_to_the_byte_budget(bucket: tuple[str, dict[int, list[bytes]]]) -> None:
     url, _ = bucket
-    for budget in (8192, 3 * 8192, 10**9):
+    for budget in (8192, 3 * 8192):  # every ledger is larger: cut into block ranges on the driver
         plan = plan_partitions({"path": url, "bytesPerPartition": str(budget)})
         for partition in plan:
+            assert isinstance(partition, BlockRangePartition)
             spans = [end - offset for offset, end, _ in partition.blocks]
             assert sum(spans) <= budget or len(spans) == 1
             assert all(b[1] == c[0] for b, c in zip(partition.blocks, partition.blocks[1:], strict=False))
         assert len({p.ledger_id for p in plan}) == 3
-    whole = plan_partitions({"path": url})  # 128 MiB: each small ledger is one task
-    assert len(whole) == 3
+    whole = plan_partitions({"path": url})  # 128 MiB: the small ledgers packed into one task
+    assert [type(p) for p in whole] == [LedgerGroupPartition] and len(whole[0].data_keys) == 3
+    tasks = block_partitions(url, whole)  # which reads each ledger's blocks whole
+    assert [p.ledger_id for p in tasks] == sorted({p.ledger_id for p in plan})
+    assert all(b[1] == c[0] for p in tasks for b, c in zip(p.blocks, p.blocks[1:], strict=False))

@@ -18,6 +18,7 @@ from offload_core.spark.source import KAFKA_SCHEMA, SCHEMA
 from offload_core.spark.streaming_kafka import make_stream_reader as kafka_stream
 from offload_core.spark.streaming_pulsar import make_stream_reader as pulsar_stream
 from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.planned_blocks import block_partitions
 from tests.spark.test_pulsar_offload_segments import BLOCK, entries_of
 
 pytestmark = pytest.mark.spark
@@ -98,7 +99,8 @@ def test_pulsar_max_bytes_per_trigger_takes_whole_blocks(tmp_path: Path) -> None
     while (end := reader.latestOffset(start, ReadMaxBytes(1))) != start:
         # A budget smaller than a block still takes one block a micro-batch.
         (partition,) = reader.partitions(start, end)
-        assert len(partition.blocks) == 1
+        (task,) = block_partitions(url, [partition])  # the blocks its task reads
+        assert len(task.blocks) == 1
         for batch in reader.read(partition):
             read += zip(batch.column("ledger_id").to_pylist(), batch.column("entry_id").to_pylist(), strict=True)
         start = end

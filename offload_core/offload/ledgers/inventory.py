@@ -59,11 +59,13 @@ def find_offloaded_ledgers(driver: StorageDriver, prefix: str = "") -> list[Offl
 class LedgerCopy(NamedTuple):
     """One complete offload of a ledger (both its objects are there), kept
     as little as a plan over a whole store can hold per ledger: the data
-    object's key and where the uuid starts in it."""
+    object's key, where the uuid starts in it, and the data object's
+    stored size."""
 
     data_key: str
     ledger_id: int
     uuid_at: int
+    size: int = 0
 
     @property
     def uuid(self) -> str:
@@ -88,16 +90,19 @@ def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
     Sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
     uuid. Holds one key a ledger while it reads: no record of the listing
     is kept."""
-    seen: dict[str, int] = {}  # the data object's key: which of its objects were listed (1 data, 2 index)
+    # The data object's key: which of its objects were listed (1 data, 2 index) and, shifted past
+    # those bits, the data object's size: one int a ledger.
+    seen: dict[str, int] = {}
     for info in objects:
         parsed = v1.parse_key(info.key)
         if parsed is not None:
             data_key = info.key[: -len(_INDEX_SUFFIX)] if parsed.is_index else info.key
-            seen[data_key] = seen.get(data_key, 0) | (2 if parsed.is_index else 1)
+            listed = 2 if parsed.is_index else 1 | max(info.size, 0) << 2
+            seen[data_key] = seen.get(data_key, 0) | listed
     copies = []
     for data_key, listed in seen.items():
-        if listed == 3 and (parsed := v1.parse_key(data_key)) is not None:
-            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix)))
+        if listed & 3 == 3 and (parsed := v1.parse_key(data_key)) is not None:
+            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), listed >> 2))
     copies.sort(key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
     return copies
 

@@ -1,0 +1,141 @@
+"""Small whole-ledger (PIP-17) offloads packed into one ``pulsar-offload``
+partition, as Spark packs small files: up to ``bytesPerPartition`` of data
+objects, each counted with an open cost (Spark's
+``spark.sql.files.openCostInBytes``, 4 MiB), so a partition of tiny
+ledgers holds a bounded number of them.
+
+Planning on the Spark driver then needs only the listing: a packed
+partition names its ledgers' data objects (their keys packed into one
+bytes object, about the key's length a ledger), and the task reads each
+ledger's index itself and then its wanted blocks, as the driver would
+have cut them (:func:`~offload_core.spark.block_ranges.ledger_partitions`).
+A store of 100,000 small ledgers is planned without 100,000 index reads on
+the driver, into a few hundred tasks rather than 100,000."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import InputPartition
+
+from ..errors import FormatError
+from ..formats import pulsar_v1 as v1
+from ..offload.ledgers.inventory import LedgerCopy
+from ..storage import StorageDriver
+from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
+from .column_bounds import ANY_VALUE, ColumnBounds
+
+__all__ = ["OPEN_COST", "LedgerGroupPartition", "PackedKeys", "expand_group", "packed_groups"]
+
+OPEN_COST = 4 * 2**20
+"""What opening one more object is counted as, in bytes (Spark's
+``spark.sql.files.openCostInBytes``): a packed partition holds at most
+``bytesPerPartition / OPEN_COST`` ledgers (32 by default)."""
+
+WHOLE: EntryRanges = ((0, None),)
+
+
+@dataclass(frozen=True)
+class PackedKeys:
+    """A sequence of object keys held as one UTF-8 ``blob`` and each key's
+    end in it (little-endian uint32s): about a key's length each, pickled
+    or not, where a tuple of strings costs several times that."""
+
+    blob: bytes
+    ends: bytes
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> PackedKeys:
+        encoded = [key.encode() for key in keys]
+        ends, at = [], 0
+        for key in encoded:
+            at += len(key)
+            ends.append(at)
+        return cls(b"".join(encoded), struct.pack(f"<{len(ends)}I", *ends))
+
+    def __len__(self) -> int:
+        return len(self.ends) // 4
+
+    def __iter__(self) -> Iterator[str]:
+        start = 0
+        for (end,) in struct.iter_unpack("<I", self.ends):
+            yield self.blob[start:end].decode()
+            start = end
+
+
+@dataclass(frozen=True)
+class LedgerGroupPartition(InputPartition):
+    """Whole-ledger offloads read in one task, by their data objects' keys
+    (ledger id order), with the entry ranges to keep of each (``()``: all
+    of every one) and the pushed-down bounds."""
+
+    data_keys: PackedKeys
+    entry_ranges: tuple[EntryRanges, ...] = ()
+    entry_bounds: ColumnBounds = ANY_VALUE
+    publish_time_bounds: ColumnBounds = ANY_VALUE
+
+    def ledgers(self) -> Iterator[tuple[str, int, EntryRanges]]:
+        """Each ledger's data key, id and entry ranges to keep."""
+        ranges: Iterable[EntryRanges] = self.entry_ranges or (WHOLE for _ in range(len(self.data_keys)))
+        for data_key, wanted in zip(self.data_keys, ranges, strict=True):
+            parsed = v1.parse_key(data_key)
+            assert parsed is not None, data_key  # planned from keys that parsed
+            yield data_key, parsed.ledger_id, wanted
+
+
+def packed_groups(
+    ledgers: Sequence[tuple[LedgerCopy, EntryRanges]],
+    bytes_per_partition: int,
+    *,
+    entry_bounds: ColumnBounds = ANY_VALUE,
+    publish_time_bounds: ColumnBounds = ANY_VALUE,
+) -> Iterator[LedgerGroupPartition]:
+    """``ledgers`` (whole-ledger copies, each with the entries to read of
+    it, in ledger order) packed in order into partitions of up to
+    ``bytes_per_partition``, each ledger counted as its data object's size
+    plus :data:`OPEN_COST` (one ledger a partition at least)."""
+    group: list[tuple[LedgerCopy, EntryRanges]] = []
+    size = 0
+    for ledger in ledgers:
+        cost = ledger[0].size + OPEN_COST
+        if group and size + cost > bytes_per_partition:
+            yield _partition(group, entry_bounds, publish_time_bounds)
+            group, size = [], 0
+        group.append(ledger)
+        size += cost
+    if group:
+        yield _partition(group, entry_bounds, publish_time_bounds)
+
+
+def _partition(
+    group: list[tuple[LedgerCopy, EntryRanges]], entry_bounds: ColumnBounds, publish_time_bounds: ColumnBounds
+) -> LedgerGroupPartition:
+    ranges = tuple(wanted for _, wanted in group)
+    return LedgerGroupPartition(
+        PackedKeys.of(copy.data_key for copy, _ in group),
+        () if all(wanted == WHOLE for wanted in ranges) else ranges,
+        entry_bounds,
+        publish_time_bounds,
+    )
+
+
+def expand_group(driver: StorageDriver, group: LedgerGroupPartition) -> Iterator[BlockRangePartition]:
+    """In the task: each ledger of ``group`` as the one block-range
+    partition of its wanted blocks, its index read through ``driver`` as
+    the ledger comes (none for a ledger without a wanted block). Raises
+    what the read raises (:class:`~offload_core.errors.NotFoundError` for
+    an index deleted since planning) and :class:`FormatError` for a damaged
+    index, naming it."""
+    for data_key, ledger_id, wanted in group.ledgers():
+        index_key = data_key + _INDEX_SUFFIX
+        try:
+            index = v1.decode_index(driver.read(index_key))
+        except FormatError as exc:
+            raise FormatError(f"{index_key}: {exc}") from None
+        yield from ledger_partitions(ledger_id, data_key, index, wanted, entry_bounds=group.entry_bounds,
+                                     publish_time_bounds=group.publish_time_bounds)  # fmt: skip
+
+
+_INDEX_SUFFIX = v1.index_key("", 0)[len(v1.data_key("", 0)) :]

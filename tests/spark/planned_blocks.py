@@ -1,0 +1,38 @@
+"""A plan's block-range partitions as its tasks see them: a packed group of
+small whole-ledger offloads is expanded the way its task expands it (each
+ledger's index read then), so tests can check which blocks a read takes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from offload_core.plugins import open_driver
+from offload_core.spark.block_ranges import BlockRangePartition
+from offload_core.spark.ledger_groups import LedgerGroupPartition, expand_group
+
+
+def planned_ledger_ids(plan: Sequence[Any]) -> list[int]:
+    """The ledger of every partition of ``plan``; of a packed group, each of its ledgers."""
+    return [
+        ledger_id
+        for partition in plan
+        for ledger_id in (
+            [ledger_id for _, ledger_id, _ in partition.ledgers()]
+            if isinstance(partition, LedgerGroupPartition)
+            else [partition.ledger_id]
+        )
+    ]
+
+
+def block_partitions(url: str, plan: Sequence[Any]) -> list[BlockRangePartition]:
+    """The block-range partitions ``plan`` reads from the store at ``url``,
+    in order (other kinds' partitions left out)."""
+    expanded: list[BlockRangePartition] = []
+    with open_driver(url) as driver:
+        for partition in plan:
+            if isinstance(partition, LedgerGroupPartition):
+                expanded += expand_group(driver, partition)
+            elif isinstance(partition, BlockRangePartition):
+                expanded.append(partition)
+    return expanded
