@@ -74,6 +74,7 @@ from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_p
 from .ledger_copies import ledger_copies_to_read
 from .ledger_groups import LedgerGroupPartition, expand_group, packed_groups
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
+from .packed_runs import PackedRunsPartition, packed_runs
 from .planning_reads import ListedOnce, open_planning_driver, read_objects
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
@@ -81,9 +82,16 @@ from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 
-__all__ = ["SCHEMA", "BlockRangePartition", "LedgerGroupPartition", "make_reader", "plan_partitions"]
+__all__ = [
+    "SCHEMA",
+    "BlockRangePartition",
+    "LedgerGroupPartition",
+    "PackedRunsPartition",
+    "make_reader",
+    "plan_partitions",
+]
 
-Partition = BlockRangePartition | LedgerGroupPartition | OffloadPartition
+Partition = BlockRangePartition | LedgerGroupPartition | PackedRunsPartition | OffloadPartition
 
 T = TypeVar("T")
 
@@ -114,13 +122,19 @@ def plan_partitions(
         partitions: list[Partition] = list(_whole_ledger_partitions(parsed, targets, entry_bounds,
                                                                     publish_time_bounds))  # fmt: skip
         read = {ledger.ledger_id for ledger in targets}
-        for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
-                                       entry_bounds=entry_bounds):  # fmt: skip
-            for group in grouped_blocks(run.blocks, parsed.blocks_per_partition, parsed.bytes_per_partition):
-                partitions.append(BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges,
-                                                      entry_bounds, streaming=True,
-                                                      publish_time_bounds=publish_time_bounds))  # fmt: skip
-                read.add(run.ledger_id)
+        runs = plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+                                   entry_bounds=entry_bounds)  # fmt: skip
+        read.update(run.ledger_id for run in runs)
+        segment_partitions = (
+            BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
+                                publish_time_bounds=publish_time_bounds)
+            for run in runs
+            for group in grouped_blocks(run.blocks, parsed.blocks_per_partition, parsed.bytes_per_partition)
+        )  # fmt: skip
+        if parsed.blocks_per_partition is None:
+            partitions += packed_runs(segment_partitions, parsed.bytes_per_partition)
+        else:
+            partitions += segment_partitions
         kinds = installed_kinds(plugin_manager)
         partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                            entry_bounds=entry_bounds,
@@ -210,7 +224,7 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
 
 def read_partition(store: Store, partition: Partition, decode: Decode) -> Iterator[MessageRow]:
     """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
-    if isinstance(partition, LedgerGroupPartition):
+    if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
         for part in _expanded(store, partition):
             yield from read_partition(store, part, decode)
         return
@@ -243,12 +257,15 @@ def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterat
 
 
 def read_partition_batches(
-    store: Store, partition: BlockRangePartition | LedgerGroupPartition, schema: Any, max_rows: int
+    store: Store,
+    partition: BlockRangePartition | LedgerGroupPartition | PackedRunsPartition,
+    schema: Any,
+    max_rows: int,
 ) -> Iterator[Any]:
     """Undecoded entries of one partition of ``store`` as Arrow record
     batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
     the task."""
-    if isinstance(partition, LedgerGroupPartition):
+    if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
         for part in _expanded(store, partition):
             yield from read_partition_batches(store, part, schema, max_rows)
         return
@@ -261,9 +278,12 @@ def read_partition_batches(
     yield from _partition_blocks(store, partition, batches)
 
 
-def _expanded(store: Store, group: LedgerGroupPartition) -> Iterator[BlockRangePartition]:
-    """The block-range partitions of ``group``'s ledgers, their indexes read
-    through one driver as the ledgers come."""
+def _expanded(store: Store, group: LedgerGroupPartition | PackedRunsPartition) -> Iterator[BlockRangePartition]:
+    """The block-range partitions ``group`` packs; of a group of ledgers,
+    their indexes read through one driver as the ledgers come."""
+    if isinstance(group, PackedRunsPartition):
+        yield from group.runs()
+        return
     driver = store.open()
     try:
         yield from expand_group(driver, group)
@@ -287,7 +307,9 @@ class PulsarOffloadReader(DataSourceReader):
         )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        if not isinstance(partition, (BlockRangePartition, LedgerGroupPartition, OffloadPartition)):
+        if not isinstance(
+            partition, (BlockRangePartition, LedgerGroupPartition, PackedRunsPartition, OffloadPartition)
+        ):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
         if self.options.arrow and self.options.decode is Decode.NONE and not isinstance(partition, OffloadPartition):

@@ -1,6 +1,7 @@
 """A plan's block-range partitions as its tasks see them: a packed group of
 small whole-ledger offloads is expanded the way its task expands it (each
-ledger's index read then), so tests can check which blocks a read takes."""
+ledger's index read then), and packed segment runs unpacked, so tests can
+check which blocks a read takes."""
 
 from __future__ import annotations
 
@@ -10,19 +11,20 @@ from typing import Any
 from offload_core.plugins import open_driver
 from offload_core.spark.block_ranges import BlockRangePartition
 from offload_core.spark.ledger_groups import LedgerGroupPartition, expand_group
+from offload_core.spark.packed_runs import PackedRunsPartition
 
 
 def planned_ledger_ids(plan: Sequence[Any]) -> list[int]:
-    """The ledger of every partition of ``plan``; of a packed group, each of its ledgers."""
-    return [
-        ledger_id
-        for partition in plan
-        for ledger_id in (
-            [ledger_id for _, ledger_id, _ in partition.ledgers()]
-            if isinstance(partition, LedgerGroupPartition)
-            else [partition.ledger_id]
-        )
-    ]
+    """The ledger of every partition of ``plan``; of a packed one, each of its ledgers (or runs)."""
+    ids: list[int] = []
+    for partition in plan:
+        if isinstance(partition, LedgerGroupPartition):
+            ids += [ledger_id for _, ledger_id, _ in partition.ledgers()]
+        elif isinstance(partition, PackedRunsPartition):
+            ids += [run.ledger_id for run in partition.runs()]
+        else:
+            ids.append(partition.ledger_id)
+    return ids
 
 
 def block_partitions(url: str, plan: Sequence[Any]) -> list[BlockRangePartition]:
@@ -33,6 +35,8 @@ def block_partitions(url: str, plan: Sequence[Any]) -> list[BlockRangePartition]
         for partition in plan:
             if isinstance(partition, LedgerGroupPartition):
                 expanded += expand_group(driver, partition)
+            elif isinstance(partition, PackedRunsPartition):
+                expanded += partition.runs()
             elif isinstance(partition, BlockRangePartition):
                 expanded.append(partition)
     return expanded

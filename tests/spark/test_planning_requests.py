@@ -25,6 +25,7 @@ from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import Decode, parse_read_options
 from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import numbered_segments, write_partition
+from tests.spark.planned_blocks import planned_ledger_ids
 from tests.spark.test_jobs_over_mapfiles import entries_of, write_mapfile
 from tests.spark.test_pulsar_offload_segments import stream
 
@@ -63,7 +64,7 @@ def test_planning_ledgers_and_segments_reads_their_indexes_and_stats_nothing_els
     # Each counts as its size and Spark's 4 MiB open cost: 31 fit in 128 MiB.
     assert [len(p.data_keys) for p in packed] == [31, 29]
     assert [ledger_id for p in packed for _, ledger_id, _ in p.ledgers()] == list(range(60))
-    assert sorted(p.ledger_id for p in planned if p not in packed) == list(range(100, 120))
+    assert sorted(planned_ledger_ids([p for p in planned if p not in packed])) == list(range(100, 120))
     # One GET per segment index, one stat each to learn how it was written
     # (the read transforms' chain); before, the listing stat-ed every
     # object of the store, three times over (one listing per kind), and

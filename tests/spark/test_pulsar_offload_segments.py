@@ -18,6 +18,7 @@ from offload_core.offload import OfferResult, SegmentLimits
 from offload_core.spark import plan_partitions
 from tests.offload.test_lenient_segment_headers import rewritten
 from tests.pulsar_vectors import load_segment_vectors
+from tests.spark.planned_blocks import block_partitions
 
 pytestmark = pytest.mark.spark
 
@@ -73,7 +74,7 @@ def test_entry_ranges_across_segments(spark: Any, mixed: tuple[str, dict[int, li
     frame = spark.read.format("pulsar-offload").options(entries="5:170-190,6:100-", decode="none").load(url)
     got = sorted((r.ledger_id, r.entry_id) for r in frame.collect())
     assert got == [(5, e) for e in range(170, 191)] + [(6, e) for e in range(100, 120)]
-    one = plan_partitions({"path": url, "entries": "5:185"})
+    one = block_partitions(url, plan_partitions({"path": url, "entries": "5:185"}))
     assert len(one) == 1 and one[0].streaming and len(one[0].blocks) == 1
 
 

@@ -1,0 +1,94 @@
+"""Block-range partitions packed into one ``pulsar-offload`` partition:
+the runs of small PIP-76 segments (a segment holds a few blocks of each of
+its ledgers), which the planning cuts on the Spark driver from the
+segments' indexes, would otherwise be a task each. Packed as Spark packs
+small files (each run counted as its bytes plus
+:data:`~offload_core.spark.ledger_groups.OPEN_COST`, up to
+``bytesPerPartition``) and held as a few bytes objects: a run's object key
+and its integers (ledger, blocks, entry ranges), not a dataclass each."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import InputPartition
+
+from .block_ranges import BlockRangePartition
+from .column_bounds import ANY_VALUE, ColumnBounds
+from .ledger_groups import OPEN_COST, PackedKeys
+
+__all__ = ["PackedRunsPartition", "packed_runs"]
+
+_OPEN = -1  # an open-ended entry range's end, packed
+_INT = struct.Struct("<q")
+
+
+@dataclass(frozen=True)
+class PackedRunsPartition(InputPartition):
+    """Runs of blocks read in one task, in order: each run's data object
+    key, and its ledger id, blocks and entry ranges as little-endian
+    int64s (``ledger, blocks, ranges, (offset, end, first) * blocks,
+    (first, last or -1) * ranges``); every run a segment's
+    (``streaming``) or every one a whole-ledger object's, with one set of
+    pushed-down bounds."""
+
+    data_keys: PackedKeys
+    numbers: bytes
+    streaming: bool
+    entry_bounds: ColumnBounds = ANY_VALUE
+    publish_time_bounds: ColumnBounds = ANY_VALUE
+
+    def runs(self) -> Iterator[BlockRangePartition]:
+        """The block-range partition of each run, as planned."""
+        numbers = [value for (value,) in _INT.iter_unpack(self.numbers)]
+        at = 0
+        for data_key in self.data_keys:
+            ledger_id, block_count, range_count = numbers[at : at + 3]
+            at += 3
+            flat = numbers[at : at + 3 * block_count]
+            at += 3 * block_count
+            blocks = tuple(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
+            bounds = numbers[at : at + 2 * range_count]
+            at += 2 * range_count
+            ranges = tuple((first, None if last == _OPEN else last) for first, last in zip(bounds[0::2], bounds[1::2],
+                                                                                             strict=True))  # fmt: skip
+            yield BlockRangePartition(ledger_id, data_key, blocks, ranges, self.entry_bounds, self.streaming,
+                                      self.publish_time_bounds)  # fmt: skip
+
+
+def packed_runs(runs: Iterable[BlockRangePartition], bytes_per_partition: int) -> Iterator[PackedRunsPartition]:
+    """``runs`` (block-range partitions without entry lengths, all
+    streaming or none, with the same bounds) packed in order into
+    partitions of up to ``bytes_per_partition``, a run counted as its
+    blocks' bytes plus :data:`OPEN_COST` (one run a partition at least)."""
+    group: list[BlockRangePartition] = []
+    size = 0
+    for run in runs:
+        cost = sum(end - offset for offset, end, _ in run.blocks) + OPEN_COST
+        if group and size + cost > bytes_per_partition:
+            yield _packed(group)
+            group, size = [], 0
+        group.append(run)
+        size += cost
+    if group:
+        yield _packed(group)
+
+
+def _packed(group: list[BlockRangePartition]) -> PackedRunsPartition:
+    numbers: list[int] = []
+    for run in group:
+        numbers += (run.ledger_id, len(run.blocks), len(run.entry_ranges))
+        for block in run.blocks:
+            numbers += block
+        for start, last in run.entry_ranges:
+            numbers += (start, _OPEN if last is None else last)
+    head = group[0]
+    return PackedRunsPartition(
+        PackedKeys.of(run.data_key for run in group),
+        struct.pack(f"<{len(numbers)}q", *numbers),
+        head.streaming,
+        head.entry_bounds,
+        head.publish_time_bounds,
+    )
