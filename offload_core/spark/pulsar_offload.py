@@ -3,12 +3,17 @@ straight from object storage, with no broker.
 
 Planning happens in a Python worker on the Spark driver's machine: the
 store is listed once (below the read transforms: no request per object
-listed), every complete offloaded ledger's index (PIP-17) and every
-complete segment's index (PIP-76) is read, a few at a time as planning
-takes them, and nothing else (bench/README.md, planning), and the blocks holding
-wanted entries are grouped into partitions (``bytesPerPartition``, default
-128 MiB; a partition holds blocks of one ledger in one object). A partition is
-small and picklable (key, byte ranges, entry ranges); the store's URL and
+listed), every complete segment's index (PIP-76) is read, and a
+whole-ledger object's index (PIP-17) only when the ledger is larger than
+``bytesPerPartition``, a few at a time as planning takes them, and nothing
+else (bench/README.md, planning). Small whole-ledger objects are packed
+into partitions of up to ``bytesPerPartition`` (default 128 MiB, each
+counted with Spark's 4 MiB open cost), whose tasks read their indexes
+(:mod:`offload_core.spark.ledger_groups`); a larger ledger's blocks
+holding wanted entries are cut into partitions of consecutive blocks of
+it; a segment's runs of blocks are cut so too, and small runs packed
+(:mod:`offload_core.spark.packed_runs`). A partition is small and
+picklable (keys, byte ranges, entry ranges, packed); the store's URL and
 driver options travel once, with the reader, not with every partition.
 A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
@@ -37,8 +42,10 @@ Options:
 - ``arrow``: ``true`` (default) yields Arrow record batches of up to
   ``maxRecordsPerBatch`` rows (default 10000), ``false`` yields tuples;
 - ``bytesPerPartition`` (default 128 MiB, Spark's own
-  ``maxPartitionBytes``): consecutive blocks of one object per task up to
-  that many bytes; or ``blocksPerPartition``, a fixed number of blocks;
+  ``maxPartitionBytes``): small offloads packed per task up to that many
+  bytes, a larger ledger's consecutive blocks cut to it; or
+  ``blocksPerPartition``, a fixed number of blocks of one object per
+  task, nothing packed;
 - ``driver.<name>`` for storage-driver options (``driver.region``,
   ``driver.endpoint`` ...).
 
