@@ -5,7 +5,7 @@ task through the kind that found it, which travels with the partition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ def plan_kind_partitions(
     kinds: Sequence[Any],
     store: StorageDriver,
     *,
-    skip_ledgers: set[int],
+    skip_ledgers: Collection[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,

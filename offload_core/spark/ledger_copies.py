@@ -6,42 +6,75 @@ one the managed ledger names, so the reader is told to choose."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from itertools import groupby
 from operator import attrgetter
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from ..offload.ledgers.inventory import LedgerCopy
 from .read_options import ReadOptions
 
-__all__ = ["ledger_copies_to_read"]
+__all__ = ["ledger_copies_to_read", "refuse_second_copies", "wanted_copies"]
+
+
+def wanted_copies(found: Iterable[LedgerCopy], options: ReadOptions) -> Iterator[LedgerCopy]:
+    """The copies of ``found``, in its order, that ``options`` want read:
+    those ``ledgerUuids`` names when it is given, else every complete copy
+    of a wanted ledger (see :func:`refuse_second_copies`)."""
+    for ledger in found:
+        if (
+            options.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in options.ledger_uuids
+        ) and options.selection.wants_ledger(ledger.ledger_id):
+            yield ledger
 
 
 def ledger_copies_to_read(found: Iterable[LedgerCopy], options: ReadOptions) -> list[LedgerCopy]:
-    """The complete copies ``found`` (in ledger id order, as
-    :func:`.inventory.find_complete_ledgers` gives them) that ``options`` want read:
-    those ``ledgerUuids`` names when it is given, else every complete copy
-    of a wanted ledger, in ``found``'s order.
+    """:func:`wanted_copies` of ``found`` (in ledger id order, as
+    :func:`.inventory.find_complete_ledgers` gives them).
 
     Raises :class:`ConfigError` naming the ledger and its uuids when
     ``ledgerUuids`` is not given and a wanted ledger has several complete
     copies."""
-    chosen = [
-        ledger
-        for ledger in found
-        if (options.ledger_uuids is None or (ledger.ledger_id, ledger.uuid) in options.ledger_uuids)
-        and options.selection.wants_ledger(ledger.ledger_id)
-    ]
+    chosen = list(wanted_copies(found, options))
     if options.ledger_uuids is None:
         # A ledger's copies are neighbours: no table of every ledger's uuids is needed to find two.
         for ledger_id, group in groupby(chosen, key=attrgetter("ledger_id")):
             uuids = [copy.uuid for copy in group]
             if len(uuids) > 1:
-                raise ConfigError(
-                    f"pulsar-offload: the store holds {len(uuids)} complete copies of ledger {ledger_id} "
-                    f"(uuids {', '.join(uuids)}), one of them an abandoned offload's; reading both would yield "
-                    f"its entries twice. Name the one the managed ledger records with the ledgerUuids option "
-                    f'(.option("ledgerUuids", "{ledger_id}:UUID")), or remove the abandoned copy with '
-                    f"`offload ledgers orphans URL DATA_DIR --delete`"
-                )
+                raise _second_copy(ledger_id, uuids)
     return chosen
+
+
+def refuse_second_copies(
+    ledger_ids: array[int], options: ReadOptions, copies_of: Callable[[int], Iterable[LedgerCopy]]
+) -> None:
+    """Check the ids of the copies :func:`wanted_copies` gave (int64s, 8
+    bytes each) name each ledger once, unless ``ledgerUuids``
+    chose the copies; ``copies_of(ledger)`` finds a ledger's copies again
+    for the error.
+
+    Raises :class:`ConfigError` naming the first ledger with several
+    complete copies and their uuids."""
+    if options.ledger_uuids is not None or len(ledger_ids) < 2:
+        return
+    # Counted by Arrow over the ids' own buffer: no Python int a ledger.
+    ids = pa.Array.from_buffers(pa.int64(), len(ledger_ids), [None, pa.py_buffer(ledger_ids)])
+    counts = pc.value_counts(ids)
+    twice = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(twice):
+        ledger_id = min(twice.to_pylist())
+        raise _second_copy(ledger_id, sorted(copy.uuid for copy in copies_of(ledger_id)))
+
+
+def _second_copy(ledger_id: int, uuids: list[str]) -> ConfigError:
+    return ConfigError(
+        f"pulsar-offload: the store holds {len(uuids)} complete copies of ledger {ledger_id} "
+        f"(uuids {', '.join(uuids)}), one of them an abandoned offload's; reading both would yield "
+        f"its entries twice. Name the one the managed ledger records with the ledgerUuids option "
+        f'(.option("ledgerUuids", "{ledger_id}:UUID")), or remove the abandoned copy with '
+        f"`offload ledgers orphans URL DATA_DIR --delete`"
+    )

@@ -15,7 +15,7 @@ the driver, into a few hundred tasks rather than 100,000."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
@@ -86,7 +86,7 @@ class LedgerGroupPartition(InputPartition):
 
 
 def packed_groups(
-    ledgers: Sequence[tuple[LedgerCopy, EntryRanges]],
+    ledgers: Iterable[tuple[LedgerCopy, EntryRanges]],
     bytes_per_partition: int,
     *,
     entry_bounds: ColumnBounds = ANY_VALUE,

@@ -58,19 +58,25 @@ class _StoredListing(WrappingDriver):
 
 
 class ListedOnce(WrappingDriver):
-    """``inner`` listed once: its first listing lists the whole store, and
-    every listing (of any prefix) is served from it, so that the kinds of
-    offload, each finding its objects by a listing of its own, cost one
-    listing of the store between them. Objects written after that listing
-    are not listed. Reads, stats and writes go to ``inner``.
+    """``inner`` listed once: its first listing lists the whole store (each
+    record passed on as it comes), and every later listing (of any prefix)
+    is served from what it kept, so that the kinds of offload, each finding
+    its objects by a listing of its own, cost one listing of the store
+    between them. Objects written after that listing are not listed.
+    Reads, stats and writes go to ``inner``.
 
-    The listing is kept as its keys and sizes (the records are made again
-    as they are served, with the metadata and etag the listing gave): a
-    listed record would cost several times its key, and planning holds the
-    whole listing while it plans."""
+    The first listing is kept once taken to its end (one left part way is
+    made again from ``inner``). Keys ``taken_by_first`` says yes to are the
+    first listing's consumer's alone: later listings leave them out
+    (planning has a kind that reads them from a first listing of the whole
+    store as it comes, so they are never held).
+    The rest is kept as keys and sizes (the records are made again as they
+    are served, with the metadata and etag the listing gave): a listed
+    record would cost several times its key."""
 
-    def __init__(self, inner: StorageDriver) -> None:
+    def __init__(self, inner: StorageDriver, taken_by_first: Callable[[str], bool] | None = None) -> None:
         super().__init__(inner)
+        self._taken_by_first = taken_by_first
         self._keys: list[str] | None = None
         self._sizes = array("q")
         self._etags: dict[int, str] = {}
@@ -78,20 +84,35 @@ class ListedOnce(WrappingDriver):
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         if self._keys is None:
-            keys: list[str] = []
-            for info in self.inner.list(""):
-                if info.etag is not None:
-                    self._etags[len(keys)] = info.etag
-                if info.metadata:
-                    self._metadata[len(keys)] = info.metadata
-                keys.append(info.key)
-                self._sizes.append(info.size)
-            self._keys = keys
+            if not prefix:
+                yield from self._first_listing()
+                return
+            for _ in self._first_listing():
+                pass
+            assert self._keys is not None
         keys, sizes = self._keys, self._sizes
         at = bisect_left(keys, prefix)
         while at < len(keys) and keys[at].startswith(prefix):
             yield ObjectInfo(keys[at], sizes[at], self._metadata.get(at, _NO_METADATA), self._etags.get(at))
             at += 1
+
+    def _first_listing(self) -> Iterator[ObjectInfo]:
+        keys: list[str] = []
+        sizes = array("q")
+        etags: dict[int, str] = {}
+        metadata: dict[int, Mapping[str, str]] = {}
+        taken = self._taken_by_first
+        for info in self.inner.list(""):
+            yield info
+            if taken is not None and taken(info.key):
+                continue
+            if info.etag is not None:
+                etags[len(keys)] = info.etag
+            if info.metadata:
+                metadata[len(keys)] = info.metadata
+            keys.append(info.key)
+            sizes.append(info.size)
+        self._keys, self._sizes, self._etags, self._metadata = keys, sizes, etags, metadata
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         return self.inner.read(key, start, end)

@@ -72,22 +72,21 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import LedgerCopy, find_complete_ledgers
 from ..plugins import PluginManager
 from .arrow_blocks import entry_batches
-from .block_ranges import BlockRangePartition, EntryRanges, grouped_blocks, ledger_partitions
+from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
-from .ledger_copies import ledger_copies_to_read
-from .ledger_groups import LedgerGroupPartition, expand_group, packed_groups
+from .ledger_groups import LedgerGroupPartition, expand_group
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .packed_runs import PackedRunsPartition, packed_runs
-from .planning_reads import ListedOnce, open_planning_driver, read_objects
+from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
+from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
 
 __all__ = [
     "SCHEMA",
@@ -122,16 +121,17 @@ def plan_partitions(
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options))  # one listing for every kind
+    # One listing for every kind; the whole-ledger objects are planned from it as it comes, never kept.
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=is_ledger_object)
     try:
-        copies = ledger_copies_to_read(find_complete_ledgers(store.list("")), parsed)
-        targets = [ledger for ledger in copies if ledger_bounds.admits(ledger.ledger_id)]
-        partitions: list[Partition] = list(_whole_ledger_partitions(parsed, targets, entry_bounds,
-                                                                    publish_time_bounds))  # fmt: skip
-        read = {ledger.ledger_id for ledger in targets}
-        runs = plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
+        read = LedgerIds()
+        partitions: list[Partition] = list(plan_whole_ledgers(parsed, store.list(""), read,
+                                                              ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
+                                                              publish_time_bounds=publish_time_bounds))  # fmt: skip
+        runs = plan_segment_blocks(parsed, store, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
-        read.update(run.ledger_id for run in runs)
+        for run in runs:
+            read.add(run.ledger_id)
         segment_partitions = (
             BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
                                 publish_time_bounds=publish_time_bounds)
@@ -143,44 +143,12 @@ def plan_partitions(
         else:
             partitions += segment_partitions
         kinds = installed_kinds(plugin_manager)
-        partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
-                                           entry_bounds=entry_bounds,
+        partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read.freeze(),
+                                           ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                            publish_time_bounds=publish_time_bounds)  # fmt: skip
         return partitions
     finally:
         store.close()
-
-
-def _whole_ledger_partitions(
-    parsed: ReadOptions, targets: list[LedgerCopy], entry_bounds: ColumnBounds, publish_time_bounds: ColumnBounds
-) -> Iterator[BlockRangePartition | LedgerGroupPartition]:
-    """The partitions of the whole-ledger copies ``targets``, in ledger
-    order: runs of small ones packed (see :mod:`.ledger_groups`), each
-    large one (or every one, with ``blocksPerPartition``) cut into block
-    ranges from its index, read here a few at a time."""
-
-    def cut_here(ledger: LedgerCopy) -> bool:
-        return parsed.blocks_per_partition is not None or ledger.size > parsed.bytes_per_partition
-
-    indexes = read_objects(parsed, (ledger.index_key for ledger in targets if cut_here(ledger)), v1.decode_index)
-    small: list[tuple[LedgerCopy, EntryRanges]] = []
-    try:
-        for ledger in targets:
-            ranges = parsed.selection.entry_ranges(ledger.ledger_id)
-            if not cut_here(ledger):
-                small.append((ledger, ranges))
-                continue
-            yield from packed_groups(small, parsed.bytes_per_partition, entry_bounds=entry_bounds,
-                                     publish_time_bounds=publish_time_bounds)  # fmt: skip
-            small = []
-            yield from ledger_partitions(ledger.ledger_id, ledger.data_key, next(indexes), ranges,
-                                         entry_bounds=entry_bounds, publish_time_bounds=publish_time_bounds,
-                                         blocks_per_partition=parsed.blocks_per_partition,
-                                         bytes_per_partition=parsed.bytes_per_partition)  # fmt: skip
-    finally:
-        indexes.close()
-    yield from packed_groups(small, parsed.bytes_per_partition, entry_bounds=entry_bounds,
-                             publish_time_bounds=publish_time_bounds)  # fmt: skip
 
 
 def _partition_blocks(

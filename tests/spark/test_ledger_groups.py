@@ -87,12 +87,18 @@ def test_a_packed_partition_reads_what_block_ranges_cut_on_the_driver_read(
     cut = plan_partitions({"path": url, "blocksPerPartition": "1", **options})
     assert packed and all(isinstance(p, LedgerGroupPartition) for p in packed)
     assert all(isinstance(p, BlockRangePartition) for p in cut)
+
+    # Packed groups come in the listing's order (the ledgers' uuids'), cut ledgers in ledger order.
+    def position(row: tuple[int, ...] | dict[str, int]) -> tuple[int, int]:
+        return (row["ledger_id"], row["entry_id"]) if isinstance(row, dict) else (row[0], row[1])
+
     for decode in (Decode.NONE, Decode.AUTO):
         rows = [row for p in packed for row in read_partition(store, p, decode)]
-        assert rows and rows == [row for p in cut for row in read_partition(store, p, decode)]
-    batches = [b.to_pylist() for p in packed for b in read_partition_batches(store, p, ARROW, 50)]
-    expected = [b.to_pylist() for p in cut for b in read_partition_batches(store, p, ARROW, 50)]
-    assert sum(batches, []) == sum(expected, [])
+        expected_rows = [row for p in cut for row in read_partition(store, p, decode)]
+        assert rows and sorted(rows, key=position) == expected_rows
+    batches = [row for p in packed for b in read_partition_batches(store, p, ARROW, 50) for row in b.to_pylist()]
+    expected = [row for p in cut for b in read_partition_batches(store, p, ARROW, 50) for row in b.to_pylist()]
+    assert sorted(batches, key=position) == expected
 
 
 def test_pushed_entry_bounds_prune_in_the_task(tmp_path: Path) -> None:
@@ -104,24 +110,26 @@ def test_pushed_entry_bounds_prune_in_the_task(tmp_path: Path) -> None:
     assert isinstance(group, LedgerGroupPartition) and group.entry_bounds == bounds
     rows = list(read_partition(Store.of(url), group, Decode.NONE))
     expected = [(ledger, entry) for ledger in range(3, 9) for entry in range(100, min(121, 40 * ledger))]
-    assert [(row[0], row[1]) for row in rows] == expected
+    assert sorted((row[0], row[1]) for row in rows) == expected
     assert plan_partitions({"path": url}, entry_bounds=ANY_VALUE)[0].entry_bounds == ANY_VALUE
 
 
-def test_a_ledger_larger_than_the_budget_is_cut_on_the_driver_between_packed_runs(tmp_path: Path) -> None:
+def test_a_ledger_larger_than_the_budget_is_cut_on_the_driver_after_the_packed_ones(tmp_path: Path) -> None:
     url = f"file://{tmp_path / 'bucket'}"
     offloader = open_offloader(url, max_block_size=2048)
     for ledger_id, count in [(1, 10), (2, 10), (3, 400), (4, 10)]:  # ledger 3: 40,000 bytes
         offloader.offload(InMemoryReadHandle(ledger_id, [b"p" * 100] * count), uuid.uuid4())
     plan = plan_partitions({"path": url, "bytesPerPartition": str(8 * 2048)})
     shapes = [(type(p).__name__, getattr(p, "ledger_id", None)) for p in plan]
-    # Spark's open cost (4 MiB) alone exceeds this budget: a small ledger a partition, as in Spark.
+    # Spark's open cost (4 MiB) alone exceeds this budget: a small ledger a partition, as in Spark; the
+    # small ones packed as the listing comes, the large one cut from its index once it is done.
     packed = ("LedgerGroupPartition", None)
-    cut = [shape for shape in shapes if shape != packed]
-    assert shapes == [packed, packed, *cut, packed] and set(cut) == {("BlockRangePartition", 3)} and len(cut) > 2
+    cut = shapes[3:]
+    assert shapes[:3] == [packed] * 3 and set(cut) == {("BlockRangePartition", 3)} and len(cut) > 2
     rows = [row[:2] for p in plan for row in read_partition(Store.of(url), p, Decode.NONE)]
     counts = [(1, 10), (2, 10), (3, 400), (4, 10)]
-    assert rows == [(ledger, entry) for ledger, count in counts for entry in range(count)]
+    assert sorted(rows) == [(ledger, entry) for ledger, count in counts for entry in range(count)]
+    assert rows[-400:] == [(3, entry) for entry in range(400)]
 
 
 def test_an_index_gone_or_damaged_after_planning_is_named(tmp_path: Path) -> None:
@@ -135,3 +143,14 @@ def test_an_index_gone_or_damaged_after_planning_is_named(tmp_path: Path) -> Non
     driver.delete([keys[4] + "-index"])
     with pytest.raises(NotFoundError, match=f"{keys[4]}-index"):
         list(read_partition(Store.of(url), LedgerGroupPartition(PackedKeys.of(keys[4:])), Decode.NONE))
+
+
+def test_ledger_ids_answer_membership_after_any_add() -> None:
+    from offload_core.spark.whole_ledger_planning import LedgerIds
+
+    ids = LedgerIds()
+    for ledger_id in [5, 2**40, 3, 5, 0]:
+        ids.add(ledger_id)
+    assert 5 in ids and 2**40 in ids and 0 in ids and 4 not in ids and 2**41 not in ids
+    ids.add(4)
+    assert 4 in ids and sorted(ids) == [0, 3, 4, 5, 2**40]

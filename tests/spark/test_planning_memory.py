@@ -57,6 +57,20 @@ def test_listed_once_serves_the_listing_it_holds_as_keys_and_sizes() -> None:
         assert list(listed.list(prefix)) == list(store.list(prefix))
 
 
+def test_keys_the_first_listing_takes_are_passed_on_and_never_kept() -> None:
+    store = MemoryDriver()
+    for number in range(50):
+        store.write(f"{'ledger' if number % 2 else 'other'}/{number:03d}", [b"x" * number])
+    listed = ListedOnce(store, taken_by_first=lambda key: key.startswith("ledger/"))
+    partway = listed.list("")
+    assert next(partway).key == "ledger/001"  # passed on as it comes
+    del partway  # left part way: nothing is kept, and the next listing is the store's again
+    everything = list(listed.list(""))
+    assert everything == list(store.list(""))
+    assert list(listed.list("")) == list(store.list("other/"))  # from then on, without the taken keys
+    assert list(listed.list("ledger/")) == [] and list(listed.list("other/01")) == list(store.list("other/01"))
+
+
 def _listing(pairs: list[tuple[str, str, int, bool, bool]]) -> list[ObjectInfo]:
     keys = []
     for prefix, uid, ledger_id, data, index in pairs:

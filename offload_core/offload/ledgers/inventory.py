@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...errors import ConfigError, NotFoundError
+from ...errors import ConfigError, NotFoundError, StateError
 from ...formats import pulsar_v1 as v1
 from ...model import ObjectInfo
 from ...storage import StorageDriver
 
-__all__ = ["LedgerCopy", "OffloadedLedger", "find_complete_ledgers", "find_offloaded_ledgers", "select_ledger"]
+__all__ = [
+    "LedgerCopy",
+    "OffloadedLedger",
+    "find_complete_ledgers",
+    "find_offloaded_ledgers",
+    "select_ledger",
+    "stream_complete_ledgers",
+]
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,37 @@ def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
             copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), listed >> 2))
     copies.sort(key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
     return copies
+
+
+def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCopy]:
+    """The complete offloads among ``objects``, a listing sorted by key
+    (as every driver lists), each as soon as its index is listed, in the
+    listing's order. Holds only the data objects still waiting for their
+    index: in a sorted listing a data object's index comes before any key
+    that sorts after ``{data key}-index``, so one passed over never
+    completes and is let go.
+
+    Raises :class:`StateError` if the listing is not sorted (a driver
+    breaking its contract), rather than miss a ledger."""
+    waiting: dict[str, int] = {}  # data key: its size, in listing order
+    previous = ""
+    for info in objects:
+        key = info.key
+        if key < previous:
+            raise StateError(f"the store listed {key!r} after {previous!r}: its driver must list keys sorted")
+        previous = key
+        parsed = v1.parse_key(key)
+        if parsed is None:
+            continue
+        while waiting and (oldest := next(iter(waiting))) + _INDEX_SUFFIX < key:
+            del waiting[oldest]
+        if not parsed.is_index:
+            waiting[key] = max(info.size, 0)
+            continue
+        data_key = key[: -len(_INDEX_SUFFIX)]
+        size = waiting.pop(data_key, None)
+        if size is not None:
+            yield LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), size)
 
 
 def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str | None = None) -> OffloadedLedger:
