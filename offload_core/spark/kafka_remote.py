@@ -27,11 +27,18 @@ logged line (a vanished object's on the data-loss logger, which
 :func:`~offload_core.spark.skipped_objects` reads back). ``minPartitions``
 and ``maxRecordsPerPartition`` split the read further;
 ``includeHeaders`` (default false, as in Spark) adds the ``headers``
-column. ``bytesPerPartition`` (default 128 MiB): one Spark
-partition per remote segment, or per run of its index entries of about
-this many bytes; ``maxDecompressedBytes`` (default 256 MiB): the most a
-compressed batch (or a magic 0/1 wrapper) may expand to before it is
-refused as damaged or hostile; ``driver.<name>``: storage-driver options.
+column. ``bytesPerPartition`` (default 128 MiB): consecutive remote
+segments of one topic-partition packed into one Spark partition up to
+this many bytes, each counting its bytes and :data:`OPEN_COST_BYTES` (as
+Spark's file sources count ``spark.sql.files.openCostInBytes``), so 100,000
+small segments are some 3,200 tasks and a plan of some 60 bytes a segment
+(:mod:`~offload_core.spark.kafka_partition`); a larger segment is cut into
+runs of its index entries of about this many bytes. A segment vanished
+from a packed partition fails or is skipped alone, as ``failOnDataLoss``
+says, the partition's other segments still read. ``maxDecompressedBytes``
+(default 256 MiB): the most a compressed batch (or a magic 0/1 wrapper)
+may expand to before it is refused as damaged or hostile;
+``driver.<name>``: storage-driver options.
 
 ``layout``: ``ours`` (default: what ``offload kafka copy`` writes) or
 ``aiven``: segments Aiven's tiered-storage plugin wrote, with ``config``
@@ -43,7 +50,8 @@ In our layout ``config`` and ``rsm.config.*`` are read as ``offload kafka
 ``storage.option.*`` and ``key.prefix`` give the store and the prefix
 (``url`` and ``prefix`` win). With the aiven layout,
 partitions are planned from each segment's decoded offset index; each
-reads the chunks holding its bytes.
+reads the chunks holding its bytes, and is never packed with another
+segment's (its spec carries the segment's whole manifest).
 
 A schema given with ``.schema(...)`` may name a subset of the columns
 (column pruning).
@@ -52,8 +60,8 @@ A schema given with ``.schema(...)`` may name a subset of the columns
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -63,58 +71,49 @@ from pyspark.sql.types import StructType
 from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats import kafka
 from ..rsm.aiven.storage import AivenRemoteStorage
-from ..rsm.layout import LOG_SUFFIX, SegmentManifest, segment_key
+from ..rsm.layout import SegmentManifest
 from ..rsm.log_batches import read_batches
 from ..rsm.log_reader import RemoteLogReader
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
-from ..rsm.types import RemoteLogSegmentMetadata
+from ..rsm.types import RemoteLogSegmentMetadata, TopicIdPartition
+from ..storage import StorageDriver
 from .data_loss import log_vanished_segment
 from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
+from .kafka_partition import SegmentRange, SegmentRangePartition, pack_ranges
 from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
 from .planning_reads import open_planning_driver
 from .source import KAFKA_SCHEMA
 from .store_tasks import Store
 
-__all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
+__all__ = ["OPEN_COST_BYTES", "SegmentRangePartition", "make_reader", "plan_partitions"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True)
-class SegmentRangePartition(InputPartition):
-    """Bytes ``[start, stop)`` of one remote ``.log`` and the offsets
-    ``[first, end)`` to keep from them (the store is the reader's: see
-    :func:`read_partition`)."""
-
-    log_key: str
-    topic: str
-    partition: int
-    start: int
-    stop: int
-    first: int
-    end: int
-    aborted: tuple[kafka.AbortedTxn, ...] = ()
-    max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT
-    fail_on_data_loss: bool = True
-    aiven: AivenSegmentSpec | None = None
-
+# Spark's spark.sql.files.openCostInBytes: a range costs its bytes and this, so a partition of tiny
+# segments holds at most bytesPerPartition / OPEN_COST_BYTES of them.
+OPEN_COST_BYTES = 4 * 1024 * 1024
 
 _Piece = tuple[RemoteLogReader, RemoteLogSegmentMetadata, int, int, list[kafka.AbortedTxn]]
+# A range to read, with its segment's topic-partition, the aborted transactions it needs and its Aiven spec.
+_Cut = tuple[TopicIdPartition, SegmentRange, tuple[kafka.AbortedTxn, ...], AivenSegmentSpec | None]
 
 
 def plan_partitions(
     options: Mapping[str, str] | KafkaReadOptions, *, ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None
 ) -> list[SegmentRangePartition]:
-    """One partition per remote segment, or per run of its index entries;
-    more for ``minPartitions`` and ``maxRecordsPerPartition``. With
-    ``ranges`` (a streaming micro-batch: ``[first, end)`` by topic and
-    partition, ``first`` -2 for the log's start), exactly those offsets
-    of the partitions named, else those
-    the starting and ending options name. Raises :class:`ConfigError` for
-    bad options, :class:`NotFoundError` for offsets lost with
-    ``failOnDataLoss``."""
+    """Consecutive small segments of one topic-partition packed into one
+    partition up to ``bytesPerPartition`` (each counting its bytes and
+    :data:`OPEN_COST_BYTES`) and ``maxRecordsPerPartition`` offsets; a
+    larger segment cut into runs of its index entries; more partitions for
+    ``minPartitions``. A segment of the aiven layout is never packed with
+    another. With ``ranges`` (a streaming micro-batch: ``[first, end)`` by
+    topic and partition, ``first`` -2 for the log's start), exactly those
+    offsets of the partitions named, else those the starting and ending
+    options name. Raises :class:`ConfigError` for bad options,
+    :class:`NotFoundError` for offsets lost with ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
     planned: list[SegmentRangePartition] = []
     # A log's reader holds every manifest of its partition: its partitions are cut while it is the
@@ -135,47 +134,80 @@ def plan_partitions(
                 continue
             stable = reader.last_stable_offset if parsed.read_committed else None
             end = end if stable is None else min(end, stable)
-            for span in reader.ranges:
-                low, high = max(first, span.first), min(end, span.last + 1)
-                if low < high:
-                    aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
-                    piece = (reader, span.segment, low, high, aborted)
-                    planned += _piece_partitions(parsed, piece, parsed.bytes_per_partition)
-                    if keep_pieces:
-                        pieces.append(piece)
+            log_pieces: Iterable[_Piece] = _log_pieces(parsed, reader, first, end)
+            if keep_pieces:
+                log_pieces = list(log_pieces)
+                pieces += log_pieces
+            planned += _packed(parsed, log_pieces, parsed.bytes_per_partition)
         wanted = parsed.min_partitions or 0
         if len(planned) < wanted:
-            # Spark's minPartitions: smaller runs of index entries first, then offset ranges cut in two.
-            size = max(1, sum(p.stop - p.start for p in planned) // wanted)
-            planned = [p for piece in pieces for p in _piece_partitions(parsed, piece, size)]
-            planned = _halved(planned, wanted)
+            # Spark's minPartitions: smaller partitions first, then offset ranges cut in two.
+            size = max(1, sum(r.stop - r.start for p in planned for r in p.ranges) // wanted)
+            planned = _halved(list(_packed(parsed, pieces, size)), wanted)
     return planned
 
 
-def _piece_partitions(parsed: KafkaReadOptions, piece: _Piece, bytes_per_partition: int) -> list[SegmentRangePartition]:
-    reader, meta, first, end, aborted = piece
-    if isinstance(reader.rsm, AivenRemoteStorage):
-        return _aiven_partitions(parsed, reader.rsm, meta, first, end, aborted, bytes_per_partition)
-    assert isinstance(reader.rsm, RemoteStorageManager)
-    return _segment_partitions(parsed, reader.rsm.manifest(meta), first, end, aborted, bytes_per_partition)
+def _log_pieces(parsed: KafkaReadOptions, reader: RemoteLogReader, first: int, end: int) -> Iterator[_Piece]:
+    for span in reader.ranges:
+        low, high = max(first, span.first), min(end, span.last + 1)
+        if low < high:
+            aborted = reader.aborted_transactions(span.segment) if parsed.read_committed else []
+            yield (reader, span.segment, low, high, aborted)
 
 
-def _segment_partitions(
+def _cuts(parsed: KafkaReadOptions, pieces: Iterable[_Piece], bytes_per_partition: int) -> Iterator[_Cut]:
+    for reader, meta, first, end, aborted in pieces:
+        if isinstance(reader.rsm, AivenRemoteStorage):
+            yield from _aiven_cuts(parsed, reader.rsm, meta, first, end, aborted, bytes_per_partition)
+        else:
+            assert isinstance(reader.rsm, RemoteStorageManager)
+            yield from _segment_cuts(parsed, reader.rsm.manifest(meta), first, end, aborted, bytes_per_partition)
+
+
+def _packed(
+    parsed: KafkaReadOptions, pieces: Iterable[_Piece], bytes_per_partition: int
+) -> Iterator[SegmentRangePartition]:
+    """The ``pieces``' cuts, consecutive ones of one topic-partition as one partition while
+    their bytes and open costs stay within ``bytes_per_partition`` and their
+    offsets within ``maxRecordsPerPartition`` (one cut at least); an Aiven
+    cut alone."""
+    most = parsed.max_records_per_partition or 2**63
+    group: list[_Cut] = []
+    cost = count = 0
+
+    def grouped() -> SegmentRangePartition:
+        txns = tuple(dict.fromkeys(t for cut in group for t in cut[2]))
+        return SegmentRangePartition(group[0][0], parsed.prefix, pack_ranges(cut[1] for cut in group), txns,
+                                     parsed.max_decompressed_bytes, parsed.fail_on_data_loss, group[0][3])  # fmt: skip
+
+    for cut in _cuts(parsed, pieces, bytes_per_partition):
+        segment = cut[1]
+        more, offsets = segment.stop - segment.start + OPEN_COST_BYTES, segment.end - segment.first
+        if group and (cut[0] != group[0][0] or cut[3] is not None or group[0][3] is not None
+                      or cost + more > bytes_per_partition or count + offsets > most):  # fmt: skip
+            yield grouped()
+            group, cost, count = [], 0, 0
+        group.append(cut)
+        cost, count = cost + more, count + offsets
+    if group:
+        yield grouped()
+
+
+def _segment_cuts(
     parsed: KafkaReadOptions,
     manifest: SegmentManifest,
     first: int,
     end: int,
     aborted: list[kafka.AbortedTxn],
     bytes_per_partition: int,
-) -> list[SegmentRangePartition]:
+) -> list[_Cut]:
     """Runs of the segment's index entries of up to ``bytes_per_partition``
     (one entry at least) and ``maxRecordsPerPartition`` offsets; an entry
-    holding more offsets than that is read by several partitions, each
-    keeping its share."""
+    holding more offsets than that is read by several cuts, each keeping
+    its share."""
     meta = manifest.metadata
     if first >= end or meta.end_offset < first or meta.start_offset >= end:
         return []
-    key = segment_key(parsed.prefix, meta.segment_id, meta.start_offset, LOG_SUFFIX)
     wanted = [e for e in manifest.index_entries if e.last_offset >= first and e.first_offset < end]
     most = parsed.max_records_per_partition or 2**63
     runs: list[list[Any]] = []
@@ -187,33 +219,39 @@ def _segment_partitions(
             runs[-1].append(entry)
         else:
             runs.append([entry])
-    tp = meta.topic_partition
-    planned = []
+    cuts: list[_Cut] = []
     for run in runs:
         low, high = max(first, run[0].first_offset), min(end, run[-1].last_offset + 1)
         txns = tuple(t for t in aborted
                      if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset)  # fmt: skip
         for at in range(low, high, most):
-            planned.append(SegmentRangePartition(key, tp.topic, tp.partition, run[0].position,
-                                                 run[-1].position + run[-1].length, at, min(high, at + most), txns,
-                                                 parsed.max_decompressed_bytes, parsed.fail_on_data_loss))  # fmt: skip
-    return planned
+            segment = SegmentRange(meta.segment_id.id, meta.start_offset, run[0].position,
+                                   run[-1].position + run[-1].length, at, min(high, at + most))  # fmt: skip
+            cuts.append((meta.topic_id_partition, segment, txns, None))
+    return cuts
 
 
 def _halved(planned: list[SegmentRangePartition], wanted: int) -> list[SegmentRangePartition]:
     """``planned`` with the partitions holding the most offsets cut in two
-    until there are ``wanted`` (or none holds two offsets)."""
+    (a packed one between its ranges, one range in the middle of its
+    offsets) until there are ``wanted`` (or none holds two offsets)."""
     while len(planned) < wanted:
-        widest = max(range(len(planned)), key=lambda at: planned[at].end - planned[at].first, default=None)
-        if widest is None or planned[widest].end - planned[widest].first < 2:
+        widest = max(range(len(planned)), key=lambda at: planned[at].offset_count, default=None)
+        if widest is None or planned[widest].offset_count < 2:
             break
         cut = planned[widest]
-        middle = (cut.first + cut.end) // 2
-        planned[widest : widest + 1] = [replace(cut, end=middle), replace(cut, first=middle)]
+        segments = cut.ranges
+        if len(segments) > 1:
+            halves = [segments[: len(segments) // 2], segments[len(segments) // 2 :]]
+        else:
+            (only,) = segments
+            middle = (only.first + only.end) // 2
+            halves = [[only._replace(end=middle)], [only._replace(first=middle)]]
+        planned[widest : widest + 1] = [replace(cut, packed=pack_ranges(half)) for half in halves]
     return planned
 
 
-def _aiven_partitions(
+def _aiven_cuts(
     parsed: KafkaReadOptions,
     aiven: AivenRemoteStorage,
     meta: RemoteLogSegmentMetadata,
@@ -221,17 +259,15 @@ def _aiven_partitions(
     end: int,
     aborted: list[kafka.AbortedTxn],
     bytes_per_partition: int,
-) -> list[SegmentRangePartition]:
+) -> list[_Cut]:
     if first >= end:
         return []
     assert parsed.aiven is not None
     spec = segment_spec(aiven, meta, parsed.aiven.private_keys)
-    tp = meta.topic_partition
     most = parsed.max_records_per_partition or 2**63
     # maxRecordsPerPartition: each share of a range's own offsets reads its chunks and keeps its own records.
-    return [SegmentRangePartition(spec.manifest_key.with_suffix("log").key, tp.topic, tp.partition, start, stop, at,
-                                  min(high, at + most), tuple(aborted), parsed.max_decompressed_bytes,
-                                  parsed.fail_on_data_loss, spec)
+    return [(meta.topic_id_partition, SegmentRange(meta.segment_id.id, meta.start_offset, start, stop, at,
+                                                   min(high, at + most)), tuple(aborted), spec)
             for start, stop, low, high in planned_ranges(aiven, meta, first, end, bytes_per_partition)
             for at in range(low, high, most)]  # fmt: skip
 
@@ -239,47 +275,51 @@ def _aiven_partitions(
 def read_partition(
     store: Store, partition: SegmentRangePartition, with_headers: bool = True
 ) -> Iterator[tuple[Any, ...]]:
-    """Rows of :data:`KAFKA_SCHEMA` of one partition of ``store``, in offset order. :class:`FormatError`
-    names the segment's object. A segment deleted since the read was planned
-    raises :class:`NotFoundError` naming it, or with
-    ``failOnDataLoss=false`` gives no rows and one record on
-    :data:`~offload_core.spark.data_loss.LOGGER`."""
-    try:
-        yield from _segment_rows(store, partition, with_headers)
-    except FormatError as exc:
-        if partition.log_key in str(exc):
-            raise
-        raise FormatError(f"{partition.log_key}: {exc}") from None
-    except NotFoundError as exc:
-        if partition.fail_on_data_loss:
-            raise NotFoundError(f"{partition.log_key} (offsets {partition.first} to {partition.end - 1}) vanished "
-                                f"after the read was planned: {exc}; set failOnDataLoss=false to skip what is gone"
-                                ) from None  # fmt: skip
-        log_vanished_segment(store.url, partition.log_key, partition.topic, partition.partition, partition.first,
-                             partition.end)  # fmt: skip
-
-
-def _segment_rows(store: Store, partition: SegmentRangePartition, with_headers: bool) -> Iterator[tuple[Any, ...]]:
+    """Rows of :data:`KAFKA_SCHEMA` of one partition of ``store``, range
+    after range, in offset order. :class:`FormatError` names the segment's
+    object. A segment deleted since the read was planned raises
+    :class:`NotFoundError` naming it and its offsets, or with
+    ``failOnDataLoss=false`` gives no rows, one record on
+    :data:`~offload_core.spark.data_loss.LOGGER`, and the partition's other
+    ranges are still read."""
     with store.open() as driver:
-        if partition.aiven is not None:
-            raw = aiven_stream(partition.aiven, driver, partition.start, partition.stop)
-        else:
-            raw = RemoteSegmentStream(driver, partition.log_key, partition.start, partition.stop,
-                                      buffer_size=DEFAULT_BUFFER_SIZE)  # fmt: skip
-        with io.BufferedReader(raw, buffer_size=64 * 1024) as stream:
-            cap = partition.max_decompressed_bytes
-            for batch, data in read_batches(stream, partition.start, partition.stop, limit=cap):
-                if batch.is_control or batch.last_offset < partition.first or batch.base_offset >= partition.end:
-                    continue
-                if batch.is_transactional and kafka.is_aborted(partition.aborted, batch):
-                    continue
-                # Spark's timestampType is Kafka's TimestampType id: magic 0 has none (-1).
-                kind = -1 if batch.magic == 0 else 1 if batch.log_append_time else 0
-                for record in kafka.iter_records(data, batch, limit=cap):
-                    if partition.first <= record.offset < partition.end:
-                        row = (record.key, record.value, partition.topic, partition.partition, record.offset,
-                               _EPOCH + timedelta(milliseconds=record.timestamp), kind)  # fmt: skip
-                        yield row + ([(h.key, h.value) for h in record.headers],) if with_headers else row
+        for segment in partition.ranges:
+            key = partition.log_key(segment)
+            try:
+                yield from _segment_rows(driver, partition, key, segment, with_headers)
+            except FormatError as exc:
+                if key in str(exc):
+                    raise
+                raise FormatError(f"{key}: {exc}") from None
+            except NotFoundError as exc:
+                if partition.fail_on_data_loss:
+                    raise NotFoundError(f"{key} (offsets {segment.first} to {segment.end - 1}) vanished after the "
+                                        f"read was planned: {exc}; set failOnDataLoss=false to skip what is gone"
+                                        ) from None  # fmt: skip
+                log_vanished_segment(store.url, key, partition.topic, partition.partition, segment.first, segment.end)
+
+
+def _segment_rows(driver: StorageDriver, partition: SegmentRangePartition, key: str, segment: SegmentRange,
+                  with_headers: bool) -> Iterator[tuple[Any, ...]]:  # fmt: skip
+    first, end = segment.first, segment.end
+    if partition.aiven is not None:
+        raw = aiven_stream(partition.aiven, driver, segment.start, segment.stop)
+    else:
+        raw = RemoteSegmentStream(driver, key, segment.start, segment.stop, buffer_size=DEFAULT_BUFFER_SIZE)
+    with io.BufferedReader(raw, buffer_size=64 * 1024) as stream:
+        cap = partition.max_decompressed_bytes
+        for batch, data in read_batches(stream, segment.start, segment.stop, limit=cap):
+            if batch.is_control or batch.last_offset < first or batch.base_offset >= end:
+                continue
+            if batch.is_transactional and kafka.is_aborted(partition.aborted, batch):
+                continue
+            # Spark's timestampType is Kafka's TimestampType id: magic 0 has none (-1).
+            kind = -1 if batch.magic == 0 else 1 if batch.log_append_time else 0
+            for record in kafka.iter_records(data, batch, limit=cap):
+                if first <= record.offset < end:
+                    row = (record.key, record.value, partition.topic, partition.partition, record.offset,
+                           _EPOCH + timedelta(milliseconds=record.timestamp), kind)  # fmt: skip
+                    yield row + ([(h.key, h.value) for h in record.headers],) if with_headers else row
 
 
 class KafkaRemoteReader(DataSourceReader):

@@ -40,7 +40,7 @@ def options(url: str, **given: str) -> dict[str, str]:
 
 
 def offsets(plan: list[Any]) -> list[tuple[str, int, int]]:
-    return sorted((p.topic, p.partition, o) for p in plan for o in range(p.first, p.end))
+    return sorted((p.topic, p.partition, o) for p in plan for r in p.ranges for o in range(r.first, r.end))
 
 
 def test_subscribe_pattern_and_assign_pick_partitions(store: str) -> None:
@@ -112,11 +112,12 @@ def test_unknown_options_fail_and_kafka_client_options_are_ignored(
 
 def test_min_partitions_and_max_records_per_partition(spark: Any, store: str) -> None:
     every = [("orders", 0, o) for o in range(300)]
-    assert len(plan_partitions(options(store, assign='{"orders": [0]}'))) == 3
+    (packed,) = plan_partitions(options(store, assign='{"orders": [0]}'))  # its 3 small segments, packed
+    assert [(r.first, r.end) for r in packed.ranges] == [(0, 100), (100, 200), (200, 300)]
     split = plan_partitions(options(store, assign='{"orders": [0]}', minPartitions="7"))
     assert len(split) >= 7 and offsets(split) == every
     capped = plan_partitions(options(store, assign='{"orders": [0]}', maxRecordsPerPartition="40"))
-    assert all(p.end - p.first <= 40 for p in capped) and offsets(capped) == every
+    assert all(p.offset_count <= 40 for p in capped) and offsets(capped) == every
     frame = spark.read.format("kafka-remote").options(**options(store, topic="orders", minPartitions="9")).load()
     assert frame.rdd.getNumPartitions() >= 9
     assert sorted((r.partition, r.offset) for r in frame.select("partition", "offset").collect()) == sorted(
@@ -135,14 +136,15 @@ def _copied(tmp_path: Path) -> tuple[str, RemoteStorageManager, TopicIdPartition
 
 def test_an_object_gone_between_planning_and_reading(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     url, _, _ = _copied(tmp_path)
-    plan = plan_partitions(options(url, topic="orders"))
-    lost = plan[0].log_key
+    (packed,) = plan_partitions(options(url, topic="orders"))  # both segments, the first to vanish
+    lost = packed.log_key(packed.ranges[0])
     (tmp_path / "store" / lost).unlink()
     with pytest.raises(NotFoundError, match=f"{lost} .offsets 0 to 99. vanished .*failOnDataLoss=false"):
-        list(read_partition(Store.of(url), plan[0]))
-    skipping = plan_partitions(options(url, topic="orders", failOnDataLoss="false"))
+        list(read_partition(Store.of(url), packed))
+    (skipping,) = plan_partitions(options(url, topic="orders", failOnDataLoss="false"))
+    assert skipping.ranges[1:] == packed.ranges[1:]  # the manifest is still there: the segment is still planned
     with caplog.at_level(logging.WARNING, logger="offload_core.spark.data_loss"):
-        rows = [row for partition in skipping for row in read_partition(Store.of(url), partition)]
+        rows = list(read_partition(Store.of(url), skipping))
     assert [row[4] for row in rows] == list(range(100, 200))
     (record,) = caplog.records
     assert record.name == "offload_core.spark.data_loss" and record.levelno == logging.WARNING

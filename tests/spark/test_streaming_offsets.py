@@ -39,7 +39,7 @@ def tiered(tmp_path: Path) -> tuple[str, Any]:
 
 
 def offsets_of(reader: Any, start: dict[str, Any], end: dict[str, Any]) -> list[int]:
-    return [o for p in reader.partitions(start, end) for o in range(p.first, p.end)]
+    return [o for p in reader.partitions(start, end) for r in p.ranges for o in range(r.first, r.end)]
 
 
 def test_kafka_starting_latest_and_available_now(tiered: tuple[str, Any]) -> None:
