@@ -1,42 +1,78 @@
 """The ``pulsar-offload`` source's partitions over offloads of the kinds
 other offloaders register (:class:`~offload_core.offload.stored.kinds.ReadableKind`,
-a Hadoop MapFile ledger say): one per ledger of each offload, read in its
-task through the kind that found it, which travels with the partition."""
+a Hadoop MapFile ledger say): many small offloads of a kind packed into
+one partition, as Spark packs small files, each read in its task through
+the kind that found it, which travels with the partition.
+
+A partition stays small whatever it holds: of a
+:class:`~offload_core.offload.stored.kinds.LocatableKind` it names each
+offload by its locator (a MapFile ledger's directory), the names and
+wanted ledger ids compressed into one blob, and the task locates each
+offload again on its own driver; a kind without locators has its offloads
+carried whole."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..offload.stored.kinds import ReadableKind, StoredOffload
+from ..offload.stored.kinds import LocatableKind, ReadableKind, StoredOffload
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import ReadOptions
 from .store_tasks import Store
 
-__all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
+__all__ = ["BLOCK_RANGE_KINDS", "OPEN_COST", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
 
 # Kinds the source reads in block-range partitions of its own (Arrow straight from the blocks).
 BLOCK_RANGE_KINDS = frozenset({"pulsar-ledger", "pulsar-segment"})
 
+OPEN_COST = 4 * 2**20
+"""What opening an offload costs a task, counted as that many bytes more of
+it when packing (Spark's ``spark.sql.files.openCostInBytes``): a partition
+of tiny offloads holds at most ``bytesPerPartition // OPEN_COST`` of them."""
+
+EntryRanges = tuple[tuple[int, int | None], ...]
+_WHOLE: EntryRanges = ((0, None),)
+
 
 @dataclass(frozen=True)
 class OffloadPartition(InputPartition):
-    """One ledger of one offload, and the entry ranges to keep (the store
-    is the reader's: see :func:`read_kind_partition`)."""
+    """Offloads of one kind, read in order in one task (the store is the
+    reader's: see :func:`read_kind_partition`). ``packed`` holds, per
+    offload, its locator (``None`` when ``offloads`` carries it) and its
+    ledgers to read; ``ranges`` the entry ranges of a ledger read in part
+    (every other is read whole)."""
 
     kind: Any  # a ReadableKind
-    offload: StoredOffload
-    ledger_id: int
-    entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
+    packed: bytes
+    offloads: tuple[StoredOffload, ...] = ()  # whole, in order, of a kind that is no LocatableKind
+    ranges: tuple[tuple[int, EntryRanges], ...] = ()
     entry_bounds: ColumnBounds = ANY_VALUE
     publish_time_bounds: ColumnBounds = ANY_VALUE  # microseconds since the epoch
 
-    def wants(self, entry_id: int) -> bool:
-        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
+    @property
+    def located(self) -> list[tuple[str | None, tuple[int, ...]]]:
+        """Each offload's locator (``None``: in ``offloads``) and its ledgers to read, in order."""
+        return [(locator, tuple(ledgers)) for locator, ledgers in json.loads(zlib.decompress(self.packed))]
+
+    @property
+    def ledger_ids(self) -> tuple[int, ...]:
+        """The ledgers read, in order."""
+        return tuple(ledger_id for _, ledgers in self.located for ledger_id in ledgers)
+
+    def entry_ranges(self, ledger_id: int) -> EntryRanges:
+        return dict(self.ranges).get(ledger_id, _WHOLE)
+
+    def wants(self, ledger_id: int, entry_id: int, ranges: EntryRanges = _WHOLE) -> bool:
+        """Whether ``entry_id`` of ``ledger_id`` is read: in its ``ranges``
+        (:meth:`entry_ranges`, looked up once a ledger) and the bounds."""
+        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in ranges)
         return in_range and self.entry_bounds.admits(entry_id)
 
 
@@ -50,38 +86,84 @@ def plan_kind_partitions(
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[OffloadPartition]:
-    """A partition per wanted ledger of every complete offload of the
-    readable ``kinds`` (those without block-range partitions of their own)
-    that ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
+    """The wanted ledgers of every complete offload of the readable
+    ``kinds`` (those without block-range partitions of their own) that
+    ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
     already); with ``ledgerUuids``, of a ledger only the offload of the
-    uuid it names (a copy an abandoned offload left is not read twice)."""
+    uuid it names (a copy an abandoned offload left is not read twice).
+    Consecutive offloads of a kind (in :meth:`find` order: a MapFile's by
+    ledger id) share a partition while their sizes, each plus
+    :data:`OPEN_COST`, fit ``bytesPerPartition``; one at least."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
     partitions = []
     for kind in readable:
+        group: list[tuple[StoredOffload, list[int]]] = []
+        size = 0
         for found in kind.find(store, ""):
             if not found.complete:
                 continue
             # A kind whose keys name the ledgers (a MapFile directory's) needs no read here: its
             # age, all describe adds, is no part of a read.
             offload = found if found.ledger_ids else kind.describe(store, found)
-            partitions += [
-                OffloadPartition(kind, offload, ledger_id, options.selection.entry_ranges(ledger_id), entry_bounds,
-                                 publish_time_bounds)
-                for ledger_id in offload.ledger_ids
+            wanted = [
+                ledger_id for ledger_id in offload.ledger_ids
                 if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
                 and ledger_bounds.admits(ledger_id)
                 and (options.ledger_uuids is None or (ledger_id, offload.uuid) in options.ledger_uuids)
             ]  # fmt: skip
+            if not wanted:
+                continue
+            cost = offload.size + OPEN_COST
+            if group and size + cost > options.bytes_per_partition:
+                partitions.append(_packed(kind, group, options, entry_bounds, publish_time_bounds))
+                group, size = [], 0
+            group.append((offload, wanted))
+            size += cost
+        if group:
+            partitions.append(_packed(kind, group, options, entry_bounds, publish_time_bounds))
     return partitions
 
 
-def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, bytes]]:
-    """The wanted entries of the partition's ledger in ``store`` (runs in
-    the task: opens its own driver)."""
+def _packed(
+    kind: Any,
+    group: Sequence[tuple[StoredOffload, Sequence[int]]],
+    options: ReadOptions,
+    entry_bounds: ColumnBounds,
+    publish_time_bounds: ColumnBounds,
+) -> OffloadPartition:
+    """One partition of ``group``'s offloads: their locators, or the
+    offloads themselves for a kind without."""
+    locates = isinstance(kind, LocatableKind)
+    listed = [(kind.locator(offload) if locates else None, list(ledgers)) for offload, ledgers in group]
+    ranges = tuple(
+        (ledger_id, ranges)
+        for _, ledgers in group
+        for ledger_id in ledgers
+        if (ranges := options.selection.entry_ranges(ledger_id)) != _WHOLE
+    )
+    packed = zlib.compress(json.dumps(listed, separators=(",", ":")).encode())
+    offloads = () if locates else tuple(offload for offload, _ in group)
+    return OffloadPartition(kind, packed, offloads, ranges, entry_bounds, publish_time_bounds)
+
+
+def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, int, bytes]]:
+    """Ledger id, entry id and payload of the wanted entries of the
+    partition's offloads in ``store``, offload by offload, ledger by
+    ledger, in entry order (runs in the task: opens its own driver, and
+    locates each offload on it). Raises what the kind raises: an offload
+    deleted since planning fails the task with
+    :class:`~offload_core.errors.NotFoundError`."""
+    kind = partition.kind
     driver = store.open()
     try:
-        for entry_id, payload in partition.kind.entries(driver, partition.offload, partition.ledger_id):
-            if partition.wants(entry_id):
-                yield entry_id, payload
+        for number, (locator, ledgers) in enumerate(partition.located):
+            offload = partition.offloads[number] if locator is None else kind.locate(driver, locator)
+            if not offload.ledger_ids:
+                offload = kind.describe(driver, offload)  # as planning saw it: entries' contract
+            for ledger_id in ledgers:
+                ranges = partition.entry_ranges(ledger_id)
+                for entry_id, payload in kind.entries(driver, offload, ledger_id):
+                    if partition.wants(ledger_id, entry_id, ranges):
+                        yield ledger_id, entry_id, payload
     finally:
         driver.close()

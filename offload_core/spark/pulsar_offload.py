@@ -14,8 +14,9 @@ A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
 strictly. The offloads of kinds other offloaders register (a Hadoop
-MapFile ledger, say) are read through their kind, a partition per ledger
-(see :mod:`offload_core.spark.kind_partitions`).
+MapFile ledger, say) are read through their kind, small offloads packed
+into one partition up to ``bytesPerPartition`` (each counted 4 MiB more, as
+Spark counts a file's open cost; see :mod:`offload_core.spark.kind_partitions`).
 
 Options:
 
@@ -38,7 +39,8 @@ Options:
   ``maxRecordsPerBatch`` rows (default 10000), ``false`` yields tuples;
 - ``bytesPerPartition`` (default 128 MiB, Spark's own
   ``maxPartitionBytes``): consecutive blocks of one object per task up to
-  that many bytes; or ``blocksPerPartition``, a fixed number of blocks;
+  that many bytes; or ``blocksPerPartition``, a fixed number of blocks
+  (offloads of the other kinds are packed by bytes either way);
 - ``driver.<name>`` for storage-driver options (``driver.region``,
   ``driver.endpoint`` ...).
 
@@ -120,9 +122,9 @@ def plan_partitions(
 ) -> list[BlockRangePartition | OffloadPartition]:
     """The partitions for reading the store named by ``options["path"]``,
     pruned to the ledgers and blocks the bounds (from pushed-down filters)
-    admit: block ranges of Pulsar's objects, then a partition per ledger of
-    the offloads of the other readable kinds ``plugin_manager``'s
-    offloaders (default: the process's) register.
+    admit: block ranges of Pulsar's objects, then the offloads of the other
+    readable kinds ``plugin_manager``'s offloaders (default: the process's)
+    register, small ones packed into one partition.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -153,7 +155,7 @@ def plan_partitions(
                 partitions.append(BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges,
                                                       entry_bounds, streaming=True,
                                                       publish_time_bounds=publish_time_bounds))  # fmt: skip
-        read |= {p.ledger_id for p in partitions}
+        read |= {p.ledger_id for p in partitions if isinstance(p, BlockRangePartition)}
         kinds = installed_kinds(plugin_manager)
         partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                            entry_bounds=entry_bounds,
@@ -269,13 +271,20 @@ def read_partition(
     """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, bytes]] = read_kind_partition(store, partition)
+        entries: Iterable[tuple[int, int, bytes]] = read_kind_partition(store, partition)
     else:
-        entries = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
-    for entry_id, payload in entries:
+        entries = _wanted_block_entries(store, partition)
+    for ledger_id, entry_id, payload in entries:
+        rows = entry_rows(ledger_id, entry_id, payload, decode)
+        yield from rows if times == ANY_VALUE else _published_within(rows, times)
+
+
+def _wanted_block_entries(store: Store, partition: BlockRangePartition) -> Iterator[tuple[int, int, bytes]]:
+    """Ledger id, entry id and payload of the wanted entries of one block-range partition."""
+    blocks = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
+    for entry_id, payload in blocks:
         if partition.wants(entry_id):
-            rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
-            yield from rows if times == ANY_VALUE else _published_within(rows, times)
+            yield partition.ledger_id, entry_id, payload
 
 
 def _block_entries(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> tuple[tuple[int, bytes], ...]:

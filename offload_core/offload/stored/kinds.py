@@ -12,7 +12,15 @@ from typing import Any, Protocol, runtime_checkable
 from ...storage import StorageDriver
 from ..ledgers.verify import Defect
 
-__all__ = ["Defect", "OffloadPlan", "OffloadReport", "ReadableKind", "StoredKind", "StoredOffload"]
+__all__ = [
+    "Defect",
+    "LocatableKind",
+    "OffloadPlan",
+    "OffloadReport",
+    "ReadableKind",
+    "StoredKind",
+    "StoredOffload",
+]
 
 
 @dataclass(frozen=True)
@@ -107,8 +115,11 @@ class StoredKind(Protocol):
 @runtime_checkable
 class ReadableKind(StoredKind, Protocol):
     """A kind whose entries Spark's ``pulsar-offload`` source reads through
-    it, one partition per ledger of each offload (Pulsar's v1 ledgers and
-    v2 segments have block-range partitions of their own instead)."""
+    it, the small offloads of the kind packed into one partition up to
+    ``bytesPerPartition`` (Pulsar's v1 ledgers and v2 segments have
+    block-range partitions of their own instead). A kind that is also a
+    :class:`LocatableKind` is planned compactly: a partition names its
+    offloads by their locators rather than carrying them whole."""
 
     def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
         """Entry id and payload of every entry of ``ledger_id`` in
@@ -117,4 +128,27 @@ class ReadableKind(StoredKind, Protocol):
         entry order. Raises
         :class:`~offload_core.errors.FormatError` naming the object and
         offset for what it cannot read, never a wrong entry."""
+        ...
+
+
+@runtime_checkable
+class LocatableKind(ReadableKind, Protocol):
+    """A readable kind that finds one offload again by a short name of it,
+    without listing the store: Spark's planning then ships each offload to
+    its task as that name alone, and the task locates it on its own driver
+    (a kind without these two methods is still read, its offloads carried
+    to the tasks whole)."""
+
+    def locator(self, offload: StoredOffload) -> str:
+        """A short text naming ``offload`` (complete, as :meth:`find` gave
+        it) in its store, a key prefix say, from which :meth:`locate`
+        finds it again; pure: no request."""
+        ...
+
+    def locate(self, driver: StorageDriver, locator: str) -> StoredOffload:
+        """The offload ``locator`` names, as :meth:`find` would give it
+        (complete or not, by what is there now), from at most a listing of
+        its own objects (never of the store). Raises
+        :class:`~offload_core.errors.NotFoundError` naming it when none of
+        its objects is there any more, and storage errors."""
         ...
