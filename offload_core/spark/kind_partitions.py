@@ -21,7 +21,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..offload.stored.kinds import LocatableKind, ReadableKind, StoredOffload
+from ..offload.stored.kinds import LocatableKind, Located, ReadableKind, StoredOffload
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import ReadOptions
@@ -97,53 +97,63 @@ def plan_kind_partitions(
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
     partitions = []
     for kind in readable:
-        group: list[tuple[StoredOffload, list[int]]] = []
+        group: list[tuple[str | None, list[int]]] = []
+        offloads: list[StoredOffload] = []
         size = 0
-        for found in kind.find(store, ""):
-            if not found.complete:
-                continue
-            # A kind whose keys name the ledgers (a MapFile directory's) needs no read here: its
-            # age, all describe adds, is no part of a read.
-            offload = found if found.ledger_ids else kind.describe(store, found)
+        for located, offload in _complete_offloads(kind, store):
             wanted = [
-                ledger_id for ledger_id in offload.ledger_ids
+                ledger_id for ledger_id in located.ledger_ids
                 if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
                 and ledger_bounds.admits(ledger_id)
-                and (options.ledger_uuids is None or (ledger_id, offload.uuid) in options.ledger_uuids)
+                and (options.ledger_uuids is None or (ledger_id, located.uuid) in options.ledger_uuids)
             ]  # fmt: skip
             if not wanted:
                 continue
-            cost = offload.size + OPEN_COST
+            cost = located.size + OPEN_COST
             if group and size + cost > options.bytes_per_partition:
-                partitions.append(_packed(kind, group, options, entry_bounds, publish_time_bounds))
-                group, size = [], 0
-            group.append((offload, wanted))
+                partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
+                group, offloads, size = [], [], 0
+            group.append((None if offload is not None else located.locator, wanted))
+            offloads += [] if offload is None else [offload]
             size += cost
         if group:
-            partitions.append(_packed(kind, group, options, entry_bounds, publish_time_bounds))
+            partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
     return partitions
+
+
+def _complete_offloads(kind: Any, store: StorageDriver) -> Iterator[tuple[Located, StoredOffload | None]]:
+    """Every complete offload of ``kind`` in ``store``, in :meth:`find`
+    order: of a :class:`LocatableKind` as it locates them alone, of
+    another kind with the offload itself, to carry whole."""
+    if isinstance(kind, LocatableKind):
+        yield from ((located, None) for located in kind.located(store, ""))
+        return
+    for found in kind.find(store, ""):
+        if found.complete:
+            # A kind whose keys name the ledgers needs no read here: its age, all describe adds, is no
+            # part of a read.
+            offload = found if found.ledger_ids else kind.describe(store, found)
+            yield Located("", offload.uuid, offload.ledger_ids, offload.size), offload
 
 
 def _packed(
     kind: Any,
-    group: Sequence[tuple[StoredOffload, Sequence[int]]],
+    group: Sequence[tuple[str | None, Sequence[int]]],
+    offloads: Sequence[StoredOffload],
     options: ReadOptions,
     entry_bounds: ColumnBounds,
     publish_time_bounds: ColumnBounds,
 ) -> OffloadPartition:
-    """One partition of ``group``'s offloads: their locators, or the
-    offloads themselves for a kind without."""
-    locates = isinstance(kind, LocatableKind)
-    listed = [(kind.locator(offload) if locates else None, list(ledgers)) for offload, ledgers in group]
+    """One partition of ``group``'s offloads (their locators and wanted
+    ledgers), the ``offloads`` of a kind without locators carried whole."""
     ranges = tuple(
         (ledger_id, ranges)
         for _, ledgers in group
         for ledger_id in ledgers
         if (ranges := options.selection.entry_ranges(ledger_id)) != _WHOLE
     )
-    packed = zlib.compress(json.dumps(listed, separators=(",", ":")).encode())
-    offloads = () if locates else tuple(offload for offload, _ in group)
-    return OffloadPartition(kind, packed, offloads, ranges, entry_bounds, publish_time_bounds)
+    packed = zlib.compress(json.dumps(group, separators=(",", ":")).encode())
+    return OffloadPartition(kind, packed, tuple(offloads), ranges, entry_bounds, publish_time_bounds)
 
 
 def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, int, bytes]]:

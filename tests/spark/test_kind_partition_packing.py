@@ -6,7 +6,9 @@ per ledger read them."""
 
 from __future__ import annotations
 
+import gc
 import pickle
+import tracemalloc
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +26,7 @@ from offload_core.offload.stored.kinds import LocatableKind
 from offload_core.spark import plan_partitions
 from offload_core.spark.column_bounds import ColumnBounds
 from offload_core.spark.kind_partitions import OPEN_COST, OffloadPartition, plan_kind_partitions
+from offload_core.spark.planning_reads import ListedOnce
 from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import Decode, parse_read_options
 from offload_core.spark.store_tasks import Store
@@ -83,12 +86,10 @@ def test_packed_partitions_keep_selections_bounds_uuids_and_skipped_ledgers(mapf
     assert rows_of(mapfiles, plan) == [(3, 298, e3[298]), (3, 299, e3[299]), (6, 0, e6[0]), (6, 1, e6[1])]
 
 
-def test_a_plan_holds_under_100_bytes_a_ledger_pickled_at_10000_ledgers() -> None:
-    """Each MapFile ledger travels as its directory and id, compressed
-    (about 25 bytes: the uuid's random hex does not compress below ~18),
-    with a partition's own fields shared by its 32 ledgers (a few hundred
-    bytes); a partition per ledger carrying its ``StoredOffload`` was
-    about 970 bytes a ledger."""
+def memory_mapfiles(count: int) -> MemoryDriver:
+    """A store of ``count`` MapFile ledgers of one 100-byte entry (the
+    files a real offload wrote, under new names), listed once, as planning
+    lists a store."""
     template = MemoryDriver()
     metadata = v1.closed_ledger_metadata(length=100, last_entry_id=0, ctime_ms=1)
     offloader = MapFileLedgerOffloader(template)
@@ -97,17 +98,47 @@ def test_a_plan_holds_under_100_bytes_a_ledger_pickled_at_10000_ledgers() -> Non
     offloader.close()
     files = [(info.key.rsplit("/", 1)[1], template.read(info.key)) for info in template.list("")]
     store = MemoryDriver()
-    count = 10_000
     for ledger_id in range(count):
         directory = f"{MANAGED_LEDGER}/{ledger_id}-{uuid.uuid4()}"
         for name, data in files:
             store.write(f"{directory}/{name}", [data])
+    return store
+
+
+def test_a_plan_holds_under_100_bytes_a_ledger_pickled_at_10000_ledgers() -> None:
+    """Each MapFile ledger travels as its directory and id, compressed
+    (about 25 bytes: the uuid's random hex does not compress below ~18),
+    with a partition's own fields shared by its 31 ledgers (a few hundred
+    bytes); a partition per ledger carrying its ``StoredOffload`` was
+    about 970 bytes a ledger."""
+    count = 10_000
     options = parse_read_options({"path": "memory://unused"})
-    plan = plan_kind_partitions(options, [MAPFILE_LEDGERS], store, skip_ledgers=set())
+    plan = plan_kind_partitions(options, [MAPFILE_LEDGERS], memory_mapfiles(count), skip_ledgers=set())
     # 32 open costs fill 128 MiB, so with their bytes 31 ledgers a partition: 323 tasks, not 10,000.
     assert {len(p.ledger_ids) for p in plan[:-1]} == {options.bytes_per_partition // OPEN_COST - 1}
     assert [ledger for p in plan for ledger in p.ledger_ids] == list(range(count))
     assert sum(len(pickle.dumps(p)) for p in plan) / count < 100
+
+
+def test_planning_holds_under_600_bytes_a_ledger_beyond_the_listing() -> None:
+    """Planning holds each complete directory as its ledger id, uuid and
+    size (grouped, then sorted into ledger order) and its partition's
+    share, never a record per file: a ``StoredOffload`` with its
+    ``MapFileLedger`` and four file records was about 1,300 bytes."""
+    count = 5_000
+    store = ListedOnce(memory_mapfiles(count))
+    assert sum(1 for _ in store.list("")) == 2 * count  # data and index (no .crc in memory), listed before
+    options = parse_read_options({"path": "memory://unused"})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        plan = plan_kind_partitions(options, [MAPFILE_LEDGERS], store, skip_ledgers=set())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(len(p.ledger_ids) for p in plan) == count
+    assert (peak - before) / count < 600
 
 
 def test_a_directory_deleted_after_planning_fails_its_task_naming_it(mapfiles: str) -> None:

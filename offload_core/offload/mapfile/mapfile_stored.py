@@ -20,9 +20,15 @@ from ...errors import FormatError, NotFoundError, OffloadError
 from ...storage import StorageDriver
 from ..ledgers.verify import LedgerReport
 from ..reading.read_ahead import ReadAheadPool
-from ..stored.kinds import OffloadPlan, OffloadReport, StoredOffload
-from .mapfile_inventory import MapFileLedger, driver_metadata_of, find_mapfile_ledgers, group_mapfiles
-from .mapfile_offloader import MapFileLedgerOffloader, delete_mapfile_files
+from ..stored.kinds import Located, OffloadPlan, OffloadReport, StoredOffload
+from .mapfile_inventory import (
+    MapFileLedger,
+    complete_mapfile_sizes,
+    driver_metadata_of,
+    find_mapfile_ledgers,
+    group_mapfiles,
+)
+from .mapfile_offloader import MapFileLedgerOffloader, delete_mapfile_files, ledger_directory
 from .mapfile_read_handle import MapFileReadHandle
 from .mapfile_verify import verify_mapfile_ledger
 
@@ -50,9 +56,9 @@ class MapFileLedgers:
     def find(self, driver: StorageDriver, prefix: str) -> Sequence[StoredOffload]:
         return [self.stored(ledger) for ledger in find_mapfile_ledgers(driver, prefix)]
 
-    def locator(self, offload: StoredOffload) -> str:
-        ledger: MapFileLedger = offload.detail
-        return ledger.directory
+    def located(self, driver: StorageDriver, prefix: str) -> Iterator[Located]:
+        for ledger_id, managed_ledger, uuid, size in complete_mapfile_sizes(driver.list(prefix), prefix):
+            yield Located(prefix + ledger_directory(managed_ledger, ledger_id, uuid), uuid, (ledger_id,), size)
 
     def locate(self, driver: StorageDriver, locator: str) -> StoredOffload:
         # A listing of the directory alone; a nested directory's files are another ledger's.

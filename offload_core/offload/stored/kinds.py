@@ -5,9 +5,9 @@ are frozen dataclasses, kinds are instances of module-level classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ...storage import StorageDriver
 from ..ledgers.verify import Defect
@@ -15,6 +15,7 @@ from ..ledgers.verify import Defect
 __all__ = [
     "Defect",
     "LocatableKind",
+    "Located",
     "OffloadPlan",
     "OffloadReport",
     "ReadableKind",
@@ -131,24 +132,38 @@ class ReadableKind(StoredKind, Protocol):
         ...
 
 
+class Located(NamedTuple):
+    """A complete offload as a read's plan holds it: the locator
+    :meth:`LocatableKind.locate` finds it again by, its uuid, its ledgers
+    and its stored size (the bytes of its objects)."""
+
+    locator: str
+    uuid: str
+    ledger_ids: tuple[int, ...]
+    size: int
+
+
 @runtime_checkable
 class LocatableKind(ReadableKind, Protocol):
     """A readable kind that finds one offload again by a short name of it,
-    without listing the store: Spark's planning then ships each offload to
-    its task as that name alone, and the task locates it on its own driver
-    (a kind without these two methods is still read, its offloads carried
-    to the tasks whole)."""
+    without listing the store: Spark's planning then holds and ships each
+    offload as that name alone, and the task locates it on its own driver
+    (a kind without these two methods is still read, its offloads found by
+    :meth:`find` and carried to the tasks whole)."""
 
-    def locator(self, offload: StoredOffload) -> str:
-        """A short text naming ``offload`` (complete, as :meth:`find` gave
-        it) in its store, a key prefix say, from which :meth:`locate`
-        finds it again; pure: no request."""
+    def located(self, driver: StorageDriver, prefix: str) -> Iterable[Located]:
+        """Every complete offload of this kind whose keys start with
+        ``prefix``, in :meth:`find`'s order, from a listing alone, with
+        its ``ledger_ids`` (described if the keys do not say), each held
+        as little as that: a plan over 100,000 of them holds only these.
+        May raise storage errors when the store cannot be listed."""
         ...
 
     def locate(self, driver: StorageDriver, locator: str) -> StoredOffload:
-        """The offload ``locator`` names, as :meth:`find` would give it
-        (complete or not, by what is there now), from at most a listing of
-        its own objects (never of the store). Raises
-        :class:`~offload_core.errors.NotFoundError` naming it when none of
-        its objects is there any more, and storage errors."""
+        """The offload ``locator`` (of :meth:`located`) names, as
+        :meth:`find` would give it (complete or not, by what is there
+        now), from at most a listing of its own objects (never of the
+        store). Raises :class:`~offload_core.errors.NotFoundError` naming
+        it when none of its objects is there any more, and storage
+        errors."""
         ...
