@@ -69,9 +69,10 @@ class OffloadPartition(InputPartition):
     def entry_ranges(self, ledger_id: int) -> EntryRanges:
         return dict(self.ranges).get(ledger_id, _WHOLE)
 
-    def wants(self, ledger_id: int, entry_id: int, ranges: EntryRanges = _WHOLE) -> bool:
-        """Whether ``entry_id`` of ``ledger_id`` is read: in its ``ranges``
-        (:meth:`entry_ranges`, looked up once a ledger) and the bounds."""
+    def wants(self, entry_id: int, ranges: EntryRanges) -> bool:
+        """Whether ``entry_id`` of a ledger is read: in the ledger's
+        ``ranges`` (:meth:`entry_ranges`, looked up once a ledger) and the
+        bounds."""
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in ranges)
         return in_range and self.entry_bounds.admits(entry_id)
 
@@ -173,7 +174,7 @@ def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[t
             for ledger_id in ledgers:
                 ranges = partition.entry_ranges(ledger_id)
                 for entry_id, payload in kind.entries(driver, offload, ledger_id):
-                    if partition.wants(ledger_id, entry_id, ranges):
+                    if partition.wants(entry_id, ranges):
                         yield ledger_id, entry_id, payload
     finally:
         driver.close()
