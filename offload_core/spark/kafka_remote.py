@@ -84,17 +84,14 @@ from .kafka_partition import SegmentRange, SegmentRangePartition, pack_ranges
 from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
 from .planning_reads import open_planning_driver
+from .read_options import OPEN_COST_BYTES
 from .source import KAFKA_SCHEMA
 from .store_tasks import Store
 
-__all__ = ["OPEN_COST_BYTES", "SegmentRangePartition", "make_reader", "plan_partitions"]
+__all__ = ["SegmentRangePartition", "make_reader", "plan_partitions"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-
-# Spark's spark.sql.files.openCostInBytes: a range costs its bytes and this, so a partition of tiny
-# segments holds at most bytesPerPartition / OPEN_COST_BYTES of them.
-OPEN_COST_BYTES = 4 * 1024 * 1024
 
 _Piece = tuple[RemoteLogReader, RemoteLogSegmentMetadata, int, int, list[kafka.AbortedTxn]]
 # A range to read, with its segment's topic-partition, the aborted transactions it needs and its Aiven spec.

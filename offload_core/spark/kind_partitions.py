@@ -1,20 +1,30 @@
 """The ``pulsar-offload`` source's partitions over offloads of the kinds
 other offloaders register (:class:`~offload_core.offload.stored.kinds.ReadableKind`,
-a Hadoop MapFile ledger say): one per ledger of each offload, read in its
-task through the kind that found it, which travels with the partition."""
+a Hadoop MapFile ledger say): many small offloads of a kind packed into
+one partition, as Spark packs small files, each read in its task through
+the kind that found it, which travels with the partition.
+
+A partition stays small whatever it holds: of a
+:class:`~offload_core.offload.stored.kinds.LocatableKind` it names each
+offload by its locator (a MapFile ledger's directory), the names and
+wanted ledger ids compressed into one blob, and the task locates each
+offload again on its own driver; a kind without locators has its offloads
+carried whole."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from ..offload.stored.kinds import ReadableKind, StoredOffload
+from ..offload.stored.kinds import LocatableKind, Located, ReadableKind, StoredOffload
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .read_options import ReadOptions
+from .read_options import OPEN_COST_BYTES, ReadOptions
 from .store_tasks import Store
 
 __all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
@@ -22,21 +32,43 @@ __all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "rea
 # Kinds the source reads in block-range partitions of its own (Arrow straight from the blocks).
 BLOCK_RANGE_KINDS = frozenset({"pulsar-ledger", "pulsar-segment"})
 
+EntryRanges = tuple[tuple[int, int | None], ...]
+_WHOLE: EntryRanges = ((0, None),)
+
 
 @dataclass(frozen=True)
 class OffloadPartition(InputPartition):
-    """One ledger of one offload, and the entry ranges to keep (the store
-    is the reader's: see :func:`read_kind_partition`)."""
+    """Offloads of one kind, read in order in one task (the store is the
+    reader's: see :func:`read_kind_partition`). ``packed`` holds, per
+    offload, its locator (``None`` when ``offloads`` carries it) and its
+    ledgers to read; ``ranges`` the entry ranges of a ledger read in part
+    (every other is read whole)."""
 
     kind: Any  # a ReadableKind
-    offload: StoredOffload
-    ledger_id: int
-    entry_ranges: tuple[tuple[int, int | None], ...] = ((0, None),)
+    packed: bytes
+    offloads: tuple[StoredOffload, ...] = ()  # whole, in order, of a kind that is no LocatableKind
+    ranges: tuple[tuple[int, EntryRanges], ...] = ()
     entry_bounds: ColumnBounds = ANY_VALUE
     publish_time_bounds: ColumnBounds = ANY_VALUE  # microseconds since the epoch
 
-    def wants(self, entry_id: int) -> bool:
-        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
+    @property
+    def located(self) -> list[tuple[str | None, tuple[int, ...]]]:
+        """Each offload's locator (``None``: in ``offloads``) and its ledgers to read, in order."""
+        return [(locator, tuple(ledgers)) for locator, ledgers in json.loads(zlib.decompress(self.packed))]
+
+    @property
+    def ledger_ids(self) -> tuple[int, ...]:
+        """The ledgers read, in order."""
+        return tuple(ledger_id for _, ledgers in self.located for ledger_id in ledgers)
+
+    def entry_ranges(self, ledger_id: int) -> EntryRanges:
+        return dict(self.ranges).get(ledger_id, _WHOLE)
+
+    def wants(self, entry_id: int, ranges: EntryRanges) -> bool:
+        """Whether ``entry_id`` of a ledger is read: in the ledger's
+        ``ranges`` (:meth:`entry_ranges`, looked up once a ledger) and the
+        bounds."""
+        in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in ranges)
         return in_range and self.entry_bounds.admits(entry_id)
 
 
@@ -50,38 +82,94 @@ def plan_kind_partitions(
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[OffloadPartition]:
-    """A partition per wanted ledger of every complete offload of the
-    readable ``kinds`` (those without block-range partitions of their own)
-    that ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
+    """The wanted ledgers of every complete offload of the readable
+    ``kinds`` (those without block-range partitions of their own) that
+    ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
     already); with ``ledgerUuids``, of a ledger only the offload of the
-    uuid it names (a copy an abandoned offload left is not read twice)."""
+    uuid it names (a copy an abandoned offload left is not read twice).
+    Consecutive offloads of a kind (in :meth:`find` order: a MapFile's by
+    ledger id) share a partition while their sizes, each plus
+    :data:`~.read_options.OPEN_COST_BYTES`, fit ``bytesPerPartition``; one at least."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
     partitions = []
     for kind in readable:
-        for found in kind.find(store, ""):
-            if not found.complete:
-                continue
-            # A kind whose keys name the ledgers (a MapFile directory's) needs no read here: its
-            # age, all describe adds, is no part of a read.
-            offload = found if found.ledger_ids else kind.describe(store, found)
-            partitions += [
-                OffloadPartition(kind, offload, ledger_id, options.selection.entry_ranges(ledger_id), entry_bounds,
-                                 publish_time_bounds)
-                for ledger_id in offload.ledger_ids
+        group: list[tuple[str | None, list[int]]] = []
+        offloads: list[StoredOffload] = []
+        size = 0
+        for located, offload in _complete_offloads(kind, store):
+            wanted = [
+                ledger_id for ledger_id in located.ledger_ids
                 if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
                 and ledger_bounds.admits(ledger_id)
-                and (options.ledger_uuids is None or (ledger_id, offload.uuid) in options.ledger_uuids)
+                and (options.ledger_uuids is None or (ledger_id, located.uuid) in options.ledger_uuids)
             ]  # fmt: skip
+            if not wanted:
+                continue
+            cost = located.size + OPEN_COST_BYTES
+            if group and size + cost > options.bytes_per_partition:
+                partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
+                group, offloads, size = [], [], 0
+            group.append((None if offload is not None else located.locator, wanted))
+            offloads += [] if offload is None else [offload]
+            size += cost
+        if group:
+            partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
     return partitions
 
 
-def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, bytes]]:
-    """The wanted entries of the partition's ledger in ``store`` (runs in
-    the task: opens its own driver)."""
+def _complete_offloads(kind: Any, store: StorageDriver) -> Iterator[tuple[Located, StoredOffload | None]]:
+    """Every complete offload of ``kind`` in ``store``, in :meth:`find`
+    order: of a :class:`LocatableKind` as it locates them alone, of
+    another kind with the offload itself, to carry whole."""
+    if isinstance(kind, LocatableKind):
+        yield from ((located, None) for located in kind.located(store, ""))
+        return
+    for found in kind.find(store, ""):
+        if found.complete:
+            # A kind whose keys name the ledgers needs no read here: its age, all describe adds, is no
+            # part of a read.
+            offload = found if found.ledger_ids else kind.describe(store, found)
+            yield Located("", offload.uuid, offload.ledger_ids, offload.size), offload
+
+
+def _packed(
+    kind: Any,
+    group: Sequence[tuple[str | None, Sequence[int]]],
+    offloads: Sequence[StoredOffload],
+    options: ReadOptions,
+    entry_bounds: ColumnBounds,
+    publish_time_bounds: ColumnBounds,
+) -> OffloadPartition:
+    """One partition of ``group``'s offloads (their locators and wanted
+    ledgers), the ``offloads`` of a kind without locators carried whole."""
+    ranges = tuple(
+        (ledger_id, ranges)
+        for _, ledgers in group
+        for ledger_id in ledgers
+        if (ranges := options.selection.entry_ranges(ledger_id)) != _WHOLE
+    )
+    packed = zlib.compress(json.dumps(group, separators=(",", ":")).encode())
+    return OffloadPartition(kind, packed, tuple(offloads), ranges, entry_bounds, publish_time_bounds)
+
+
+def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, int, bytes]]:
+    """Ledger id, entry id and payload of the wanted entries of the
+    partition's offloads in ``store``, offload by offload, ledger by
+    ledger, in entry order (runs in the task: opens its own driver, and
+    locates each offload on it). Raises what the kind raises: an offload
+    deleted since planning fails the task with
+    :class:`~offload_core.errors.NotFoundError`."""
+    kind = partition.kind
     driver = store.open()
     try:
-        for entry_id, payload in partition.kind.entries(driver, partition.offload, partition.ledger_id):
-            if partition.wants(entry_id):
-                yield entry_id, payload
+        for number, (locator, ledgers) in enumerate(partition.located):
+            offload = partition.offloads[number] if locator is None else kind.locate(driver, locator)
+            if not offload.ledger_ids:
+                offload = kind.describe(driver, offload)  # as planning saw it: entries' contract
+            for ledger_id in ledgers:
+                ranges = partition.entry_ranges(ledger_id)
+                for entry_id, payload in kind.entries(driver, offload, ledger_id):
+                    if partition.wants(entry_id, ranges):
+                        yield ledger_id, entry_id, payload
     finally:
         driver.close()

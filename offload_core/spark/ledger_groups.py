@@ -26,13 +26,9 @@ from ..offload.ledgers.inventory import LedgerCopy
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .read_options import OPEN_COST_BYTES
 
-__all__ = ["OPEN_COST", "LedgerGroupPartition", "PackedKeys", "expand_group", "packed_groups"]
-
-OPEN_COST = 4 * 2**20
-"""What opening one more object is counted as, in bytes (Spark's
-``spark.sql.files.openCostInBytes``): a packed partition holds at most
-``bytesPerPartition / OPEN_COST`` ledgers (32 by default)."""
+__all__ = ["LedgerGroupPartition", "PackedKeys", "expand_group", "packed_groups"]
 
 WHOLE: EntryRanges = ((0, None),)
 
@@ -95,11 +91,11 @@ def packed_groups(
     """``ledgers`` (whole-ledger copies, each with the entries to read of
     it, in ledger order) packed in order into partitions of up to
     ``bytes_per_partition``, each ledger counted as its data object's size
-    plus :data:`OPEN_COST` (one ledger a partition at least)."""
+    plus :data:`~.read_options.OPEN_COST_BYTES` (one ledger a partition at least)."""
     group: list[tuple[LedgerCopy, EntryRanges]] = []
     size = 0
     for ledger in ledgers:
-        cost = ledger[0].size + OPEN_COST
+        cost = ledger[0].size + OPEN_COST_BYTES
         if group and size + cost > bytes_per_partition:
             yield _partition(group, entry_bounds, publish_time_bounds)
             group, size = [], 0

@@ -3,7 +3,7 @@ the runs of small PIP-76 segments (a segment holds a few blocks of each of
 its ledgers), which the planning cuts on the Spark driver from the
 segments' indexes, would otherwise be a task each. Packed as Spark packs
 small files (each run counted as its bytes plus
-:data:`~offload_core.spark.ledger_groups.OPEN_COST`, up to
+:data:`~offload_core.spark.read_options.OPEN_COST_BYTES`, up to
 ``bytesPerPartition``) and held as a few bytes objects: a run's object key
 and its integers (ledger, blocks, entry ranges), not a dataclass each."""
 
@@ -17,7 +17,8 @@ from pyspark.sql.datasource import InputPartition
 
 from .block_ranges import BlockRangePartition
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .ledger_groups import OPEN_COST, PackedKeys
+from .ledger_groups import PackedKeys
+from .read_options import OPEN_COST_BYTES
 
 __all__ = ["PackedRunsPartition", "packed_runs"]
 
@@ -62,11 +63,11 @@ def packed_runs(runs: Iterable[BlockRangePartition], bytes_per_partition: int) -
     """``runs`` (block-range partitions without entry lengths, all
     streaming or none, with the same bounds) packed in order into
     partitions of up to ``bytes_per_partition``, a run counted as its
-    blocks' bytes plus :data:`OPEN_COST` (one run a partition at least)."""
+    blocks' bytes plus :data:`OPEN_COST_BYTES` (one run a partition at least)."""
     group: list[BlockRangePartition] = []
     size = 0
     for run in runs:
-        cost = sum(end - offset for offset, end, _ in run.blocks) + OPEN_COST
+        cost = sum(end - offset for offset, end, _ in run.blocks) + OPEN_COST_BYTES
         if group and size + cost > bytes_per_partition:
             yield _packed(group)
             group, size = [], 0

@@ -19,8 +19,9 @@ A store mixing both formats is read with each entry once (see
 :mod:`offload_core.spark.segment_planning`).
 Each task opens its own storage driver in ``read()`` and decodes its blocks
 strictly. The offloads of kinds other offloaders register (a Hadoop
-MapFile ledger, say) are read through their kind, a partition per ledger
-(see :mod:`offload_core.spark.kind_partitions`).
+MapFile ledger, say) are read through their kind, small offloads packed
+into one partition up to ``bytesPerPartition`` (each counted 4 MiB more, as
+Spark counts a file's open cost; see :mod:`offload_core.spark.kind_partitions`).
 
 Options:
 
@@ -115,9 +116,9 @@ def plan_partitions(
     admit: Pulsar's whole-ledger objects (small ones packed, their indexes
     read by the task; a ledger larger than ``bytesPerPartition``, or any
     with ``blocksPerPartition``, cut into block ranges here), the block
-    ranges of its segments, then a partition per ledger of the offloads of
-    the other readable kinds ``plugin_manager``'s offloaders (default: the
-    process's) register.
+    ranges of its segments (small runs packed), then the offloads of the
+    other readable kinds ``plugin_manager``'s offloaders (default: the
+    process's) register, small ones packed into one partition.
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -205,13 +206,20 @@ def read_partition(store: Store, partition: Partition, decode: Decode) -> Iterat
         return
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, bytes]] = read_kind_partition(store, partition)
+        entries: Iterable[tuple[int, int, bytes]] = read_kind_partition(store, partition)
     else:
-        entries = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
-    for entry_id, payload in entries:
+        entries = _wanted_block_entries(store, partition)
+    for ledger_id, entry_id, payload in entries:
+        rows = entry_rows(ledger_id, entry_id, payload, decode)
+        yield from rows if times == ANY_VALUE else _published_within(rows, times)
+
+
+def _wanted_block_entries(store: Store, partition: BlockRangePartition) -> Iterator[tuple[int, int, bytes]]:
+    """Ledger id, entry id and payload of the wanted entries of one block-range partition."""
+    blocks = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
+    for entry_id, payload in blocks:
         if partition.wants(entry_id):
-            rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
-            yield from rows if times == ANY_VALUE else _published_within(rows, times)
+            yield partition.ledger_id, entry_id, payload
 
 
 def _block_entries(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> tuple[tuple[int, bytes], ...]:

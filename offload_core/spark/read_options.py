@@ -11,7 +11,14 @@ from ..errors import ConfigError
 from ..read_transforms import with_read_transforms
 from .store_urls import pinned_url
 
-__all__ = ["Decode", "EntrySelection", "ReadOptions", "parse_read_options"]
+__all__ = [
+    "DEFAULT_BYTES_PER_PARTITION",
+    "OPEN_COST_BYTES",
+    "Decode",
+    "EntrySelection",
+    "ReadOptions",
+    "parse_read_options",
+]
 
 
 class Decode(Enum):
@@ -51,6 +58,12 @@ DEFAULT_BYTES_PER_PARTITION = 128 * 2**20
 """Spark's own ``spark.sql.files.maxPartitionBytes``: a Python task costs
 tens of milliseconds to start, so tasks of a few small blocks spend more
 time starting than reading."""
+
+OPEN_COST_BYTES = 4 * 2**20
+"""What opening one more object costs a task, counted as that many bytes
+more of it when small objects are packed into a partition (Spark's
+``spark.sql.files.openCostInBytes``): a partition of tiny objects holds at
+most ``bytesPerPartition // OPEN_COST_BYTES`` of them (31 by default)."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from offload_core.plugins import open_driver
 from offload_core.spark.block_ranges import BlockRangePartition
+from offload_core.spark.kind_partitions import OffloadPartition
 from offload_core.spark.ledger_groups import LedgerGroupPartition, expand_group
 from offload_core.spark.packed_runs import PackedRunsPartition
 
@@ -22,6 +23,8 @@ def planned_ledger_ids(plan: Sequence[Any]) -> list[int]:
             ids += [ledger_id for _, ledger_id, _ in partition.ledgers()]
         elif isinstance(partition, PackedRunsPartition):
             ids += [run.ledger_id for run in partition.runs()]
+        elif isinstance(partition, OffloadPartition):
+            ids += partition.ledger_ids
         else:
             ids.append(partition.ledger_id)
     return ids

@@ -130,6 +130,7 @@ def test_the_source_reads_a_kind_an_offloader_registers_beside_pulsars_objects(t
     plan = plan_partitions(options, plugin_manager=manager)
     assert [type(p).__name__ for p in plan] == ["LedgerGroupPartition", "OffloadPartition"]
     assert planned_ledger_ids(plan) == [1, 3]
+    assert [len(p.offloads) for p in plan if isinstance(p, OffloadPartition)] == [1]  # no locator: carried whole
     assert not [p for p in plan_partitions({"path": url}) if isinstance(p, OffloadPartition)]  # not installed
     reader = PulsarOffloadReader(options)
     rows = [row for partition in plan for batch in reader.read(partition) for row in batch.to_pylist()]

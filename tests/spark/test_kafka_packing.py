@@ -24,7 +24,8 @@ from offload_core.rsm.types import (
     TopicPartition,
 )
 from offload_core.spark.kafka_partition import RANGE_BYTES
-from offload_core.spark.kafka_remote import OPEN_COST_BYTES, plan_partitions, read_partition
+from offload_core.spark.kafka_remote import plan_partitions, read_partition
+from offload_core.spark.read_options import OPEN_COST_BYTES
 from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import TOPIC_ID, numbered_segments, write_partition
 

@@ -19,8 +19,9 @@ from offload_core.formats import pulsar_v1 as v1
 from offload_core.offload.ledgers.inventory import LedgerCopy
 from offload_core.spark import BlockRangePartition, plan_partitions
 from offload_core.spark.column_bounds import ANY_VALUE
-from offload_core.spark.ledger_groups import OPEN_COST, WHOLE, LedgerGroupPartition, PackedKeys, packed_groups
+from offload_core.spark.ledger_groups import WHOLE, LedgerGroupPartition, PackedKeys, packed_groups
 from offload_core.spark.pulsar_offload import read_partition, read_partition_batches
+from offload_core.spark.read_options import OPEN_COST_BYTES as OPEN_COST
 from offload_core.spark.read_options import Decode
 from offload_core.spark.store_tasks import Store
 

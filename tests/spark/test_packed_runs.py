@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from offload_core.model import Entry
 from offload_core.spark import BlockRangePartition, plan_partitions
 from offload_core.spark.column_bounds import ANY_VALUE, ColumnBounds
-from offload_core.spark.ledger_groups import OPEN_COST
 from offload_core.spark.packed_runs import PackedRunsPartition, packed_runs
 from offload_core.spark.pulsar_offload import read_partition
+from offload_core.spark.read_options import OPEN_COST_BYTES as OPEN_COST
 from offload_core.spark.read_options import Decode
 from offload_core.spark.store_tasks import Store
 from tests.spark.test_pulsar_offload_segments import entries_of, stream

@@ -19,9 +19,11 @@ from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark import plan_partitions
 from offload_core.spark.kafka_remote import plan_partitions as plan_kafka_partitions
+from offload_core.spark.kind_partitions import OffloadPartition
 from offload_core.spark.ledger_groups import LedgerGroupPartition
 from offload_core.spark.planning_reads import read_objects
 from offload_core.spark.pulsar_offload import read_partition
+from offload_core.spark.read_options import OPEN_COST_BYTES as OPEN_COST
 from offload_core.spark.read_options import Decode, parse_read_options
 from offload_core.spark.store_tasks import Store
 from tests.rsm.segments import numbered_segments, write_partition
@@ -79,14 +81,18 @@ def test_planning_mapfile_ledgers_reads_none_of_them(tmp_path: Path, store_calls
     for ledger_id in range(12):
         write_mapfile(url, ledger_id)
     store_calls.clear()
-    planned = plan_partitions({"path": url})
-    assert sorted(p.ledger_id for p in planned) == list(range(12))
+    planned = plan_partitions({"path": url, "bytesPerPartition": str(4 * OPEN_COST)})
+    assert [p.ledger_ids for p in planned if isinstance(p, OffloadPartition)] == [(0, 1, 2), (3, 4, 5), (6, 7, 8),
+                                                                               (9, 10, 11)]  # fmt: skip
     # The keys name the ledger: nothing to read (before, each directory
     # was opened for the age it holds, which a read does not use).
     assert (store_calls["read"], store_calls["stat"]) == (0, 0)
     store_calls.clear()
-    rows = list(read_partition(Store.of(url), planned[3], Decode.NONE))
-    assert [row[3] for row in rows] == entries_of(3, 300)
+    rows = list(read_partition(Store.of(url), planned[1], Decode.NONE))
+    assert [(row[0], row[3]) for row in rows] == [(ledger_id, payload) for ledger_id in (3, 4, 5)
+                                                  for payload in entries_of(ledger_id, 300)]  # fmt: skip
+    # The task locates each directory by a listing of it alone, then opens the ledger.
+    assert store_calls["list"] == 3
 
 
 def test_planning_kafka_segments_reads_each_manifest_and_stats_nothing_else(

@@ -14,7 +14,14 @@ from ..ledgers.inventory import OffloadedLedger
 from .mapfile_offloader import DATA, INDEX, MANAGED_LEDGER_NAME, MapFileLedgerOffloader, ledger_directory
 from .mapfile_read_handle import MapFileReadHandle
 
-__all__ = ["MapFileLedger", "driver_metadata_of", "find_mapfile_ledgers", "group_mapfiles", "read_mapfile_ledger"]
+__all__ = [
+    "MapFileLedger",
+    "complete_mapfile_sizes",
+    "driver_metadata_of",
+    "find_mapfile_ledgers",
+    "group_mapfiles",
+    "read_mapfile_ledger",
+]
 
 _FILE = re.compile(
     r"(?:^|/)(?P<ledger>0|[1-9][0-9]{0,18})-"
@@ -79,6 +86,29 @@ def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLe
             )  # fmt: skip
         )
     return sorted(ledgers, key=lambda ledger: (ledger.ledger_id, ledger.managed_ledger, ledger.uuid))
+
+
+_COMPLETE = {DATA: 1, INDEX: 2}
+
+
+def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> list[tuple[int, str, str, int]]:
+    """``(ledger id, managed ledger, uuid, bytes of its files)`` of every
+    complete MapFile directory (``data`` and ``index`` both there), in
+    :func:`group_mapfiles`'s order: what a read's plan needs of the
+    listing, without a record per file (each managed ledger's name held
+    once)."""
+    names: dict[str, str] = {}
+    found: dict[tuple[int, str, str], list[int]] = {}  # its bytes, and which of data (1), index (2) are there
+    for info in objects:
+        match = _FILE.search(info.key, len(prefix))
+        if match is None or int(match["ledger"]) > 2**63 - 1:
+            continue
+        managed_ledger = info.key[len(prefix) : match.start()]
+        held = found.setdefault((int(match["ledger"]), names.setdefault(managed_ledger, managed_ledger),
+                                 match["uuid"]), [0, 0])  # fmt: skip
+        held[0] += info.size
+        held[1] |= _COMPLETE.get(match["name"], 0)
+    return sorted((*directory, size) for directory, (size, parts) in found.items() if parts == 3)
 
 
 def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:

@@ -16,13 +16,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ...errors import FormatError, OffloadError
+from ...errors import FormatError, NotFoundError, OffloadError
 from ...storage import StorageDriver
 from ..ledgers.verify import LedgerReport
 from ..reading.read_ahead import ReadAheadPool
-from ..stored.kinds import OffloadPlan, OffloadReport, StoredOffload
-from .mapfile_inventory import MapFileLedger, driver_metadata_of, find_mapfile_ledgers
-from .mapfile_offloader import MapFileLedgerOffloader, delete_mapfile_files
+from ..stored.kinds import Located, OffloadPlan, OffloadReport, StoredOffload
+from .mapfile_inventory import (
+    MapFileLedger,
+    complete_mapfile_sizes,
+    driver_metadata_of,
+    find_mapfile_ledgers,
+    group_mapfiles,
+)
+from .mapfile_offloader import MapFileLedgerOffloader, delete_mapfile_files, ledger_directory
 from .mapfile_read_handle import MapFileReadHandle
 from .mapfile_verify import verify_mapfile_ledger
 
@@ -33,7 +39,8 @@ _READ_BATCH = 256  # entries per read of the source: a few MB at most for Pulsar
 
 class MapFileLedgers:
     """The :class:`~offload_core.offload.stored.kinds.StoredKind` (and
-    ``ReadableKind``) of MapFile ledger directories. Verifying one is one
+    ``ReadableKind``, ``LocatableKind``: its locator is the directory) of
+    MapFile ledger directories. Verifying one is one
     task: ``data`` is checked unit by unit from its start (keys must run
     -1, 0, 1, ... across units, so its parts cannot be checked apart), with
     the ``.crc`` files where there are any."""
@@ -48,6 +55,21 @@ class MapFileLedgers:
 
     def find(self, driver: StorageDriver, prefix: str) -> Sequence[StoredOffload]:
         return [self.stored(ledger) for ledger in find_mapfile_ledgers(driver, prefix)]
+
+    def located(self, driver: StorageDriver, prefix: str) -> Iterator[Located]:
+        for ledger_id, managed_ledger, uuid, size in complete_mapfile_sizes(driver.list(prefix), prefix):
+            yield Located(prefix + ledger_directory(managed_ledger, ledger_id, uuid), uuid, (ledger_id,), size)
+
+    def locate(self, driver: StorageDriver, locator: str) -> StoredOffload:
+        # A listing of the directory alone; a nested directory's files are another ledger's.
+        found = [ledger for ledger in group_mapfiles(driver.list(locator + "/"), "") if ledger.directory == locator]
+        if not found:
+            raise NotFoundError(
+                f"MapFile ledger directory {locator!r} is no longer in the store (deleted since the read was "
+                "planned: plan the read again)",
+                key=locator,
+            )
+        return self.stored(found[0])
 
     def describe(self, driver: StorageDriver, offload: StoredOffload) -> StoredOffload:
         if not offload.complete:

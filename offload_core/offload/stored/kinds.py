@@ -5,14 +5,23 @@ are frozen dataclasses, kinds are instances of module-level classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ...storage import StorageDriver
 from ..ledgers.verify import Defect
 
-__all__ = ["Defect", "OffloadPlan", "OffloadReport", "ReadableKind", "StoredKind", "StoredOffload"]
+__all__ = [
+    "Defect",
+    "LocatableKind",
+    "Located",
+    "OffloadPlan",
+    "OffloadReport",
+    "ReadableKind",
+    "StoredKind",
+    "StoredOffload",
+]
 
 
 @dataclass(frozen=True)
@@ -107,8 +116,11 @@ class StoredKind(Protocol):
 @runtime_checkable
 class ReadableKind(StoredKind, Protocol):
     """A kind whose entries Spark's ``pulsar-offload`` source reads through
-    it, one partition per ledger of each offload (Pulsar's v1 ledgers and
-    v2 segments have block-range partitions of their own instead)."""
+    it, the small offloads of the kind packed into one partition up to
+    ``bytesPerPartition`` (Pulsar's v1 ledgers and v2 segments have
+    block-range partitions of their own instead). A kind that is also a
+    :class:`LocatableKind` is planned compactly: a partition names its
+    offloads by their locators rather than carrying them whole."""
 
     def entries(self, driver: StorageDriver, offload: StoredOffload, ledger_id: int) -> Iterator[tuple[int, bytes]]:
         """Entry id and payload of every entry of ``ledger_id`` in
@@ -117,4 +129,41 @@ class ReadableKind(StoredKind, Protocol):
         entry order. Raises
         :class:`~offload_core.errors.FormatError` naming the object and
         offset for what it cannot read, never a wrong entry."""
+        ...
+
+
+class Located(NamedTuple):
+    """A complete offload as a read's plan holds it: the locator
+    :meth:`LocatableKind.locate` finds it again by, its uuid, its ledgers
+    and its stored size (the bytes of its objects)."""
+
+    locator: str
+    uuid: str
+    ledger_ids: tuple[int, ...]
+    size: int
+
+
+@runtime_checkable
+class LocatableKind(ReadableKind, Protocol):
+    """A readable kind that finds one offload again by a short name of it,
+    without listing the store: Spark's planning then holds and ships each
+    offload as that name alone, and the task locates it on its own driver
+    (a kind without these two methods is still read, its offloads found by
+    :meth:`find` and carried to the tasks whole)."""
+
+    def located(self, driver: StorageDriver, prefix: str) -> Iterable[Located]:
+        """Every complete offload of this kind whose keys start with
+        ``prefix``, in :meth:`find`'s order, from a listing alone, with
+        its ``ledger_ids`` (described if the keys do not say), each held
+        as little as that: a plan over 100,000 of them holds only these.
+        May raise storage errors when the store cannot be listed."""
+        ...
+
+    def locate(self, driver: StorageDriver, locator: str) -> StoredOffload:
+        """The offload ``locator`` (of :meth:`located`) names, as
+        :meth:`find` would give it (complete or not, by what is there
+        now), from at most a listing of its own objects (never of the
+        store). Raises :class:`~offload_core.errors.NotFoundError` naming
+        it when none of its objects is there any more, and storage
+        errors."""
         ...
