@@ -39,6 +39,14 @@ Options:
 - ``bytesPerPartition`` (default 128 MiB, Spark's own
   ``maxPartitionBytes``): consecutive blocks of one object per task up to
   that many bytes; or ``blocksPerPartition``, a fixed number of blocks;
+- ``failOnDataLoss``: ``true`` (default) fails a task whose object (a
+  ledger's or segment's data object, or another kind's) was deleted after
+  the read was planned, with :class:`NotFoundError` naming it, its ledger
+  and entries; ``false`` keeps the rows the partition gave before and
+  skips the rest, one WARNING record per skipped partition on
+  :data:`offload_core.spark.data_loss.LOGGER` (counted by
+  :func:`~offload_core.spark.skipped_objects` in a batch read), as
+  ``kafka-remote`` does;
 - ``driver.<name>`` for storage-driver options (``driver.region``,
   ``driver.endpoint`` ...).
 
@@ -65,7 +73,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_complete_ledgers
@@ -73,7 +81,7 @@ from ..offload.reading.block_tables import index_entry_offsets
 from ..plugins import PluginManager
 from .arrow_blocks import entry_batches
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
+from .kind_partitions import OffloadPartition, plan_kind_partitions
 from .ledger_copies import ledger_copies_to_read
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .planning_reads import ListedOnce, open_planning_driver, read_objects
@@ -82,6 +90,7 @@ from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
+from .vanished_objects import clipped, kind_entries, vanished
 
 __all__ = ["SCHEMA", "BlockRangePartition", "make_reader", "plan_partitions"]
 
@@ -104,6 +113,11 @@ class BlockRangePartition(InputPartition):
     # index's entry-offsets section, when it has one: a task then finds the
     # entries without walking their headers (it still checks every one).
     entry_lengths: tuple[bytes | None, ...] = ()
+    last_entry: int | None = None  # the last block's last entry, when planning knew it
+
+    def covered(self) -> tuple[int, int | None]:
+        """The first and last (``None``: open-ended) entry this partition reads."""
+        return clipped(self.blocks[0][2], self.last_entry, self.entry_ranges)
 
     def wants(self, entry_id: int) -> bool:
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
@@ -136,6 +150,7 @@ def plan_partitions(
         ):
             ranges = parsed.selection.entry_ranges(ledger.ledger_id)
             lengths = _block_lengths(index)
+            lasts = {entry.first_entry_id: last for entry, last in zip(index.entries, _block_lasts(index), strict=True)}
             blocks = [
                 (entry.offset, index.block_end(entry), entry.first_entry_id)
                 for entry, last in zip(index.entries, _block_lasts(index), strict=True)
@@ -145,14 +160,19 @@ def plan_partitions(
                 group_lengths = tuple(lengths.get(first) for _, _, first in group)
                 partitions.append(BlockRangePartition(ledger.ledger_id, ledger.data_key, group, ranges, entry_bounds,
                                                       publish_time_bounds=publish_time_bounds,
-                                                      entry_lengths=group_lengths))  # fmt: skip
+                                                      entry_lengths=group_lengths,
+                                                      last_entry=lasts[group[-1][2]]))  # fmt: skip
         read = {ledger.ledger_id for ledger in targets}
         for run in plan_segment_blocks(parsed, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
                                        entry_bounds=entry_bounds):  # fmt: skip
-            for group in grouped_blocks(run.blocks, parsed):
+            groups = list(grouped_blocks(run.blocks, parsed))
+            # A group's last entry is the next's first but one; the run's last group ends where its ranges do.
+            nexts: list[int | None] = [following[0][2] - 1 for following in groups[1:]] + [None]
+            for group, last in zip(groups, nexts, strict=True):
                 partitions.append(BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges,
                                                       entry_bounds, streaming=True,
-                                                      publish_time_bounds=publish_time_bounds))  # fmt: skip
+                                                      publish_time_bounds=publish_time_bounds,
+                                                      last_entry=last))  # fmt: skip
         read |= {p.ledger_id for p in partitions}
         kinds = installed_kinds(plugin_manager)
         partitions += plan_kind_partitions(parsed, kinds, store, skip_ledgers=read, ledger_bounds=ledger_bounds,
@@ -218,18 +238,29 @@ def _overlaps(first: int, last: int, ranges: tuple[tuple[int, int | None], ...])
 
 
 def _partition_blocks(
-    store: Store, partition: BlockRangePartition, decode: Callable[[bytes, int, bytes | None], Iterable[T]]
+    store: Store,
+    partition: BlockRangePartition,
+    decode: Callable[[bytes, int, bytes | None], Iterable[T]],
+    fail_on_data_loss: bool,
 ) -> Iterator[T]:
     """What ``decode(block bytes, first entry id, entry lengths)`` makes of
     each block of one partition of ``store``, in order, each block's
     header first checked against what the index named; runs in the task,
     which opens its own driver. :class:`FormatError` names the object and
-    the block's offset."""
+    the block's offset. An object deleted since planning: see
+    :func:`~offload_core.spark.vanished_objects.vanished`."""
     driver = store.open()
     lengths = partition.entry_lengths or (None,) * len(partition.blocks)
     try:
         for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
-            data = driver.read(partition.data_key, offset, end)
+            try:
+                data = driver.read(partition.data_key, offset, end)
+            except NotFoundError as exc:
+                # The blocks before were yielded whole: what is lost starts at this block.
+                first, last = partition.covered()
+                vanished(store, partition.data_key, partition.ledger_id, (first, last),
+                          max(first, first_entry_id), last, exc, fail_on_data_loss)  # fmt: skip
+                return
             try:
                 skip = _check_block_header(partition, data, first_entry_id) - v1.BLOCK_HEADER_LENGTH
                 # The decoders frame entries after a 128-byte header; a longer
@@ -264,14 +295,20 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
 
 
 def read_partition(
-    store: Store, partition: BlockRangePartition | OffloadPartition, decode: Decode
+    store: Store, partition: BlockRangePartition | OffloadPartition, decode: Decode, fail_on_data_loss: bool = True
 ) -> Iterator[MessageRow]:
-    """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
+    """The rows of one partition of ``store`` (runs in the task: opens its
+    own driver). An object of the partition deleted since the read was
+    planned raises :class:`NotFoundError` naming it, its ledger and the
+    partition's entries; with ``fail_on_data_loss`` false, the rows given
+    before stay, the rest are skipped, and one record on
+    :data:`~offload_core.spark.data_loss.LOGGER` says which entries."""
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, bytes]] = read_kind_partition(store, partition)
+        entries: Iterable[tuple[int, bytes]] = kind_entries(store, partition, fail_on_data_loss)
     else:
-        entries = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
+        entries = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first),
+                                    fail_on_data_loss)  # fmt: skip
     for entry_id, payload in entries:
         if partition.wants(entry_id):
             rows = entry_rows(partition.ledger_id, entry_id, payload, decode)
@@ -295,17 +332,19 @@ def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterat
             yield row
 
 
-def read_partition_batches(store: Store, partition: BlockRangePartition, schema: Any, max_rows: int) -> Iterator[Any]:
+def read_partition_batches(
+    store: Store, partition: BlockRangePartition, schema: Any, max_rows: int, fail_on_data_loss: bool = True
+) -> Iterator[Any]:
     """Undecoded entries of one partition of ``store`` as Arrow record
     batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
-    the task."""
+    the task. An object deleted since planning, as :func:`read_partition`."""
 
     def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
         return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
                              bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
                              entry_lengths=entry_lengths)  # fmt: skip
 
-    return _partition_blocks(store, partition, batches)
+    return _partition_blocks(store, partition, batches, fail_on_data_loss)
 
 
 class PulsarOffloadReader(DataSourceReader):
@@ -328,9 +367,10 @@ class PulsarOffloadReader(DataSourceReader):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
         if self.options.arrow and self.options.decode is Decode.NONE and isinstance(partition, BlockRangePartition):
-            yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch)
+            yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch,
+                                              self.options.fail_on_data_loss)  # fmt: skip
             return
-        rows = read_partition(self.store, partition, self.options.decode)
+        rows = read_partition(self.store, partition, self.options.decode, self.options.fail_on_data_loss)
         names = [field.name for field in self.schema.fields]
         if not self.options.arrow:
             picked = [COLUMNS.index(name) for name in names]

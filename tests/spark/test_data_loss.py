@@ -45,7 +45,8 @@ def test_a_segment_gone_between_planning_and_reading_is_skipped_and_counted(coll
     assert skipped.count() == 1
     (row,) = skipped.drop("ts", "message").collect()
     assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost, "topic": "orders", "partition": 0,
-                            "first_offset": 0, "last_offset": 99, "reason": "vanished"}  # fmt: skip
+                            "first_offset": 0, "last_offset": 99, "reason": "vanished", "ledger_id": None,
+                            "first_entry": None, "last_entry": None}  # fmt: skip
 
 
 def test_a_segment_gone_between_planning_and_reading_fails_the_query_naming_it(collecting: Any, tmp_path: Path) -> None:
