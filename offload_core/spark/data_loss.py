@@ -53,7 +53,7 @@ def log_vanished_segment(url: str, key: str, topic: str, partition: int, first: 
 
 def log_vanished_ledger(url: str, key: str, ledger_id: int, first_entry: int, last_entry: int | None) -> None:
     """Log that ``pulsar-offload`` skipped entries ``first_entry`` to
-    ``last_entry`` (inclusive; ``None``: to the ledger's end) of ledger
+    ``last_entry`` (inclusive; ``None``: to the end of what ``key`` holds of it) of ledger
     ``ledger_id`` because object ``key`` of store ``url`` (printed without
     secrets) was deleted after the read was planned."""
     context = {"source": "pulsar-offload", "store": redact_url(url), "key": key, "ledger_id": str(ledger_id),
@@ -67,7 +67,7 @@ def log_vanished_ledger(url: str, key: str, ledger_id: int, first_entry: int, la
 
 def entry_span(first: int, last: int | None) -> str:
     """Entries ``first`` to ``last`` (inclusive; ``None``: open-ended), for people."""
-    return f"{first} to the ledger's end" if last is None else f"{first} to {last}"
+    return f"{first} to the object's end" if last is None else f"{first} to {last}"
 
 
 def skipped_objects(spark: Any) -> Any:
