@@ -18,7 +18,7 @@ from ..formats import pulsar_v1 as v1
 from ..offload.reading.block_tables import index_entry_offsets
 from .column_bounds import ANY_VALUE, ColumnBounds
 
-__all__ = ["BlockRangePartition", "EntryRanges", "grouped_blocks", "ledger_partitions"]
+__all__ = ["BlockRangePartition", "EntryRanges", "clipped", "grouped_blocks", "ledger_partitions"]
 
 EntryRanges = tuple[tuple[int, int | None], ...]
 """Inclusive entry ranges of a ledger (``None`` for open-ended)."""
@@ -40,6 +40,11 @@ class BlockRangePartition(InputPartition):
     # index's entry-offsets section, when it has one: a task then finds the
     # entries without walking their headers (it still checks every one).
     entry_lengths: tuple[bytes | None, ...] = ()
+    last_entry: int | None = None  # the last block's last entry, when planning knew it
+
+    def covered(self) -> tuple[int, int | None]:
+        """The first and last (``None``: open-ended) entry this partition reads."""
+        return clipped(self.blocks[0][2], self.last_entry, self.entry_ranges)
 
     def wants(self, entry_id: int) -> bool:
         in_range = any(first <= entry_id and (last is None or entry_id <= last) for first, last in self.entry_ranges)
@@ -62,6 +67,7 @@ def ledger_partitions(
     entries, grouped by :func:`grouped_blocks` (all in one partition when
     neither limit is given)."""
     lengths = _block_lengths(index)
+    lasts = dict(zip((entry.first_entry_id for entry in index.entries), _block_lasts(index), strict=True))
     blocks = [
         (entry.offset, index.block_end(entry), entry.first_entry_id)
         for entry, last in zip(index.entries, _block_lasts(index), strict=True)
@@ -69,7 +75,8 @@ def ledger_partitions(
     ]
     return [
         BlockRangePartition(ledger_id, data_key, group, ranges, entry_bounds, publish_time_bounds=publish_time_bounds,
-                            entry_lengths=tuple(lengths.get(first) for _, _, first in group))
+                            entry_lengths=tuple(lengths.get(first) for _, _, first in group),
+                            last_entry=lasts[group[-1][2]])
         for group in grouped_blocks(blocks, blocks_per_partition, bytes_per_partition)
     ]  # fmt: skip
 
@@ -95,6 +102,17 @@ def grouped_blocks(
         size += span
     if group:
         yield tuple(group)
+
+
+def clipped(first: int, last: int | None, ranges: EntryRanges) -> tuple[int, int | None]:
+    """Entries ``first`` to ``last`` (``None``: open-ended) narrowed to the
+    span of ``ranges``."""
+    low = max(first, min(start for start, _ in ranges))
+    ends = [end for _, end in ranges]
+    high = None if None in ends else max(end for end in ends if end is not None)
+    if last is not None:
+        high = last if high is None else min(high, last)
+    return low, high
 
 
 def _block_lengths(index: v1.Index) -> dict[int, bytes]:

@@ -6,8 +6,10 @@ Spark's Python worker log capture (Spark 4.1 and later, on with
 ``spark.sql.pyspark.worker.logging.enabled``, which
 :func:`~offload_core.spark.get_session` turns on): a record a worker logs
 while it reads is queryable as ``spark.tvf.python_worker_logs()``. Each
-skipped object is logged once, at WARNING, on the :data:`LOGGER` logger,
-its fields in the record's ``context``; :func:`skipped_objects` reads them
+skipped object (a ``kafka-remote`` segment, or what a ``pulsar-offload``
+partition had left to read of a ledger's object) is logged once, at
+WARNING, on the :data:`LOGGER` logger, its fields in the record's
+``context``; :func:`skipped_objects` reads them
 back as typed columns. With the capture off the record is still logged, to
 the worker's stderr (the executor's log).
 
@@ -24,7 +26,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..redaction import redact_url
 
-__all__ = ["CAPTURE_CONF", "LOGGER", "log_vanished_segment", "skipped_objects"]
+__all__ = ["CAPTURE_CONF", "LOGGER", "log_vanished_ledger", "log_vanished_segment", "skipped_objects"]
 
 LOGGER = "offload_core.spark.data_loss"
 CAPTURE_CONF = "spark.sql.pyspark.worker.logging.enabled"
@@ -33,7 +35,8 @@ _LOG = logging.getLogger(LOGGER)
 # The record's context keys, and the Spark type each is read back as.
 _COLUMNS = (("source", "string"), ("store", "string"), ("key", "string"), ("topic", "string"),
             ("partition", "int"), ("first_offset", "bigint"), ("last_offset", "bigint"),
-            ("reason", "string"))  # fmt: skip
+            ("reason", "string"), ("ledger_id", "bigint"), ("first_entry", "bigint"),
+            ("last_entry", "bigint"))  # fmt: skip
 
 
 def log_vanished_segment(url: str, key: str, topic: str, partition: int, first: int, end: int) -> None:
@@ -48,13 +51,36 @@ def log_vanished_segment(url: str, key: str, topic: str, partition: int, first: 
                  "failOnDataLoss=false", key, first, end - 1, extra={"context": context})  # fmt: skip
 
 
+def log_vanished_ledger(url: str, key: str, ledger_id: int, first_entry: int, last_entry: int | None) -> None:
+    """Log that ``pulsar-offload`` skipped entries ``first_entry`` to
+    ``last_entry`` (inclusive; ``None``: to the end of what ``key`` holds of it) of ledger
+    ``ledger_id`` because object ``key`` of store ``url`` (printed without
+    secrets) was deleted after the read was planned."""
+    context = {"source": "pulsar-offload", "store": redact_url(url), "key": key, "ledger_id": str(ledger_id),
+               "first_entry": str(first_entry), "reason": "vanished"}  # fmt: skip
+    if last_entry is not None:  # absent, it reads back as null
+        context["last_entry"] = str(last_entry)
+    _LOG.warning("pulsar-offload: %s (ledger %d, entries %s) vanished after the read was planned; skipped, as "
+                 "failOnDataLoss=false", key, ledger_id, entry_span(first_entry, last_entry),
+                 extra={"context": context})  # fmt: skip
+
+
+def entry_span(first: int, last: int | None) -> str:
+    """Entries ``first`` to ``last`` (inclusive; ``None``: open-ended), for people."""
+    return f"{first} to the object's end" if last is None else f"{first} to {last}"
+
+
 def skipped_objects(spark: Any) -> Any:
     """The objects ``failOnDataLoss=false`` reads of this session skipped,
     a DataFrame of one row per skip (a retried task's skips count again):
-    ``ts`` (timestamp), ``source``, ``store`` (the URL without secrets),
-    ``key``, ``topic``, ``partition`` (int), ``first_offset`` and
-    ``last_offset`` (bigint, inclusive), ``reason`` (``vanished``: deleted
-    between planning and reading) and ``message``. Batch reads only (see
+    ``ts`` (timestamp), ``source`` (``kafka-remote`` or ``pulsar-offload``),
+    ``store`` (the URL without secrets), ``key``, ``topic``, ``partition``
+    (int), ``first_offset`` and ``last_offset`` (bigint, inclusive; null
+    for ``pulsar-offload``), ``reason`` (``vanished``: deleted between
+    planning and reading), ``ledger_id``, ``first_entry`` and
+    ``last_entry`` (bigint, the entries skipped, inclusive; null for
+    ``kafka-remote``, and ``last_entry`` null for a skip to the ledger's
+    end) and ``message``. Batch reads only (see
     the module's docstring).
 
     Raises :class:`ConfigError` when ``spark`` cannot collect its workers'

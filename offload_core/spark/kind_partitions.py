@@ -27,7 +27,7 @@ from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import OPEN_COST_BYTES, ReadOptions
 from .store_tasks import Store
 
-__all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "plan_kind_partitions", "read_kind_partition"]
+__all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "offload_entries", "plan_kind_partitions", "read_kind_partition"]
 
 # Kinds the source reads in block-range partitions of its own (Arrow straight from the blocks).
 BLOCK_RANGE_KINDS = frozenset({"pulsar-ledger", "pulsar-segment"})
@@ -159,17 +159,27 @@ def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[t
     locates each offload on it). Raises what the kind raises: an offload
     deleted since planning fails the task with
     :class:`~offload_core.errors.NotFoundError`."""
-    kind = partition.kind
     driver = store.open()
     try:
         for number, (locator, ledgers) in enumerate(partition.located):
-            offload = partition.offloads[number] if locator is None else kind.locate(driver, locator)
-            if not offload.ledger_ids:
-                offload = kind.describe(driver, offload)  # as planning saw it: entries' contract
-            for ledger_id in ledgers:
-                ranges = partition.entry_ranges(ledger_id)
-                for entry_id, payload in kind.entries(driver, offload, ledger_id):
-                    if partition.wants(entry_id, ranges):
-                        yield ledger_id, entry_id, payload
+            yield from offload_entries(driver, partition, number, locator, ledgers)
     finally:
         driver.close()
+
+
+def offload_entries(
+    driver: StorageDriver, partition: OffloadPartition, number: int, locator: str | None, ledgers: Sequence[int]
+) -> Iterator[tuple[int, int, bytes]]:
+    """Ledger id, entry id and payload of the wanted entries of ``ledgers``
+    of the partition's offload ``number`` (found again by ``locator``, or
+    carried whole when it is ``None``), through ``driver``. Raises what the
+    kind raises."""
+    kind = partition.kind
+    offload = partition.offloads[number] if locator is None else kind.locate(driver, locator)
+    if not offload.ledger_ids:
+        offload = kind.describe(driver, offload)  # as planning saw it: entries' contract
+    for ledger_id in ledgers:
+        ranges = partition.entry_ranges(ledger_id)
+        for entry_id, payload in kind.entries(driver, offload, ledger_id):
+            if partition.wants(entry_id, ranges):
+                yield ledger_id, entry_id, payload

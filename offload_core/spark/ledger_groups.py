@@ -28,7 +28,14 @@ from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .read_options import OPEN_COST_BYTES
 
-__all__ = ["LedgerGroupPartition", "PackedKeys", "expand_group", "packed_groups"]
+__all__ = [
+    "LedgerGroupPartition",
+    "PackedKeys",
+    "expand_group",
+    "index_key_of",
+    "ledger_index_partitions",
+    "packed_groups",
+]
 
 WHOLE: EntryRanges = ((0, None),)
 
@@ -125,13 +132,27 @@ def expand_group(driver: StorageDriver, group: LedgerGroupPartition) -> Iterator
     an index deleted since planning) and :class:`FormatError` for a damaged
     index, naming it."""
     for data_key, ledger_id, wanted in group.ledgers():
-        index_key = data_key + _INDEX_SUFFIX
-        try:
-            index = v1.decode_index(driver.read(index_key))
-        except FormatError as exc:
-            raise FormatError(f"{index_key}: {exc}") from None
-        yield from ledger_partitions(ledger_id, data_key, index, wanted, entry_bounds=group.entry_bounds,
-                                     publish_time_bounds=group.publish_time_bounds)  # fmt: skip
+        yield from ledger_index_partitions(driver, group, data_key, ledger_id, wanted)
+
+
+def ledger_index_partitions(
+    driver: StorageDriver, group: LedgerGroupPartition, data_key: str, ledger_id: int, wanted: EntryRanges
+) -> list[BlockRangePartition]:
+    """One ledger of ``group`` as the block-range partition of its
+    ``wanted`` blocks (none when no block is), its index read through
+    ``driver``. Raises what :func:`expand_group` raises."""
+    index_key = index_key_of(data_key)
+    try:
+        index = v1.decode_index(driver.read(index_key))
+    except FormatError as exc:
+        raise FormatError(f"{index_key}: {exc}") from None
+    return ledger_partitions(ledger_id, data_key, index, wanted, entry_bounds=group.entry_bounds,
+                             publish_time_bounds=group.publish_time_bounds)  # fmt: skip
+
+
+def index_key_of(data_key: str) -> str:
+    """The index object's key of the whole-ledger data object ``data_key``."""
+    return data_key + _INDEX_SUFFIX
 
 
 _INDEX_SUFFIX = v1.index_key("", 0)[len(v1.data_key("", 0)) :]

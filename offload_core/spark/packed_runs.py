@@ -30,10 +30,11 @@ _INT = struct.Struct("<q")
 class PackedRunsPartition(InputPartition):
     """Runs of blocks read in one task, in order: each run's data object
     key, and its ledger id, blocks and entry ranges as little-endian
-    int64s (``ledger, blocks, ranges, (offset, end, first) * blocks,
+    int64s (``ledger, last entry, blocks, ranges, (offset, end, first) * blocks,
     (first, last or -1) * ranges``); every run a segment's
     (``streaming``) or every one a whole-ledger object's, with one set of
-    pushed-down bounds."""
+    pushed-down bounds; a run's last entry (-1: not known) follows its
+    ledger id."""
 
     data_keys: PackedKeys
     numbers: bytes
@@ -46,8 +47,8 @@ class PackedRunsPartition(InputPartition):
         numbers = [value for (value,) in _INT.iter_unpack(self.numbers)]
         at = 0
         for data_key in self.data_keys:
-            ledger_id, block_count, range_count = numbers[at : at + 3]
-            at += 3
+            ledger_id, last_entry, block_count, range_count = numbers[at : at + 4]
+            at += 4
             flat = numbers[at : at + 3 * block_count]
             at += 3 * block_count
             blocks = tuple(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
@@ -56,7 +57,8 @@ class PackedRunsPartition(InputPartition):
             ranges = tuple((first, None if last == _OPEN else last) for first, last in zip(bounds[0::2], bounds[1::2],
                                                                                              strict=True))  # fmt: skip
             yield BlockRangePartition(ledger_id, data_key, blocks, ranges, self.entry_bounds, self.streaming,
-                                      self.publish_time_bounds)  # fmt: skip
+                                      self.publish_time_bounds,
+                                      last_entry=None if last_entry == _OPEN else last_entry)  # fmt: skip
 
 
 def packed_runs(runs: Iterable[BlockRangePartition], bytes_per_partition: int) -> Iterator[PackedRunsPartition]:
@@ -80,7 +82,8 @@ def packed_runs(runs: Iterable[BlockRangePartition], bytes_per_partition: int) -
 def _packed(group: list[BlockRangePartition]) -> PackedRunsPartition:
     numbers: list[int] = []
     for run in group:
-        numbers += (run.ledger_id, len(run.blocks), len(run.entry_ranges))
+        last_entry = _OPEN if run.last_entry is None else run.last_entry
+        numbers += (run.ledger_id, last_entry, len(run.blocks), len(run.entry_ranges))
         for block in run.blocks:
             numbers += block
         for start, last in run.entry_ranges:

@@ -47,6 +47,14 @@ Options:
   bytes, a larger ledger's consecutive blocks cut to it; or
   ``blocksPerPartition``, a fixed number of blocks of one object per
   task, nothing packed;
+- ``failOnDataLoss``: ``true`` (default) fails a task whose object (a
+  ledger's or segment's data object, or another kind's) was deleted after
+  the read was planned, with :class:`NotFoundError` naming it, its ledger
+  and entries; ``false`` keeps the rows the partition gave before and
+  skips the rest, one WARNING record per skipped partition on
+  :data:`offload_core.spark.data_loss.LOGGER` (counted by
+  :func:`~offload_core.spark.skipped_objects` in a batch read), as
+  ``kafka-remote`` does;
 - ``driver.<name>`` for storage-driver options (``driver.region``,
   ``driver.endpoint`` ...).
 
@@ -70,15 +78,15 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError, NotFoundError
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..plugins import PluginManager
 from .arrow_blocks import entry_batches
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
-from .kind_partitions import OffloadPartition, plan_kind_partitions, read_kind_partition
-from .ledger_groups import LedgerGroupPartition, expand_group
+from .kind_partitions import OffloadPartition, plan_kind_partitions
+from .ledger_groups import LedgerGroupPartition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
 from .packed_runs import PackedRunsPartition, packed_runs
 from .planning_reads import ListedOnce, open_planning_driver
@@ -87,6 +95,7 @@ from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
+from .vanished_objects import kind_entries, ledger_group_partitions, vanished
 from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
 
 __all__ = [
@@ -135,9 +144,10 @@ def plan_partitions(
             read.add(run.ledger_id)
         segment_partitions = (
             BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
-                                publish_time_bounds=publish_time_bounds)
+                                publish_time_bounds=publish_time_bounds, last_entry=last)
             for run in runs
-            for group in grouped_blocks(run.blocks, parsed.blocks_per_partition, parsed.bytes_per_partition)
+            for group, last in _with_lasts(grouped_blocks(run.blocks, parsed.blocks_per_partition,
+                                                          parsed.bytes_per_partition))
         )  # fmt: skip
         if parsed.blocks_per_partition is None:
             partitions += packed_runs(segment_partitions, parsed.bytes_per_partition)
@@ -152,19 +162,45 @@ def plan_partitions(
         store.close()
 
 
+def _with_lasts(
+    groups: Iterable[tuple[tuple[int, int, int], ...]],
+) -> Iterator[tuple[tuple[tuple[int, int, int], ...], int | None]]:
+    """A segment run's block groups, each with its last entry: the next
+    group's first but one; the run's last group ends where its ranges do
+    (``None``)."""
+    held: tuple[tuple[int, int, int], ...] | None = None
+    for group in groups:
+        if held is not None:
+            yield held, group[0][2] - 1
+        held = group
+    if held is not None:
+        yield held, None
+
+
 def _partition_blocks(
-    store: Store, partition: BlockRangePartition, decode: Callable[[bytes, int, bytes | None], Iterable[T]]
+    store: Store,
+    partition: BlockRangePartition,
+    decode: Callable[[bytes, int, bytes | None], Iterable[T]],
+    fail_on_data_loss: bool,
 ) -> Iterator[T]:
     """What ``decode(block bytes, first entry id, entry lengths)`` makes of
     each block of one partition of ``store``, in order, each block's
     header first checked against what the index named; runs in the task,
     which opens its own driver. :class:`FormatError` names the object and
-    the block's offset."""
+    the block's offset. An object deleted since planning: see
+    :func:`~offload_core.spark.vanished_objects.vanished`."""
     driver = store.open()
     lengths = partition.entry_lengths or (None,) * len(partition.blocks)
     try:
         for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
-            data = driver.read(partition.data_key, offset, end)
+            try:
+                data = driver.read(partition.data_key, offset, end)
+            except NotFoundError as exc:
+                # The blocks before were yielded whole: what is lost starts at this block.
+                first, last = partition.covered()
+                vanished(store, partition.data_key, partition.ledger_id, (first, last),
+                          max(first, first_entry_id), last, exc, fail_on_data_loss)  # fmt: skip
+                return
             try:
                 skip = _check_block_header(partition, data, first_entry_id) - v1.BLOCK_HEADER_LENGTH
                 # The decoders frame entries after a 128-byte header; a longer
@@ -198,25 +234,36 @@ def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry
     return header_length
 
 
-def read_partition(store: Store, partition: Partition, decode: Decode) -> Iterator[MessageRow]:
-    """The rows of one partition of ``store`` (runs in the task: opens its own driver)."""
+def read_partition(
+    store: Store, partition: Partition, decode: Decode, fail_on_data_loss: bool = True
+) -> Iterator[MessageRow]:
+    """The rows of one partition of ``store`` (runs in the task: opens its
+    own driver). An object of the partition deleted since the read was
+    planned raises :class:`NotFoundError` naming it, its ledger and the
+    partition's entries; with ``fail_on_data_loss`` false, the rows given
+    before stay, the rest of that object's are skipped (a packed
+    partition's other objects are still read), and one record on
+    :data:`~offload_core.spark.data_loss.LOGGER` says which entries."""
     if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
-        for part in _expanded(store, partition):
-            yield from read_partition(store, part, decode)
+        for part in _expanded(store, partition, fail_on_data_loss):
+            yield from read_partition(store, part, decode, fail_on_data_loss)
         return
     times = partition.publish_time_bounds
     if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, int, bytes]] = read_kind_partition(store, partition)
+        entries: Iterable[tuple[int, int, bytes]] = kind_entries(store, partition, fail_on_data_loss)
     else:
-        entries = _wanted_block_entries(store, partition)
+        entries = _wanted_block_entries(store, partition, fail_on_data_loss)
     for ledger_id, entry_id, payload in entries:
         rows = entry_rows(ledger_id, entry_id, payload, decode)
         yield from rows if times == ANY_VALUE else _published_within(rows, times)
 
 
-def _wanted_block_entries(store: Store, partition: BlockRangePartition) -> Iterator[tuple[int, int, bytes]]:
+def _wanted_block_entries(
+    store: Store, partition: BlockRangePartition, fail_on_data_loss: bool
+) -> Iterator[tuple[int, int, bytes]]:
     """Ledger id, entry id and payload of the wanted entries of one block-range partition."""
-    blocks = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first))
+    blocks = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first),
+                               fail_on_data_loss)  # fmt: skip
     for entry_id, payload in blocks:
         if partition.wants(entry_id):
             yield partition.ledger_id, entry_id, payload
@@ -244,13 +291,14 @@ def read_partition_batches(
     partition: BlockRangePartition | LedgerGroupPartition | PackedRunsPartition,
     schema: Any,
     max_rows: int,
+    fail_on_data_loss: bool = True,
 ) -> Iterator[Any]:
     """Undecoded entries of one partition of ``store`` as Arrow record
     batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
-    the task."""
+    the task. An object deleted since planning, as :func:`read_partition`."""
     if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
-        for part in _expanded(store, partition):
-            yield from read_partition_batches(store, part, schema, max_rows)
+        for part in _expanded(store, partition, fail_on_data_loss):
+            yield from read_partition_batches(store, part, schema, max_rows, fail_on_data_loss)
         return
 
     def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
@@ -258,20 +306,19 @@ def read_partition_batches(
                              bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
                              entry_lengths=entry_lengths)  # fmt: skip
 
-    yield from _partition_blocks(store, partition, batches)
+    yield from _partition_blocks(store, partition, batches, fail_on_data_loss)
 
 
-def _expanded(store: Store, group: LedgerGroupPartition | PackedRunsPartition) -> Iterator[BlockRangePartition]:
+def _expanded(
+    store: Store, group: LedgerGroupPartition | PackedRunsPartition, fail_on_data_loss: bool
+) -> Iterator[BlockRangePartition]:
     """The block-range partitions ``group`` packs; of a group of ledgers,
-    their indexes read through one driver as the ledgers come."""
+    their indexes read through one driver as the ledgers come (a ledger
+    whose index vanished: see :func:`.vanished_objects.ledger_group_partitions`)."""
     if isinstance(group, PackedRunsPartition):
         yield from group.runs()
         return
-    driver = store.open()
-    try:
-        yield from expand_group(driver, group)
-    finally:
-        driver.close()
+    yield from ledger_group_partitions(store, group, fail_on_data_loss)
 
 
 class PulsarOffloadReader(DataSourceReader):
@@ -296,9 +343,10 @@ class PulsarOffloadReader(DataSourceReader):
             return  # nothing was planned: Spark still runs one task, with its own placeholder partition
         schema = to_arrow_schema(self.schema, timezone="UTC")
         if self.options.arrow and self.options.decode is Decode.NONE and not isinstance(partition, OffloadPartition):
-            yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch)
+            yield from read_partition_batches(self.store, partition, schema, self.options.max_records_per_batch,
+                                              self.options.fail_on_data_loss)  # fmt: skip
             return
-        rows = read_partition(self.store, partition, self.options.decode)
+        rows = read_partition(self.store, partition, self.options.decode, self.options.fail_on_data_loss)
         names = [field.name for field in self.schema.fields]
         if not self.options.arrow:
             picked = [COLUMNS.index(name) for name in names]

@@ -78,6 +78,7 @@ class ReadOptions:
     filter_pushdown: bool
     driver_options: tuple[tuple[str, str], ...]
     ledger_uuids: frozenset[tuple[int, str]] | None = None  # the v1 objects to read; None: every complete one
+    fail_on_data_loss: bool = True  # an object deleted after planning fails the task; false: skipped, logged
 
 
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
@@ -104,6 +105,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         filter_pushdown=_boolean(options, "filterPushdown", False),
         driver_options=source_driver_options(options),
         ledger_uuids=_ledger_uuids(options.get("ledgerUuids")),
+        fail_on_data_loss=_boolean(options, "failOnDataLoss", True),
     )
 
 

@@ -10,7 +10,10 @@ rows, so a query restarted from its checkpoint reads every entry once.
 ``maxBytesPerTrigger`` caps the blocks a micro-batch takes (in ledger
 order, one block at least); ``trigger(availableNow=True)`` reads what is
 in the store when the query starts and stops. The ``ledgers`` and
-``entries`` options narrow what is followed, as in a batch read."""
+``entries`` options narrow what is followed, as in a batch read, and
+``failOnDataLoss`` applies to a micro-batch's reads as to a batch read's
+(its skips are logged to the executor's log only: see
+:mod:`offload_core.spark.data_loss`)."""
 
 from __future__ import annotations
 

@@ -37,3 +37,13 @@ def spark() -> Iterator[Any]:
     session.dataSource.register(KafkaRemoteDataSource)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def collecting(spark: Any) -> Iterator[Any]:
+    """The package's session, collecting its Python workers' logs (as get_session's does) for one test."""
+    from offload_core.spark.data_loss import CAPTURE_CONF
+
+    spark.conf.set(CAPTURE_CONF, "true")
+    yield spark
+    spark.conf.unset(CAPTURE_CONF)

@@ -4,7 +4,6 @@ on the driver by skipped_objects from the Python workers' logs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,6 @@ from offload_core.spark.data_loss import CAPTURE_CONF
 from tests.spark.test_kafka_remote_options import _copied
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def collecting(spark: Any) -> Iterator[Any]:
-    """The package's session, collecting its Python workers' logs (as get_session's does) for one test."""
-    spark.conf.set(CAPTURE_CONF, "true")
-    yield spark
-    spark.conf.unset(CAPTURE_CONF)
 
 
 def _planned_then_lost(spark: Any, tmp_path: Path, url: str, **options: str) -> tuple[Any, str]:
@@ -45,7 +36,8 @@ def test_a_segment_gone_between_planning_and_reading_is_skipped_and_counted(coll
     assert skipped.count() == 1
     (row,) = skipped.drop("ts", "message").collect()
     assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost, "topic": "orders", "partition": 0,
-                            "first_offset": 0, "last_offset": 99, "reason": "vanished"}  # fmt: skip
+                            "first_offset": 0, "last_offset": 99, "reason": "vanished", "ledger_id": None,
+                            "first_entry": None, "last_entry": None}  # fmt: skip
 
 
 def test_a_segment_gone_between_planning_and_reading_fails_the_query_naming_it(collecting: Any, tmp_path: Path) -> None:
