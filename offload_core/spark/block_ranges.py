@@ -17,6 +17,7 @@ from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
 from ..offload.reading.block_tables import index_entry_offsets
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .packing import packed
 
 __all__ = ["BlockRangePartition", "EntryRanges", "clipped", "grouped_blocks", "ledger_partitions"]
 
@@ -91,17 +92,8 @@ def grouped_blocks(
         step = blocks_per_partition
         yield from (tuple(blocks[first : first + step]) for first in range(0, len(blocks), step))
         return
-    group: list[tuple[int, int, int]] = []
-    size = 0
-    for block in blocks:
-        span = block[1] - block[0]
-        if group and bytes_per_partition is not None and size + span > bytes_per_partition:
-            yield tuple(group)
-            group, size = [], 0
-        group.append(block)
-        size += span
-    if group:
-        yield tuple(group)
+    budget = (2**63 if bytes_per_partition is None else bytes_per_partition,)
+    yield from (tuple(group) for group in packed(blocks, budget, lambda block: (block[1] - block[0],)))
 
 
 def clipped(first: int, last: int | None, ranges: EntryRanges) -> tuple[int, int | None]:

@@ -83,6 +83,7 @@ from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
 from .kafka_partition import SegmentRange, SegmentRangePartition, pack_ranges
 from .kafka_positions import checked_start, ending_offset, selected_logs, starting_offset
 from .kafka_remote_aiven import AivenSegmentSpec, aiven_stream, planned_ranges, segment_spec
+from .packing import packed
 from .planning_reads import open_planning_driver
 from .read_options import OPEN_COST_BYTES
 from .source import KAFKA_SCHEMA
@@ -169,25 +170,17 @@ def _packed(
     offsets within ``maxRecordsPerPartition`` (one cut at least); an Aiven
     cut alone."""
     most = parsed.max_records_per_partition or 2**63
-    group: list[_Cut] = []
-    cost = count = 0
 
-    def grouped() -> SegmentRangePartition:
+    def costs(cut: _Cut) -> tuple[int, int]:
+        return cut[1].stop - cut[1].start + OPEN_COST_BYTES, cut[1].end - cut[1].first
+
+    def joins(first: _Cut, cut: _Cut) -> bool:
+        return cut[0] == first[0] and cut[3] is None and first[3] is None
+
+    for group in packed(_cuts(parsed, pieces, bytes_per_partition), (bytes_per_partition, most), costs, joins=joins):
         txns = tuple(dict.fromkeys(t for cut in group for t in cut[2]))
-        return SegmentRangePartition(group[0][0], parsed.prefix, pack_ranges(cut[1] for cut in group), txns,
-                                     parsed.max_decompressed_bytes, parsed.fail_on_data_loss, group[0][3])  # fmt: skip
-
-    for cut in _cuts(parsed, pieces, bytes_per_partition):
-        segment = cut[1]
-        more, offsets = segment.stop - segment.start + OPEN_COST_BYTES, segment.end - segment.first
-        if group and (cut[0] != group[0][0] or cut[3] is not None or group[0][3] is not None
-                      or cost + more > bytes_per_partition or count + offsets > most):  # fmt: skip
-            yield grouped()
-            group, cost, count = [], 0, 0
-        group.append(cut)
-        cost, count = cost + more, count + offsets
-    if group:
-        yield grouped()
+        yield SegmentRangePartition(group[0][0], parsed.prefix, pack_ranges(cut[1] for cut in group), txns,
+                                    parsed.max_decompressed_bytes, parsed.fail_on_data_loss, group[0][3])  # fmt: skip
 
 
 def _segment_cuts(

@@ -24,10 +24,16 @@ from pyspark.sql.datasource import InputPartition
 from ..offload.stored.kinds import LocatableKind, Located, ReadableKind, StoredOffload
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .packing import packed
 from .read_options import OPEN_COST_BYTES, ReadOptions
-from .store_tasks import Store
 
-__all__ = ["BLOCK_RANGE_KINDS", "OffloadPartition", "offload_entries", "plan_kind_partitions", "read_kind_partition"]
+__all__ = [
+    "BLOCK_RANGE_KINDS",
+    "OffloadPartition",
+    "ledger_entries",
+    "located_offload",
+    "plan_kind_partitions",
+]
 
 # Kinds the source reads in block-range partitions of its own (Arrow straight from the blocks).
 BLOCK_RANGE_KINDS = frozenset({"pulsar-ledger", "pulsar-segment"})
@@ -39,10 +45,10 @@ _WHOLE: EntryRanges = ((0, None),)
 @dataclass(frozen=True)
 class OffloadPartition(InputPartition):
     """Offloads of one kind, read in order in one task (the store is the
-    reader's: see :func:`read_kind_partition`). ``packed`` holds, per
-    offload, its locator (``None`` when ``offloads`` carries it) and its
-    ledgers to read; ``ranges`` the entry ranges of a ledger read in part
-    (every other is read whole)."""
+    reader's: see :func:`~offload_core.spark.vanished_objects.kind_entries`).
+    ``packed`` holds, per offload, its locator (``None`` when ``offloads``
+    carries it) and its ledgers to read; ``ranges`` the entry ranges of a
+    ledger read in part (every other is read whole)."""
 
     kind: Any  # a ReadableKind
     packed: bytes
@@ -91,28 +97,22 @@ def plan_kind_partitions(
     ledger id) share a partition while their sizes, each plus
     :data:`~.read_options.OPEN_COST_BYTES`, fit ``bytesPerPartition``; one at least."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
+
+    def wanted(located: Located) -> list[int]:
+        return [
+            ledger_id for ledger_id in located.ledger_ids
+            if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
+            and ledger_bounds.admits(ledger_id)
+            and (options.ledger_uuids is None or (ledger_id, located.uuid) in options.ledger_uuids)
+        ]  # fmt: skip
+
     partitions = []
     for kind in readable:
-        group: list[tuple[str | None, list[int]]] = []
-        offloads: list[StoredOffload] = []
-        size = 0
-        for located, offload in _complete_offloads(kind, store):
-            wanted = [
-                ledger_id for ledger_id in located.ledger_ids
-                if ledger_id not in skip_ledgers and options.selection.wants_ledger(ledger_id)
-                and ledger_bounds.admits(ledger_id)
-                and (options.ledger_uuids is None or (ledger_id, located.uuid) in options.ledger_uuids)
-            ]  # fmt: skip
-            if not wanted:
-                continue
-            cost = located.size + OPEN_COST_BYTES
-            if group and size + cost > options.bytes_per_partition:
-                partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
-                group, offloads, size = [], [], 0
-            group.append((None if offload is not None else located.locator, wanted))
-            offloads += [] if offload is None else [offload]
-            size += cost
-        if group:
+        found = ((located, offload, ledgers) for located, offload in _complete_offloads(kind, store)
+                 if (ledgers := wanted(located)))  # fmt: skip
+        for run in packed(found, (options.bytes_per_partition,), lambda item: (item[0].size + OPEN_COST_BYTES,)):
+            group = [(None if offload is not None else located.locator, ledgers) for located, offload, ledgers in run]
+            offloads = [offload for _, offload, _ in run if offload is not None]
             partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
     return partitions
 
@@ -152,34 +152,25 @@ def _packed(
     return OffloadPartition(kind, packed, tuple(offloads), ranges, entry_bounds, publish_time_bounds)
 
 
-def read_kind_partition(store: Store, partition: OffloadPartition) -> Iterator[tuple[int, int, bytes]]:
-    """Ledger id, entry id and payload of the wanted entries of the
-    partition's offloads in ``store``, offload by offload, ledger by
-    ledger, in entry order (runs in the task: opens its own driver, and
-    locates each offload on it). Raises what the kind raises: an offload
-    deleted since planning fails the task with
-    :class:`~offload_core.errors.NotFoundError`."""
-    driver = store.open()
-    try:
-        for number, (locator, ledgers) in enumerate(partition.located):
-            yield from offload_entries(driver, partition, number, locator, ledgers)
-    finally:
-        driver.close()
-
-
-def offload_entries(
-    driver: StorageDriver, partition: OffloadPartition, number: int, locator: str | None, ledgers: Sequence[int]
-) -> Iterator[tuple[int, int, bytes]]:
-    """Ledger id, entry id and payload of the wanted entries of ``ledgers``
-    of the partition's offload ``number`` (found again by ``locator``, or
-    carried whole when it is ``None``), through ``driver``. Raises what the
-    kind raises."""
+def located_offload(driver: StorageDriver, partition: OffloadPartition, number: int, locator: str | None) -> Any:
+    """The partition's offload ``number``, found again through ``driver``
+    by its ``locator`` (or carried whole when that is ``None``), described
+    as planning saw it. Raises what the kind raises: an offload deleted
+    since planning, :class:`~offload_core.errors.NotFoundError`."""
     kind = partition.kind
     offload = partition.offloads[number] if locator is None else kind.locate(driver, locator)
     if not offload.ledger_ids:
         offload = kind.describe(driver, offload)  # as planning saw it: entries' contract
-    for ledger_id in ledgers:
-        ranges = partition.entry_ranges(ledger_id)
-        for entry_id, payload in kind.entries(driver, offload, ledger_id):
-            if partition.wants(entry_id, ranges):
-                yield ledger_id, entry_id, payload
+    return offload
+
+
+def ledger_entries(
+    driver: StorageDriver, partition: OffloadPartition, offload: Any, ledger_id: int
+) -> Iterator[tuple[int, bytes]]:
+    """Entry id and payload of the wanted entries of ``ledger_id`` of
+    ``offload`` (see :func:`located_offload`), in entry order. Raises what
+    the kind raises."""
+    ranges = partition.entry_ranges(ledger_id)
+    for entry_id, payload in partition.kind.entries(driver, offload, ledger_id):
+        if partition.wants(entry_id, ranges):
+            yield entry_id, payload

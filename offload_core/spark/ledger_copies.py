@@ -64,15 +64,17 @@ def refuse_second_copies(
     # Counted by Arrow over the ids' own buffer: no Python int a ledger.
     ids = pa.Array.from_buffers(pa.int64(), len(ledger_ids), [None, pa.py_buffer(ledger_ids)])
     counts = pc.value_counts(ids)
-    twice = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-    if len(twice):
-        ledger_id = min(twice.to_pylist())
-        raise _second_copy(ledger_id, sorted(copy.uuid for copy in copies_of(ledger_id)))
+    twice = pc.greater(counts.field("counts"), 1)
+    if pc.any(twice).as_py():
+        found = sorted(zip(pc.filter(counts.field("values"), twice).to_pylist(),
+                           pc.filter(counts.field("counts"), twice).to_pylist(), strict=True))  # fmt: skip
+        ledger_id, count = found[0]
+        raise _second_copy(ledger_id, sorted(copy.uuid for copy in copies_of(ledger_id)), count)
 
 
-def _second_copy(ledger_id: int, uuids: list[str]) -> ConfigError:
+def _second_copy(ledger_id: int, uuids: list[str], count: int | None = None) -> ConfigError:
     return ConfigError(
-        f"pulsar-offload: the store holds {len(uuids)} complete copies of ledger {ledger_id} "
+        f"pulsar-offload: the store holds {count or len(uuids)} complete copies of ledger {ledger_id} "
         f"(uuids {', '.join(uuids)}), one of them an abandoned offload's; reading both would yield "
         f"its entries twice. Name the one the managed ledger records with the ledgerUuids option "
         f'(.option("ledgerUuids", "{ledger_id}:UUID")), or remove the abandoned copy with '

@@ -10,7 +10,10 @@ bytes object, about the key's length a ledger), and the task reads each
 ledger's index itself and then its wanted blocks, as the driver would
 have cut them (:func:`~offload_core.spark.block_ranges.ledger_partitions`).
 A store of 100,000 small ledgers is planned without 100,000 index reads on
-the driver, into a few hundred tasks rather than 100,000."""
+the driver, into about 3,200 tasks rather than 100,000. Sizes are the
+listing's, as stored: a ledger stored compressed is packed by its
+compressed size, so a packed task may read more than ``bytesPerPartition``
+once decompressed."""
 
 from __future__ import annotations
 
@@ -26,12 +29,12 @@ from ..offload.ledgers.inventory import LedgerCopy
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .packing import packed
 from .read_options import OPEN_COST_BYTES
 
 __all__ = [
     "LedgerGroupPartition",
     "PackedKeys",
-    "expand_group",
     "index_key_of",
     "ledger_index_partitions",
     "packed_groups",
@@ -71,7 +74,7 @@ class PackedKeys:
 @dataclass(frozen=True)
 class LedgerGroupPartition(InputPartition):
     """Whole-ledger offloads read in one task, by their data objects' keys
-    (ledger id order), with the entry ranges to keep of each (``()``: all
+    (in the listing's order), with the entry ranges to keep of each (``()``: all
     of every one) and the pushed-down bounds."""
 
     data_keys: PackedKeys
@@ -96,19 +99,11 @@ def packed_groups(
     publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> Iterator[LedgerGroupPartition]:
     """``ledgers`` (whole-ledger copies, each with the entries to read of
-    it, in ledger order) packed in order into partitions of up to
+    it) packed in the order they come into partitions of up to
     ``bytes_per_partition``, each ledger counted as its data object's size
-    plus :data:`~.read_options.OPEN_COST_BYTES` (one ledger a partition at least)."""
-    group: list[tuple[LedgerCopy, EntryRanges]] = []
-    size = 0
-    for ledger in ledgers:
-        cost = ledger[0].size + OPEN_COST_BYTES
-        if group and size + cost > bytes_per_partition:
-            yield _partition(group, entry_bounds, publish_time_bounds)
-            group, size = [], 0
-        group.append(ledger)
-        size += cost
-    if group:
+    plus :data:`~.read_options.OPEN_COST_BYTES` (one ledger a partition at
+    least)."""
+    for group in packed(ledgers, (bytes_per_partition,), lambda ledger: (ledger[0].size + OPEN_COST_BYTES,)):
         yield _partition(group, entry_bounds, publish_time_bounds)
 
 
@@ -124,23 +119,14 @@ def _partition(
     )
 
 
-def expand_group(driver: StorageDriver, group: LedgerGroupPartition) -> Iterator[BlockRangePartition]:
-    """In the task: each ledger of ``group`` as the one block-range
-    partition of its wanted blocks, its index read through ``driver`` as
-    the ledger comes (none for a ledger without a wanted block). Raises
-    what the read raises (:class:`~offload_core.errors.NotFoundError` for
-    an index deleted since planning) and :class:`FormatError` for a damaged
-    index, naming it."""
-    for data_key, ledger_id, wanted in group.ledgers():
-        yield from ledger_index_partitions(driver, group, data_key, ledger_id, wanted)
-
-
 def ledger_index_partitions(
     driver: StorageDriver, group: LedgerGroupPartition, data_key: str, ledger_id: int, wanted: EntryRanges
 ) -> list[BlockRangePartition]:
-    """One ledger of ``group`` as the block-range partition of its
-    ``wanted`` blocks (none when no block is), its index read through
-    ``driver``. Raises what :func:`expand_group` raises."""
+    """In the task: one ledger of ``group`` as the block-range partition of
+    its ``wanted`` blocks (none when no block is), its index read through
+    ``driver``. Raises what the read raises
+    (:class:`~offload_core.errors.NotFoundError` for an index deleted since
+    planning) and :class:`FormatError` for a damaged index, naming it."""
     index_key = index_key_of(data_key)
     try:
         index = v1.decode_index(driver.read(index_key))

@@ -18,6 +18,7 @@ from pyspark.sql.datasource import InputPartition
 from .block_ranges import BlockRangePartition
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .ledger_groups import PackedKeys
+from .packing import packed
 from .read_options import OPEN_COST_BYTES
 
 __all__ = ["PackedRunsPartition", "packed_runs"]
@@ -30,11 +31,9 @@ _INT = struct.Struct("<q")
 class PackedRunsPartition(InputPartition):
     """Runs of blocks read in one task, in order: each run's data object
     key, and its ledger id, blocks and entry ranges as little-endian
-    int64s (``ledger, last entry, blocks, ranges, (offset, end, first) * blocks,
-    (first, last or -1) * ranges``); every run a segment's
-    (``streaming``) or every one a whole-ledger object's, with one set of
-    pushed-down bounds; a run's last entry (-1: not known) follows its
-    ledger id."""
+    int64s (``ledger, last entry or -1, blocks, ranges, (offset, end,
+    first) * blocks, (first, last or -1) * ranges``), with one set of
+    pushed-down bounds. The planning packs segments' runs (``streaming``)."""
 
     data_keys: PackedKeys
     numbers: bytes
@@ -66,17 +65,12 @@ def packed_runs(runs: Iterable[BlockRangePartition], bytes_per_partition: int) -
     streaming or none, with the same bounds) packed in order into
     partitions of up to ``bytes_per_partition``, a run counted as its
     blocks' bytes plus :data:`OPEN_COST_BYTES` (one run a partition at least)."""
-    group: list[BlockRangePartition] = []
-    size = 0
-    for run in runs:
-        cost = sum(end - offset for offset, end, _ in run.blocks) + OPEN_COST_BYTES
-        if group and size + cost > bytes_per_partition:
-            yield _packed(group)
-            group, size = [], 0
-        group.append(run)
-        size += cost
-    if group:
+    for group in packed(runs, (bytes_per_partition,), lambda run: (_bytes(run) + OPEN_COST_BYTES,)):
         yield _packed(group)
+
+
+def _bytes(run: BlockRangePartition) -> int:
+    return sum(end - offset for offset, end, _ in run.blocks)
 
 
 def _packed(group: list[BlockRangePartition]) -> PackedRunsPartition:

@@ -48,10 +48,12 @@ Options:
   ``blocksPerPartition``, a fixed number of blocks of one object per
   task, nothing packed;
 - ``failOnDataLoss``: ``true`` (default) fails a task whose object (a
-  ledger's or segment's data object, or another kind's) was deleted after
-  the read was planned, with :class:`NotFoundError` naming it, its ledger
-  and entries; ``false`` keeps the rows the partition gave before and
-  skips the rest, one WARNING record per skipped partition on
+  ledger's data object or index, a segment's data object, or another
+  kind's offload) was deleted after the read was planned, with
+  :class:`NotFoundError` naming it, its ledger and entries; ``false``
+  keeps the rows read before and skips the rest of that object's (a
+  packed task's other objects are still read), one WARNING record per
+  skipped ledger on
   :data:`offload_core.spark.data_loss.LOGGER` (counted by
   :func:`~offload_core.spark.skipped_objects` in a batch read), as
   ``kafka-remote`` does;
@@ -71,31 +73,28 @@ still applies every filter to the rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..errors import ConfigError, FormatError, NotFoundError
-from ..formats import pulsar_v1 as v1
-from ..formats import pulsar_v2 as v2
+from ..errors import ConfigError
 from ..plugins import PluginManager
-from .arrow_blocks import entry_batches
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .kind_partitions import OffloadPartition, plan_kind_partitions
 from .ledger_groups import LedgerGroupPartition
-from .message_rows import COLUMNS, MessageRow, arrow_batch, entry_rows, spark_tuple
+from .message_rows import COLUMNS, MessageRow, arrow_batch, spark_tuple
 from .packed_runs import PackedRunsPartition, packed_runs
+from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
 from .segment_planning import plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
-from .vanished_objects import kind_entries, ledger_group_partitions, vanished
 from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
 
 __all__ = [
@@ -105,11 +104,9 @@ __all__ = [
     "PackedRunsPartition",
     "make_reader",
     "plan_partitions",
+    "read_partition",
+    "read_partition_batches",
 ]
-
-Partition = BlockRangePartition | LedgerGroupPartition | PackedRunsPartition | OffloadPartition
-
-T = TypeVar("T")
 
 
 def plan_partitions(
@@ -175,150 +172,6 @@ def _with_lasts(
         held = group
     if held is not None:
         yield held, None
-
-
-def _partition_blocks(
-    store: Store,
-    partition: BlockRangePartition,
-    decode: Callable[[bytes, int, bytes | None], Iterable[T]],
-    fail_on_data_loss: bool,
-) -> Iterator[T]:
-    """What ``decode(block bytes, first entry id, entry lengths)`` makes of
-    each block of one partition of ``store``, in order, each block's
-    header first checked against what the index named; runs in the task,
-    which opens its own driver. :class:`FormatError` names the object and
-    the block's offset. An object deleted since planning: see
-    :func:`~offload_core.spark.vanished_objects.vanished`."""
-    driver = store.open()
-    lengths = partition.entry_lengths or (None,) * len(partition.blocks)
-    try:
-        for (offset, end, first_entry_id), entry_lengths in zip(partition.blocks, lengths, strict=True):
-            try:
-                data = driver.read(partition.data_key, offset, end)
-            except NotFoundError as exc:
-                # The blocks before were yielded whole: what is lost starts at this block.
-                first, last = partition.covered()
-                vanished(store, partition.data_key, partition.ledger_id, (first, last),
-                          max(first, first_entry_id), last, exc, fail_on_data_loss)  # fmt: skip
-                return
-            try:
-                skip = _check_block_header(partition, data, first_entry_id) - v1.BLOCK_HEADER_LENGTH
-                # The decoders frame entries after a 128-byte header; a longer
-                # streaming header's rest is skipped, as Pulsar's reader does.
-                yield from decode(data[skip:] if skip else data, first_entry_id, entry_lengths)
-            except FormatError as exc:
-                raise FormatError(f"{partition.data_key} at byte {offset}: {exc}") from None
-    finally:
-        driver.close()
-
-
-def _check_block_header(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> int:
-    """Check a block's header against what the index named (the framing
-    is checked as its entries are read); its length. Raises
-    :class:`FormatError` when they disagree."""
-    view = memoryview(data)
-    header_length = v1.BLOCK_HEADER_LENGTH
-    if partition.streaming:
-        segment_header = v2.decode_block_header(view)
-        found = (segment_header.ledger_id, segment_header.first_entry_id, segment_header.block_length)
-        header_length = segment_header.header_length
-    else:
-        header = v1.decode_block_header(view)
-        found = (partition.ledger_id, header.first_entry_id, header.block_length)
-    expected = (partition.ledger_id, first_entry_id, len(data))
-    if found != expected:
-        raise FormatError(
-            f"block header says ledger {found[0]} from entry {found[1]}, {found[2]} bytes; the index says ledger "
-            f"{expected[0]} from entry {expected[1]}, {expected[2]} bytes"
-        )
-    return header_length
-
-
-def read_partition(
-    store: Store, partition: Partition, decode: Decode, fail_on_data_loss: bool = True
-) -> Iterator[MessageRow]:
-    """The rows of one partition of ``store`` (runs in the task: opens its
-    own driver). An object of the partition deleted since the read was
-    planned raises :class:`NotFoundError` naming it, its ledger and the
-    partition's entries; with ``fail_on_data_loss`` false, the rows given
-    before stay, the rest of that object's are skipped (a packed
-    partition's other objects are still read), and one record on
-    :data:`~offload_core.spark.data_loss.LOGGER` says which entries."""
-    if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
-        for part in _expanded(store, partition, fail_on_data_loss):
-            yield from read_partition(store, part, decode, fail_on_data_loss)
-        return
-    times = partition.publish_time_bounds
-    if isinstance(partition, OffloadPartition):
-        entries: Iterable[tuple[int, int, bytes]] = kind_entries(store, partition, fail_on_data_loss)
-    else:
-        entries = _wanted_block_entries(store, partition, fail_on_data_loss)
-    for ledger_id, entry_id, payload in entries:
-        rows = entry_rows(ledger_id, entry_id, payload, decode)
-        yield from rows if times == ANY_VALUE else _published_within(rows, times)
-
-
-def _wanted_block_entries(
-    store: Store, partition: BlockRangePartition, fail_on_data_loss: bool
-) -> Iterator[tuple[int, int, bytes]]:
-    """Ledger id, entry id and payload of the wanted entries of one block-range partition."""
-    blocks = _partition_blocks(store, partition, lambda data, first, _: _block_entries(partition, data, first),
-                               fail_on_data_loss)  # fmt: skip
-    for entry_id, payload in blocks:
-        if partition.wants(entry_id):
-            yield partition.ledger_id, entry_id, payload
-
-
-def _block_entries(partition: BlockRangePartition, data: bytes, first_entry_id: int) -> tuple[tuple[int, bytes], ...]:
-    """The entries of one block whose header was checked; a segment block
-    always holds one at least."""
-    entries, _ = v1.decode_block_body(memoryview(data), first_entry_id)
-    if partition.streaming and not entries:
-        raise FormatError(f"segment block of ledger {partition.ledger_id} holds no entry")
-    return entries
-
-
-def _published_within(rows: Iterator[MessageRow], times: ColumnBounds) -> Iterator[MessageRow]:
-    """The rows whose publish time the pushed bounds admit (a row without
-    one fails any comparison Spark would make on it)."""
-    for row in rows:
-        if row[4] is not None and times.admits(row[4] * 1000):
-            yield row
-
-
-def read_partition_batches(
-    store: Store,
-    partition: BlockRangePartition | LedgerGroupPartition | PackedRunsPartition,
-    schema: Any,
-    max_rows: int,
-    fail_on_data_loss: bool = True,
-) -> Iterator[Any]:
-    """Undecoded entries of one partition of ``store`` as Arrow record
-    batches of ``schema`` (see :func:`arrow_blocks.entry_batches`); runs in
-    the task. An object deleted since planning, as :func:`read_partition`."""
-    if isinstance(partition, (LedgerGroupPartition, PackedRunsPartition)):
-        for part in _expanded(store, partition, fail_on_data_loss):
-            yield from read_partition_batches(store, part, schema, max_rows, fail_on_data_loss)
-        return
-
-    def batches(data: bytes, first_entry_id: int, entry_lengths: bytes | None) -> Iterator[Any]:
-        return entry_batches(partition.ledger_id, data, first_entry_id, wanted=partition.entry_ranges,
-                             bounds=partition.entry_bounds, schema=schema, max_rows=max_rows,
-                             entry_lengths=entry_lengths)  # fmt: skip
-
-    yield from _partition_blocks(store, partition, batches, fail_on_data_loss)
-
-
-def _expanded(
-    store: Store, group: LedgerGroupPartition | PackedRunsPartition, fail_on_data_loss: bool
-) -> Iterator[BlockRangePartition]:
-    """The block-range partitions ``group`` packs; of a group of ledgers,
-    their indexes read through one driver as the ledgers come (a ledger
-    whose index vanished: see :func:`.vanished_objects.ledger_group_partitions`)."""
-    if isinstance(group, PackedRunsPartition):
-        yield from group.runs()
-        return
-    yield from ledger_group_partitions(store, group, fail_on_data_loss)
 
 
 class PulsarOffloadReader(DataSourceReader):

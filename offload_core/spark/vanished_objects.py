@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import NotFoundError
+from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, clipped
 from .data_loss import entry_span, log_vanished_ledger
-from .kind_partitions import OffloadPartition, offload_entries
+from .kind_partitions import OffloadPartition, ledger_entries, located_offload
 from .ledger_groups import LedgerGroupPartition, index_key_of, ledger_index_partitions
 from .store_tasks import Store
 
@@ -39,51 +40,47 @@ def vanished(
 
 
 def ledger_group_partitions(
-    store: Store, group: LedgerGroupPartition, fail_on_data_loss: bool
+    store: Store, driver: StorageDriver, group: LedgerGroupPartition, fail_on_data_loss: bool
 ) -> Iterator[BlockRangePartition]:
     """Each ledger of ``group`` as the block-range partition of its wanted
-    blocks, its index read as the ledger comes; a ledger whose index was
-    deleted since planning: see :func:`vanished` (skipped whole)."""
-    driver = store.open()
-    try:
-        for data_key, ledger_id, wanted in group.ledgers():
-            try:
-                planned = ledger_index_partitions(driver, group, data_key, ledger_id, wanted)
-            except NotFoundError as exc:
-                covered = clipped(0, None, wanted)
-                vanished(store, index_key_of(data_key), ledger_id, covered, covered[0], covered[1], exc,
-                         fail_on_data_loss)  # fmt: skip
-                continue
-            yield from planned
-    finally:
-        driver.close()
+    blocks, its index read through ``driver`` as the ledger comes; a
+    ledger whose index was deleted since planning: see :func:`vanished`
+    (skipped whole)."""
+    for data_key, ledger_id, wanted in group.ledgers():
+        try:
+            planned = ledger_index_partitions(driver, group, data_key, ledger_id, wanted)
+        except NotFoundError as exc:
+            covered = clipped(0, None, wanted)
+            vanished(store, index_key_of(data_key), ledger_id, covered, covered[0], covered[1], exc,
+                     fail_on_data_loss)  # fmt: skip
+            continue
+        yield from planned
 
 
 def kind_entries(
-    store: Store, partition: OffloadPartition, fail_on_data_loss: bool
+    store: Store, driver: StorageDriver, partition: OffloadPartition, fail_on_data_loss: bool
 ) -> Iterator[tuple[int, int, bytes]]:
     """Ledger id, entry id and payload of the wanted entries of a
-    partition of other kinds' offloads, offload by offload; an offload
-    deleted (or an object of it) since planning: see :func:`vanished`, for
-    each of its ledgers not yet read to its end."""
-    driver = store.open()
-    try:
-        for number, (locator, ledgers) in enumerate(partition.located):
-            next_entry: dict[int, int] = {}
-            try:
-                for ledger_id, entry_id, payload in offload_entries(driver, partition, number, locator, ledgers):
+    partition of other kinds' offloads, read through ``driver`` offload by
+    offload, ledger by ledger; an offload deleted (or an object of it)
+    since planning: see :func:`vanished`, for the ledger being read and
+    each of the offload's ledgers after it."""
+    for number, (locator, ledgers) in enumerate(partition.located):
+        at = 0  # the ledger being read, by its place in ``ledgers``
+        next_entry: int | None = None
+        try:
+            offload = located_offload(driver, partition, number, locator)
+            for position, ledger_id in enumerate(ledgers):
+                at, next_entry = position, None
+                for entry_id, payload in ledger_entries(driver, partition, offload, ledger_id):
                     yield ledger_id, entry_id, payload
-                    next_entry[ledger_id] = entry_id + 1
-            except NotFoundError as exc:
-                key = _offload_name(partition, number, locator, exc)
-                started = [ledger for ledger in ledgers if ledger in next_entry]
-                # A ledger is read to its end before the next starts: all but the last begun are whole.
-                for ledger_id in [*started[-1:], *(ledger for ledger in ledgers if ledger not in next_entry)]:
-                    covered = clipped(0, None, partition.entry_ranges(ledger_id))
-                    first = max(next_entry.get(ledger_id, covered[0]), covered[0])
-                    vanished(store, key, ledger_id, covered, first, covered[1], exc, fail_on_data_loss)
-    finally:
-        driver.close()
+                    next_entry = entry_id + 1
+        except NotFoundError as exc:
+            key = _offload_name(partition, number, locator, exc)
+            for lost in ledgers[at:]:
+                covered = clipped(0, None, partition.entry_ranges(lost))
+                first = covered[0] if lost != ledgers[at] or next_entry is None else max(next_entry, covered[0])
+                vanished(store, key, lost, covered, first, covered[1], exc, fail_on_data_loss)
 
 
 def _offload_name(partition: OffloadPartition, number: int, locator: str | None, exc: NotFoundError) -> str:

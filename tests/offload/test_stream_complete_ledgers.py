@@ -63,5 +63,5 @@ def test_data_objects_never_indexed_are_let_go() -> None:
 def test_an_unsorted_listing_is_refused() -> None:
     uid = _UUIDS[0]
     listing = [ObjectInfo(v1.index_key(uid, 2), 1), ObjectInfo(v1.data_key(uid, 2), 1)]
-    with pytest.raises(StateError, match="must list keys sorted"):
+    with pytest.raises(StateError, match="listing sorted by key, which every storage driver must give"):
         list(stream_complete_ledgers(listing))

@@ -11,8 +11,10 @@ from typing import Any
 from offload_core.plugins import open_driver
 from offload_core.spark.block_ranges import BlockRangePartition
 from offload_core.spark.kind_partitions import OffloadPartition
-from offload_core.spark.ledger_groups import LedgerGroupPartition, expand_group
+from offload_core.spark.ledger_groups import LedgerGroupPartition
 from offload_core.spark.packed_runs import PackedRunsPartition
+from offload_core.spark.store_tasks import Store
+from offload_core.spark.vanished_objects import ledger_group_partitions
 
 
 def planned_ledger_ids(plan: Sequence[Any]) -> list[int]:
@@ -37,7 +39,7 @@ def block_partitions(url: str, plan: Sequence[Any]) -> list[BlockRangePartition]
     with open_driver(url) as driver:
         for partition in plan:
             if isinstance(partition, LedgerGroupPartition):
-                expanded += expand_group(driver, partition)
+                expanded += ledger_group_partitions(Store.of(url), driver, partition, True)
             elif isinstance(partition, PackedRunsPartition):
                 expanded += partition.runs()
             elif isinstance(partition, BlockRangePartition):

@@ -155,3 +155,35 @@ def test_ledger_ids_answer_membership_after_any_add() -> None:
     assert 5 in ids and 2**40 in ids and 0 in ids and 4 not in ids and 2**41 not in ids
     ids.add(4)
     assert 4 in ids and sorted(ids) == [0, 3, 4, 5, 2**40]
+
+
+def test_a_packed_task_reads_through_one_storage_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = _store(tmp_path)
+    (group,) = plan_partitions({"path": url})
+    opened: list[object] = []
+    real_open = Store.open
+
+    def counted(self: Store) -> object:
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(Store, "open", counted)
+    schema = pa.schema([("ledger_id", pa.int64()), ("entry_id", pa.int64())])
+    assert sum(batch.num_rows for batch in read_partition_batches(Store.of(url), group, schema, 100)) > 0
+    assert sum(1 for _ in read_partition(Store.of(url), group, Decode.NONE)) > 0
+    # A client a task, not one per ledger: on a cloud store each costs a connection.
+    assert len(opened) == 2 and len(group.data_keys) == 8
+
+
+def test_a_ledger_with_a_small_and_a_large_copy_is_refused_before_any_index_is_read(tmp_path: Path) -> None:
+    from offload_core.errors import ConfigError
+
+    url = f"file://{tmp_path / 'bucket'}"
+    small, large = uuid.uuid4(), uuid.uuid4()
+    open_offloader(url, max_block_size=2048).offload(InMemoryReadHandle(6, [b"s" * 100] * 5), small)
+    open_offloader(url, max_block_size=2048).offload(InMemoryReadHandle(6, [b"l" * 100] * 400), large)
+    budget = {"bytesPerPartition": str(8 * 2048)}  # the second copy is larger: cut on the driver
+    with pytest.raises(ConfigError, match=rf"2 complete copies of ledger 6 \(uuids {min(str(small), str(large))}"):
+        plan_partitions({"path": url, **budget})
+    chosen = plan_partitions({"path": url, "ledgerUuids": f"6:{large}", **budget})
+    assert {p.data_key.split("-ledger-")[0] for p in chosen} == {str(large)}

@@ -50,8 +50,8 @@ def test_runs_pack_up_to_the_budget_with_the_open_cost() -> None:
     packed = list(packed_runs(runs, 128 * 2**20))
     fits = 128 * 2**20 // (10_000 + OPEN_COST)
     assert [len(p.data_keys) for p in packed] == [fits, fits, 70 - 2 * fits]
-    # A few bytes a run: its key, and eight int64s (ledger, counts, one block, one range).
-    assert sum(len(pickle.dumps(p)) for p in packed) / len(runs) < len("s/00") + 4 + 8 * 8 + 16
+    # A few bytes a run: its key, and nine int64s (ledger, last entry, counts, one block, one range).
+    assert sum(len(pickle.dumps(p)) for p in packed) / len(runs) < len("s/00") + 4 + 9 * 8 + 16
 
 
 def test_a_store_of_small_segments_plans_packed_runs_that_read_what_each_run_reads(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ class LedgerCopy(NamedTuple):
     """One complete offload of a ledger (both its objects are there), kept
     as little as a plan over a whole store can hold per ledger: the data
     object's key, where the uuid starts in it, and the data object's
-    stored size."""
+    stored size (as listed: 0 when the finder does not keep it)."""
 
     data_key: str
     ledger_id: int
@@ -97,19 +97,16 @@ def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
     Sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
     uuid. Holds one key a ledger while it reads: no record of the listing
     is kept."""
-    # The data object's key: which of its objects were listed (1 data, 2 index) and, shifted past
-    # those bits, the data object's size: one int a ledger.
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = {}  # the data object's key: which of its objects were listed (1 data, 2 index)
     for info in objects:
         parsed = v1.parse_key(info.key)
         if parsed is not None:
             data_key = info.key[: -len(_INDEX_SUFFIX)] if parsed.is_index else info.key
-            listed = 2 if parsed.is_index else 1 | max(info.size, 0) << 2
-            seen[data_key] = seen.get(data_key, 0) | listed
+            seen[data_key] = seen.get(data_key, 0) | (2 if parsed.is_index else 1)
     copies = []
     for data_key, listed in seen.items():
-        if listed & 3 == 3 and (parsed := v1.parse_key(data_key)) is not None:
-            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), listed >> 2))
+        if listed == 3 and (parsed := v1.parse_key(data_key)) is not None:
+            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix)))
     copies.sort(key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
     return copies
 
@@ -129,7 +126,11 @@ def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCop
     for info in objects:
         key = info.key
         if key < previous:
-            raise StateError(f"the store listed {key!r} after {previous!r}: its driver must list keys sorted")
+            raise StateError(
+                f"the store listed {key!r} after {previous!r}: whole-ledger objects are paired with their "
+                "indexes from a listing sorted by key, which every storage driver must give (StorageDriver.list; "
+                "offload_core.testing.DriverContract checks it): fix the driver's list()"
+            )
         previous = key
         parsed = v1.parse_key(key)
         if parsed is None:
