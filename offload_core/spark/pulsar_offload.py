@@ -81,6 +81,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
+from ..model import ObjectInfo
+from ..offload.listing_pairs import ListingPairs
 from ..plugins import PluginManager
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
@@ -92,7 +94,7 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import plan_segment_blocks
+from .segment_planning import is_segment_object, plan_segment_blocks, segment_role
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
@@ -128,14 +130,18 @@ def plan_partitions(
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
-    # One listing for every kind; the whole-ledger objects are planned from it as it comes, never kept.
-    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=is_ledger_object)
+    # One listing for every kind; Pulsar's objects are planned from it as it comes, never kept.
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_is_pulsars)
     try:
         read = LedgerIds()
-        partitions: list[Partition] = list(plan_whole_ledgers(parsed, store.list(""), read,
+        segment_keys: list[str] = []
+        listing = _pairing_segments(store.list(""), segment_keys)
+        partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
-        runs = plan_segment_blocks(parsed, store, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
+        for _ in listing:  # the rest, if the whole-ledger planning stopped short: segments are paired in it
+            pass
+        runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
         for run in runs:
             read.add(run.ledger_id)
@@ -157,6 +163,20 @@ def plan_partitions(
         return partitions
     finally:
         store.close()
+
+
+def _is_pulsars(key: str) -> bool:
+    return is_ledger_object(key) or is_segment_object(key)
+
+
+def _pairing_segments(listing: Iterable[ObjectInfo], data_keys: list[str]) -> Iterator[ObjectInfo]:
+    """``listing`` passed on as it comes, each complete PIP-76 segment's
+    data key appended to ``data_keys`` as its index passes."""
+    segments = ListingPairs(segment_role)
+    for info in listing:
+        if (pair := segments.feed(info)) is not None:
+            data_keys.append(pair[0])
+        yield info
 
 
 def _with_lasts(

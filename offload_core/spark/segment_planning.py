@@ -13,17 +13,16 @@ a duplicate left by a crash, count once: the first by uuid)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..formats import pulsar_v2 as v2
-from ..offload.segments.segment_inventory import find_segments
-from ..storage import StorageDriver
+from ..offload.listing_pairs import INDEX_SUFFIX
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
-__all__ = ["SegmentBlocks", "plan_segment_blocks"]
+__all__ = ["SegmentBlocks", "is_segment_object", "plan_segment_blocks", "segment_role"]
 
 
 @dataclass(frozen=True)
@@ -38,22 +37,22 @@ class SegmentBlocks:
 
 def plan_segment_blocks(
     options: ReadOptions,
-    store: StorageDriver,
+    data_keys: Sequence[str],
     *,
     skip_ledgers: Collection[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
 ) -> list[SegmentBlocks]:
     """The segment blocks the read needs, per ledger and segment, in
-    ledger order, of the segments ``store`` lists; ledgers in ``skip_ledgers`` (read from v1 objects) and
-    ledgers or entries the selection and bounds exclude are left out."""
-    segments = [segment for segment in find_segments(store) if segment.complete]
+    ledger order, of the complete segments whose data objects are
+    ``data_keys`` (see :func:`segment_role`), their indexes read here;
+    ledgers in ``skip_ledgers`` (read from v1 objects) and ledgers or
+    entries the selection and bounds exclude are left out."""
     # Per ledger, its runs: (first entry, segment uuid, data key, its blocks' (first entry, offset, end)).
     runs: dict[int, list[tuple[int, str, str, list[tuple[int, int, int]]]]] = {}
-    index_keys = (segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments)
-    indexes = read_objects(options, index_keys, v2.decode_index)
-    for segment, index in zip(segments, indexes, strict=True):
-        data_key = segment.prefix + v2.segment_data_key(segment.uuid)
+    indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index)
+    for data_key, index in zip(data_keys, indexes, strict=True):
+        uuid = data_key[-_UUID_LENGTH:]
         for section in index.ledgers:
             ledger_id = section.ledger_id
             if ledger_id in skip_ledgers or not options.selection.wants_ledger(ledger_id):
@@ -61,7 +60,7 @@ def plan_segment_blocks(
             if not ledger_bounds.admits(ledger_id):
                 continue
             rows = [(row.first_entry_id, row.offset, index.block_end(row)) for row in section.rows]
-            runs.setdefault(ledger_id, []).append((section.first_entry_id, segment.uuid, data_key, rows))
+            runs.setdefault(ledger_id, []).append((section.first_entry_id, uuid, data_key, rows))
     planned: list[SegmentBlocks] = []
     for ledger_id in sorted(runs):
         ordered = sorted(runs[ledger_id], key=lambda run: (run[0], run[1]))
@@ -82,6 +81,22 @@ def plan_segment_blocks(
             if blocks and ranges:
                 planned.append(SegmentBlocks(ledger_id, data_key, tuple(blocks), ranges))
     return planned
+
+
+_UUID_LENGTH = 36
+
+
+def is_segment_object(key: str) -> bool:
+    """Whether ``key`` is a PIP-76 segment's object (data, index or entry offsets)."""
+    return v2.parse_segment_key(key) is not None
+
+
+def segment_role(key: str) -> bool | None:
+    """A segment's data object (``False``), its index (``True``), or
+    neither (its entry offsets, any other key): what
+    :class:`~offload_core.offload.listing_pairs.ListingPairs` pairs."""
+    parsed = v2.parse_segment_key(key)
+    return None if parsed is None or parsed.is_entry_offsets else parsed.is_index
 
 
 def _clip(

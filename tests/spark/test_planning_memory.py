@@ -153,3 +153,27 @@ def test_partitions_carry_neither_the_store_url_nor_the_driver_options(tmp_path:
     reader = make_reader({"path": url, "arrow": "false", "decode": "none", **options})
     assert (reader.store.url, dict(reader.store.options)) == (url, {"fsync": "false", "transforms": "auto"})
     assert sum(1 for p in pulsar for _ in reader.read(p)) == 3 * 5 + 5 + 300
+
+
+def test_planning_keeps_no_key_of_pulsars_objects_once_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from offload_core.formats import pulsar_v2 as v2
+    from offload_core.spark import pulsar_offload
+
+    url = f"file://{tmp_path / 'bucket'}"
+    open_offloader(url, max_block_size=4096).offload(InMemoryReadHandle(1, [b"entry"] * 5), uuid.uuid4())
+    stream(url, [Entry(7, entry_id, b"x" * 50) for entry_id in range(5)])
+    write_mapfile(url, 9)
+    made: list[ListedOnce] = []
+
+    class Watched(ListedOnce):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(pulsar_offload, "ListedOnce", Watched)
+    assert sorted(planned_ledger_ids(plan_partitions({"path": url}))) == [1, 7, 9]
+    (listed,) = made
+    kept = list(listed.list(""))
+    # What the other kinds find their offloads in (the MapFile's directory), not Pulsar's objects.
+    assert kept and all(v1.parse_key(info.key) is None and v2.parse_segment_key(info.key) is None for info in kept)
+    assert any("/9-" in info.key for info in kept)

@@ -6,10 +6,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...errors import ConfigError, NotFoundError, StateError
+from ...errors import ConfigError, NotFoundError
 from ...formats import pulsar_v1 as v1
 from ...model import ObjectInfo
 from ...storage import StorageDriver
+from ..listing_pairs import complete_pairs
 
 __all__ = [
     "LedgerCopy",
@@ -114,36 +115,20 @@ def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
 def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCopy]:
     """The complete offloads among ``objects``, a listing sorted by key
     (as every driver lists), each as soon as its index is listed, in the
-    listing's order. Holds only the data objects still waiting for their
-    index: in a sorted listing a data object's index comes before any key
-    that sorts after ``{data key}-index``, so one passed over never
-    completes and is let go.
+    listing's order, holding only the data objects still waiting for their
+    index (see :mod:`offload_core.offload.listing_pairs`).
 
     Raises :class:`StateError` if the listing is not sorted (a driver
     breaking its contract), rather than miss a ledger."""
-    waiting: dict[str, int] = {}  # data key: its size, in listing order
-    previous = ""
-    for info in objects:
-        key = info.key
-        if key < previous:
-            raise StateError(
-                f"the store listed {key!r} after {previous!r}: whole-ledger objects are paired with their "
-                "indexes from a listing sorted by key, which every storage driver must give (StorageDriver.list; "
-                "offload_core.testing.DriverContract checks it): fix the driver's list()"
-            )
-        previous = key
-        parsed = v1.parse_key(key)
-        if parsed is None:
-            continue
-        while waiting and (oldest := next(iter(waiting))) + _INDEX_SUFFIX < key:
-            del waiting[oldest]
-        if not parsed.is_index:
-            waiting[key] = max(info.size, 0)
-            continue
-        data_key = key[: -len(_INDEX_SUFFIX)]
-        size = waiting.pop(data_key, None)
-        if size is not None:
-            yield LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), size)
+    for data_key, size in complete_pairs(objects, _ledger_role):
+        parsed = v1.parse_key(data_key)
+        assert parsed is not None  # _ledger_role parsed it
+        yield LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), size)
+
+
+def _ledger_role(key: str) -> bool | None:
+    parsed = v1.parse_key(key)
+    return None if parsed is None else parsed.is_index
 
 
 def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str | None = None) -> OffloadedLedger:

@@ -1,0 +1,64 @@
+"""Data objects paired with their ``-index`` objects in a listing sorted
+by key, as it comes (both Pulsar formats name an object's index after it:
+``{data key}-index``). Holds only the data objects still waiting for their
+index: in a sorted listing a data object's index comes before any key
+that sorts after ``{data key}-index``, so one passed over never completes
+and is let go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from ..errors import StateError
+from ..model import ObjectInfo
+
+__all__ = ["INDEX_SUFFIX", "ListingPairs", "complete_pairs"]
+
+INDEX_SUFFIX = "-index"
+
+
+class ListingPairs:
+    """Pairs found in a sorted listing fed one record at a time.
+    ``role(key)`` says what a key is: ``False`` a data object, ``True`` its
+    index, ``None`` neither (passed over)."""
+
+    def __init__(self, role: Callable[[str], bool | None]) -> None:
+        self._role = role
+        self._waiting: dict[str, int] = {}  # data key: its size, in listing order
+        self._previous = ""
+
+    def feed(self, info: ObjectInfo) -> tuple[str, int] | None:
+        """The data key and stored size of the pair ``info`` completes, if it
+        completes one. Raises :class:`StateError` if ``info`` comes before
+        the record fed last (a driver breaking its contract), rather than
+        miss a pair."""
+        key = info.key
+        if key < self._previous:
+            raise StateError(
+                f"the store listed {key!r} after {self._previous!r}: offloads' objects are paired with their "
+                "indexes from a listing sorted by key, which every storage driver must give (StorageDriver.list; "
+                "offload_core.testing.DriverContract checks it): fix the driver's list()"
+            )
+        self._previous = key
+        is_index = self._role(key)
+        if is_index is None:
+            return None
+        waiting = self._waiting
+        while waiting and (oldest := next(iter(waiting))) + INDEX_SUFFIX < key:
+            del waiting[oldest]
+        if not is_index:
+            waiting[key] = max(info.size, 0)
+            return None
+        data_key = key[: -len(INDEX_SUFFIX)]
+        size = waiting.pop(data_key, None)
+        return None if size is None else (data_key, size)
+
+
+def complete_pairs(objects: Iterable[ObjectInfo], role: Callable[[str], bool | None]) -> Iterator[tuple[str, int]]:
+    """The data key and stored size of each data object of ``objects`` (a
+    listing sorted by key) whose index is listed too, as soon as it is, in
+    the listing's order (see :class:`ListingPairs`)."""
+    pairs = ListingPairs(role)
+    for info in objects:
+        if (pair := pairs.feed(info)) is not None:
+            yield pair
