@@ -155,15 +155,17 @@ class FilesystemDriver(FsspecDriver):
     def _claim_owner(self) -> None:
         # Created and locked under the commit lock, which every sweep holds
         # while it judges owners: none sees the marker before it is locked.
-        # Shared, so that a forked child keeping the descriptor (and writing
-        # as the same owner) keeps the marker locked too.
+        # Exclusive, as a writer's lock on its data is: a sweep probes with a
+        # shared lock (see _locked). A forked child keeping the descriptor
+        # (and writing as the same owner) shares this lock, which belongs
+        # to the open file, so it keeps the marker locked too.
         if self._owner_fd is not None:
             return
         with self._commit_lock():
             if self._owner_fd is None:
                 path = os.path.join(self.root, TMP_DIR, marker_name(self._owner))
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-                fcntl.flock(fd, fcntl.LOCK_SH)
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 self._owner_fd = fd
 
     def _owner_alive(self, owner: str) -> bool | None:
@@ -244,14 +246,20 @@ class FilesystemDriver(FsspecDriver):
 
 
 def _locked(path: str) -> bool | None:
-    """Whether some process holds a lock on the file at ``path``; ``None``
-    if there is no such file."""
+    """Whether some process holds an exclusive lock on the file at ``path``
+    (a live writer on its data, or a live owner on its marker); ``None`` if
+    there is no such file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Shared, so that no probe is mistaken for a live writer by another:
+        # a concurrent sweep's, or this one's own earlier probe whose
+        # descriptor a fork in another thread copied (the copy keeps the
+        # lock until the child closes it), which an exclusive probe would
+        # leave held while the sweep re-checks the same file.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
     finally:
