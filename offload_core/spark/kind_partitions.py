@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from array import array
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from pyspark.sql.datasource import InputPartition
 from ..offload.stored.kinds import LocatableKind, Located, ReadableKind, StoredOffload
 from ..storage import StorageDriver
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .ledger_copies import refuse_second_copies
 from .packing import packed
 from .read_options import OPEN_COST_BYTES, ReadOptions
 
@@ -95,7 +97,13 @@ def plan_kind_partitions(
     uuid it names (a copy an abandoned offload left is not read twice).
     Consecutive offloads of a kind (in :meth:`find` order: a MapFile's by
     ledger id) share a partition while their sizes, each plus
-    :data:`~.read_options.OPEN_COST_BYTES`, fit ``bytesPerPartition``; one at least."""
+    :data:`~.read_options.OPEN_COST_BYTES`, fit ``bytesPerPartition``; one
+    at least.
+
+    Raises :class:`ConfigError` naming the uuids when, without
+    ``ledgerUuids``, a wanted ledger has two complete offloads of these
+    kinds (an abandoned one's and a retry's): read both, its entries would
+    come twice."""
     readable = [kind for kind in kinds if kind.name not in BLOCK_RANGE_KINDS and isinstance(kind, ReadableKind)]
 
     def wanted(located: Located) -> list[int]:
@@ -106,6 +114,7 @@ def plan_kind_partitions(
             and (options.ledger_uuids is None or (ledger_id, located.uuid) in options.ledger_uuids)
         ]  # fmt: skip
 
+    planned = array("q")  # each planned copy's ledger: a ledger twice is refused, as Pulsar's objects are
     partitions = []
     for kind in readable:
         found = ((located, offload, ledgers) for located, offload in _complete_offloads(kind, store)
@@ -114,7 +123,16 @@ def plan_kind_partitions(
             group = [(None if offload is not None else located.locator, ledgers) for located, offload, ledgers in run]
             offloads = [offload for _, offload, _ in run if offload is not None]
             partitions.append(_packed(kind, group, offloads, options, entry_bounds, publish_time_bounds))
+            planned.extend(ledger_id for _, _, ledgers in run for ledger_id in ledgers)
+    refuse_second_copies(planned, options, lambda ledger_id: _uuids_of(readable, store, ledger_id))
     return partitions
+
+
+def _uuids_of(kinds: Sequence[Any], store: StorageDriver, ledger_id: int) -> list[str]:
+    """The uuids of the complete offloads of ``kinds`` holding ``ledger_id``
+    (only to name them in an error)."""
+    return [located.uuid for kind in kinds for located, _ in _complete_offloads(kind, store)
+            if ledger_id in located.ledger_ids]  # fmt: skip
 
 
 def _complete_offloads(kind: Any, store: StorageDriver) -> Iterator[tuple[Located, StoredOffload | None]]:

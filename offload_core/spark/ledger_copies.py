@@ -50,12 +50,12 @@ def ledger_copies_to_read(found: Iterable[LedgerCopy], options: ReadOptions) -> 
 
 
 def refuse_second_copies(
-    ledger_ids: array[int], options: ReadOptions, copies_of: Callable[[int], Iterable[LedgerCopy]]
+    ledger_ids: array[int], options: ReadOptions, uuids_of: Callable[[int], Iterable[str]]
 ) -> None:
-    """Check the ids of the copies :func:`wanted_copies` gave (int64s, 8
-    bytes each) name each ledger once, unless ``ledgerUuids``
-    chose the copies; ``copies_of(ledger)`` finds a ledger's copies again
-    for the error.
+    """Check the ids of the complete copies planned to be read (int64s, 8
+    bytes each) name each ledger once, unless ``ledgerUuids`` chose the
+    copies; ``uuids_of(ledger)`` finds a ledger's copies' uuids again for
+    the error.
 
     Raises :class:`ConfigError` naming the first ledger with several
     complete copies and their uuids."""
@@ -69,7 +69,7 @@ def refuse_second_copies(
         found = sorted(zip(pc.filter(counts.field("values"), twice).to_pylist(),
                            pc.filter(counts.field("counts"), twice).to_pylist(), strict=True))  # fmt: skip
         ledger_id, count = found[0]
-        raise _second_copy(ledger_id, sorted(copy.uuid for copy in copies_of(ledger_id)), count)
+        raise _second_copy(ledger_id, sorted(uuids_of(ledger_id)), count)
 
 
 def _second_copy(ledger_id: int, uuids: list[str], count: int | None = None) -> ConfigError:
@@ -78,5 +78,5 @@ def _second_copy(ledger_id: int, uuids: list[str], count: int | None = None) -> 
         f"(uuids {', '.join(uuids)}), one of them an abandoned offload's; reading both would yield "
         f"its entries twice. Name the one the managed ledger records with the ledgerUuids option "
         f'(.option("ledgerUuids", "{ledger_id}:UUID")), or remove the abandoned copy with '
-        f"`offload ledgers orphans URL DATA_DIR --delete`"
+        f"`offload ledgers orphans URL DATA_DIR --execute` (PIP-17 objects and MapFile directories alike)"
     )

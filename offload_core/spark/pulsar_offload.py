@@ -34,7 +34,8 @@ Options:
   MapFiles say) are read, so a copy an abandoned offload left is not read
   twice; every other ledger comes from segments (what a managed ledger's
   metadata names: the export passes it). Without it, a ledger the store
-  holds two complete v1 copies of fails the read (:class:`ConfigError`
+  holds two complete copies of (v1 objects, or two of another kind's
+  offloads, MapFile directories say) fails the read (:class:`ConfigError`
   naming both uuids), never read twice;
 - ``decode``: ``auto`` (default: entries that are Pulsar messages are
   decoded, batches exploded into a row per message; other entries are one

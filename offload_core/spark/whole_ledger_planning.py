@@ -104,7 +104,7 @@ def plan_whole_ledgers(
 
     yield from packed_groups(small(), options.bytes_per_partition, entry_bounds=entry_bounds,
                              publish_time_bounds=publish_time_bounds)  # fmt: skip
-    refuse_second_copies(read.ids, options, lambda ledger_id: _copies_of(options, ledger_id))
+    refuse_second_copies(read.ids, options, lambda ledger_id: [copy.uuid for copy in _copies_of(options, ledger_id)])
     large.sort(key=attrgetter("ledger_id"))
     indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index)
     for ledger, index in zip(large, indexes, strict=True):

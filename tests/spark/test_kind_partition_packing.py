@@ -151,3 +151,17 @@ def test_a_directory_deleted_after_planning_fails_its_task_naming_it(mapfiles: s
     with pytest.raises(NotFoundError, match=f"{victim.detail.directory}' is no longer in the store"):
         for _ in rows:
             pass
+
+
+def test_two_complete_mapfile_copies_of_a_ledger_are_refused_unless_ledger_uuids_names_one(tmp_path: Path) -> None:
+    from offload_core.errors import ConfigError
+
+    url = f"file://{tmp_path / 'hadoop'}"
+    first, second = write_mapfile(url, 6), write_mapfile(url, 6)  # an abandoned offload's, and the retry's
+    write_mapfile(url, 7)
+    uuids = ", ".join(sorted([first.uuid, second.uuid]))
+    with pytest.raises(ConfigError, match=rf"2 complete copies of ledger 6 \(uuids {uuids}\).*ledgerUuids"):
+        plan_partitions({"path": url})
+    named = plan_partitions({"path": url, "ledgerUuids": f"6:{second.uuid}"})  # only the offloads named are read
+    assert [ledger for p in named if isinstance(p, OffloadPartition) for ledger in p.ledger_ids] == [6]
+    assert plan_partitions({"path": url, "ledgers": "7"})  # a wanted ledger with one copy reads as before
