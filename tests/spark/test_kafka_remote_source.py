@@ -1,5 +1,6 @@
 """The ``kafka-remote`` Spark source: tiered Kafka segments read with the
-schema of Spark's own Kafka source, one Spark partition per segment."""
+schema of Spark's own Kafka source, a topic-partition's small segments packed
+into one Spark partition."""
 
 from __future__ import annotations
 
