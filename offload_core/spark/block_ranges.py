@@ -19,7 +19,7 @@ from ..offload.reading.block_tables import index_entry_offsets
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .packing import packed
 
-__all__ = ["BlockRangePartition", "EntryRanges", "clipped", "grouped_blocks", "ledger_partitions"]
+__all__ = ["BlockRangePartition", "EntryRanges", "clipped", "grouped_blocks", "ledger_partitions", "overlaps"]
 
 EntryRanges = tuple[tuple[int, int | None], ...]
 """Inclusive entry ranges of a ledger (``None`` for open-ended)."""
@@ -72,7 +72,7 @@ def ledger_partitions(
     blocks = [
         (entry.offset, index.block_end(entry), entry.first_entry_id)
         for entry, last in zip(index.entries, _block_lasts(index), strict=True)
-        if _overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
+        if overlaps(entry.first_entry_id, last, ranges) and entry_bounds.overlaps(entry.first_entry_id, last)
     ]
     return [
         BlockRangePartition(ledger_id, data_key, group, ranges, entry_bounds, publish_time_bounds=publish_time_bounds,
@@ -134,5 +134,6 @@ def _block_lasts(index: v1.Index) -> list[int]:
     return [entry.first_entry_id - 1 for entry in index.entries[1:]] + [index.last_entry_id]
 
 
-def _overlaps(first: int, last: int, ranges: EntryRanges) -> bool:
-    return any(start <= last and (end is None or first <= end) for start, end in ranges)
+def overlaps(first: int, last: int | None, ranges: EntryRanges) -> bool:
+    """Whether entries ``first`` to ``last`` (``None``: open-ended) meet any of ``ranges``."""
+    return any((last is None or start <= last) and (end is None or first <= end) for start, end in ranges)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from itertools import groupby
-from operator import attrgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,12 +38,8 @@ def ledger_copies_to_read(found: Iterable[LedgerCopy], options: ReadOptions) -> 
     ``ledgerUuids`` is not given and a wanted ledger has several complete
     copies."""
     chosen = list(wanted_copies(found, options))
-    if options.ledger_uuids is None:
-        # A ledger's copies are neighbours: no table of every ledger's uuids is needed to find two.
-        for ledger_id, group in groupby(chosen, key=attrgetter("ledger_id")):
-            uuids = [copy.uuid for copy in group]
-            if len(uuids) > 1:
-                raise _second_copy(ledger_id, uuids)
+    ids = array("q", (copy.ledger_id for copy in chosen))
+    refuse_second_copies(ids, options, lambda ledger_id: [c.uuid for c in chosen if c.ledger_id == ledger_id])
     return chosen
 
 
@@ -72,9 +66,9 @@ def refuse_second_copies(
         raise _second_copy(ledger_id, sorted(uuids_of(ledger_id)), count)
 
 
-def _second_copy(ledger_id: int, uuids: list[str], count: int | None = None) -> ConfigError:
+def _second_copy(ledger_id: int, uuids: list[str], count: int) -> ConfigError:
     return ConfigError(
-        f"pulsar-offload: the store holds {count or len(uuids)} complete copies of ledger {ledger_id} "
+        f"pulsar-offload: the store holds {count} complete copies of ledger {ledger_id} "
         f"(uuids {', '.join(uuids)}), one of them an abandoned offload's; reading both would yield "
         f"its entries twice. Name the one the managed ledger records with the ledgerUuids option "
         f'(.option("ledgerUuids", "{ledger_id}:UUID")), or remove the abandoned copy with '

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..errors import FormatError
 from ..formats import pulsar_v1 as v1
-from ..offload.ledgers.inventory import LedgerCopy
+from ..offload.ledgers.inventory import LedgerCopy, index_key_of
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
@@ -35,7 +35,6 @@ from .read_options import OPEN_COST_BYTES
 __all__ = [
     "LedgerGroupPartition",
     "PackedKeys",
-    "index_key_of",
     "ledger_index_partitions",
     "packed_groups",
 ]
@@ -134,11 +133,3 @@ def ledger_index_partitions(
         raise FormatError(f"{index_key}: {exc}") from None
     return ledger_partitions(ledger_id, data_key, index, wanted, entry_bounds=group.entry_bounds,
                              publish_time_bounds=group.publish_time_bounds)  # fmt: skip
-
-
-def index_key_of(data_key: str) -> str:
-    """The index object's key of the whole-ledger data object ``data_key``."""
-    return data_key + _INDEX_SUFFIX
-
-
-_INDEX_SUFFIX = v1.index_key("", 0)[len(v1.data_key("", 0)) :]

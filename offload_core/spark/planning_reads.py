@@ -9,7 +9,7 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -138,7 +138,7 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Generator[T, None, None]:
+def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
     names, in order, as they come: at most ``_AHEAD`` objects are fetched
     or held ahead of the one the caller is at, and ``keys`` (an iterator

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..formats import pulsar_v2 as v2
 from ..offload.listing_pairs import INDEX_SUFFIX
+from .block_ranges import overlaps
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
@@ -74,7 +75,7 @@ def plan_segment_blocks(
             blocks = []
             for number, (row_first, offset, end) in enumerate(rows):
                 last = rows[number + 1][0] - 1 if number + 1 < len(rows) else cap
-                if _overlaps(row_first, last, ranges) and entry_bounds.overlaps(
+                if overlaps(row_first, last, ranges) and entry_bounds.overlaps(
                     row_first, last if last is not None else 2**63 - 1
                 ):
                     blocks.append((offset, end, row_first))
@@ -109,7 +110,3 @@ def _clip(
         if high is None or low <= high:
             clipped.append((low, high))
     return tuple(clipped)
-
-
-def _overlaps(first: int, last: int | None, ranges: tuple[tuple[int, int | None], ...]) -> bool:
-    return any((last is None or start <= last) and (end is None or first <= end) for start, end in ranges)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import NotFoundError
+from ..offload.ledgers.inventory import index_key_of
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, clipped
 from .data_loss import entry_span, log_vanished_ledger
 from .kind_partitions import OffloadPartition, ledger_entries, located_offload
-from .ledger_groups import LedgerGroupPartition, index_key_of, ledger_index_partitions
+from .ledger_groups import LedgerGroupPartition, ledger_index_partitions
 from .store_tasks import Store
 
 __all__ = ["kind_entries", "ledger_group_partitions", "vanished"]

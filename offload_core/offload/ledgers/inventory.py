@@ -10,13 +10,14 @@ from ...errors import ConfigError, NotFoundError
 from ...formats import pulsar_v1 as v1
 from ...model import ObjectInfo
 from ...storage import StorageDriver
-from ..listing_pairs import complete_pairs
+from ..listing_pairs import INDEX_SUFFIX, complete_pairs
 
 __all__ = [
     "LedgerCopy",
     "OffloadedLedger",
     "find_complete_ledgers",
     "find_offloaded_ledgers",
+    "index_key_of",
     "select_ledger",
     "stream_complete_ledgers",
 ]
@@ -85,31 +86,22 @@ class LedgerCopy(NamedTuple):
 
     @property
     def index_key(self) -> str:
-        return self.data_key + _INDEX_SUFFIX
+        return index_key_of(self.data_key)
+
+
+def index_key_of(data_key: str) -> str:
+    """The index object's key of the whole-ledger data object ``data_key``."""
+    return data_key + INDEX_SUFFIX
 
 
 _UUID_LENGTH = 36
-_INDEX_SUFFIX = v1.index_key("", 0)[len(v1.data_key("", 0)) :]
 
 
 def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
-    """The complete offloads among ``objects`` (a listing, consumed once
-    as it comes): those whose data and index objects are both listed.
-    Sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
-    uuid. Holds one key a ledger while it reads: no record of the listing
-    is kept."""
-    seen: dict[str, int] = {}  # the data object's key: which of its objects were listed (1 data, 2 index)
-    for info in objects:
-        parsed = v1.parse_key(info.key)
-        if parsed is not None:
-            data_key = info.key[: -len(_INDEX_SUFFIX)] if parsed.is_index else info.key
-            seen[data_key] = seen.get(data_key, 0) | (2 if parsed.is_index else 1)
-    copies = []
-    for data_key, listed in seen.items():
-        if listed == 3 and (parsed := v1.parse_key(data_key)) is not None:
-            copies.append(LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix)))
-    copies.sort(key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
-    return copies
+    """:func:`stream_complete_ledgers` of ``objects`` (a sorted listing),
+    sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
+    uuid. Raises what it raises."""
+    return sorted(stream_complete_ledgers(objects), key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
 
 
 def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCopy]:
