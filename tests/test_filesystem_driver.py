@@ -8,7 +8,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -178,41 +177,6 @@ def test_a_linked_bookkeeping_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidKeyError, match="symbolic link"):
         driver.write("k", b"v")
     assert list(outside.iterdir()) == []
-
-
-def test_listing_streams_in_key_order_across_directories(tmp_path: Path) -> None:
-    driver = FilesystemDriver(str(tmp_path))
-    keys = ["a/x", "a-b", "a.c", "a/b/c", "a0", "b", "a/b-"]
-    for key in keys:
-        driver.write(key, b"1")
-    listing = driver.list("")
-    assert not isinstance(listing, list)
-    assert [info.key for info in listing] == sorted(keys)
-    assert [info.key for info in driver.list("a/b")] == ["a/b-", "a/b/c"]
-
-
-def test_listing_a_large_directory_holds_its_names_not_its_entries(tmp_path: Path) -> None:
-    """A flat store of many objects is one directory: while it is listed,
-    its names are held (a scan's entries, each with the stat it cached,
-    were ten times that: 900 bytes an object)."""
-    count = 3000
-    sizes = {f"object-{number:05d}": number % 13 for number in range(count)}
-    for name, size in sizes.items():
-        (tmp_path / name).write_bytes(b"x" * size)  # an object is its file, as the driver leaves it
-    driver = FilesystemDriver(str(tmp_path))
-    listed = {}
-    tracemalloc.start()
-    try:
-        for info in driver.list(""):
-            listed[info.key] = info.size
-            if len(listed) == 1:
-                tracemalloc.reset_peak()  # from the first record on: the scan's names are all held
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert listed == sizes
-    name = sys.getsizeof(next(iter(sizes)))
-    assert peak / count < 2 * name + 64  # the listed dict's own key and entry, and the scan's name
 
 
 def tmp_files(root: Path) -> list[str]:
