@@ -187,7 +187,8 @@ def test_a_packed_task_skips_a_ledger_gone_and_reads_the_others(
     url = f"file://{tmp_path / 'bucket'}"
     offloader = open_offloader(url, max_block_size=BLOCK)
     for ledger_id in (1, 2, 3):
-        offloader.offload(InMemoryReadHandle(ledger_id, entries_of(ledger_id, 50)), uuid.uuid4())
+        # uuids in ledger order: the task reads in key order and fails on the first ledger gone
+        offloader.offload(InMemoryReadHandle(ledger_id, entries_of(ledger_id, 50)), uuid.UUID(int=ledger_id))
     (group,) = plan_partitions({"path": url})
     assert isinstance(group, LedgerGroupPartition)
     keys = {ledger_id: key for key, ledger_id, _ in group.ledgers()}
