@@ -9,7 +9,9 @@ up to the first entry no complete segment holds yet."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
@@ -19,7 +21,7 @@ from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
 
-__all__ = ["Block", "ledger_extents"]
+__all__ = ["Block", "IndexedBlocks", "ledger_extents"]
 
 
 @dataclass(frozen=True)
@@ -31,37 +33,86 @@ class Block:
     size: int
 
 
-def ledger_extents(options: ReadOptions) -> dict[int, list[Block]]:
+# An offloaded object is written once and never changed (a ledger offloaded
+# again gets a new uuid, so new keys), so what its index says holds for as
+# long as its key is listed with the same size.
+_Indexed = tuple[str, int]
+
+
+@dataclass
+class IndexedBlocks:
+    """The blocks of the index objects read so far, kept by a streaming
+    reader across micro-batches so that each ``latestOffset`` reads only
+    the indexes offloaded since the last; an object no longer listed is
+    forgotten."""
+
+    whole: dict[_Indexed, list[Block]] = field(default_factory=dict)
+    segments: dict[_Indexed, list[tuple[int, list[Block]]]] = field(default_factory=dict)
+
+
+def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> dict[int, list[Block]]:
     """Per wanted ledger, its readable blocks in entry order, without gaps
     or overlaps (a block starting past the entries before it ends the
-    ledger's readable run, until a segment fills the gap). Raises
+    ledger's readable run, until a segment fills the gap). Reads the index
+    of each complete object not in ``known`` (and adds it there). Raises
     :class:`ConfigError` for a ledger with several complete whole-ledger
-    copies that ``ledgerUuids`` does not choose between."""
+    copies that ``ledgerUuids`` does not choose between, and what a read
+    raises for an object gone since it was listed."""
+    known = IndexedBlocks() if known is None else known
     with open_planning_driver(options.url, options.driver_options) as driver:
         ledgers = ledger_copies_to_read(find_complete_ledgers(driver.list("")), options)
         segments = [segment for segment in find_segments(driver) if segment.complete]
-    blocks: dict[int, list[Block]] = {}
+    known.whole = _kept(known.whole, {(ledger.data_key, ledger.size): ledger.index_key for ledger in ledgers},
+                        options, _whole_blocks)  # fmt: skip
+    known.segments = _kept(known.segments, {
+        (segment.index.key, segment.index.size): segment.index.key for segment in segments if segment.index
+    }, options, _segment_blocks)  # fmt: skip
     whole: dict[int, list[Block]] = {}
-    for ledger, index in zip(ledgers, read_objects(options, (ledger.index_key for ledger in ledgers),
-                                                   v1.decode_index), strict=True):  # fmt: skip
-        ends = [entry.first_entry_id for entry in index.entries[1:]] + [index.last_entry_id + 1]
-        whole.setdefault(ledger.ledger_id, []).extend(
-            Block(entry.first_entry_id, end, index.block_end(entry) - entry.offset)
-            for entry, end in zip(index.entries, ends, strict=True)
-        )
-    index_keys = (segment.prefix + v2.segment_index_key(segment.uuid) for segment in segments)
-    for segment_index in read_objects(options, index_keys, v2.decode_index):
-        for section in segment_index.ledgers:
-            if section.ledger_id in whole or not options.selection.wants_ledger(section.ledger_id):
-                continue
-            rows = section.rows
-            ends = [row.first_entry_id for row in rows[1:]] + [section.info().entries]
-            blocks.setdefault(section.ledger_id, []).extend(
-                Block(row.first_entry_id, end, segment_index.block_end(row) - row.offset)
-                for row, end in zip(rows, ends, strict=True)
-            )
+    for ledger in ledgers:
+        whole.setdefault(ledger.ledger_id, []).extend(known.whole[ledger.data_key, ledger.size])
+    blocks: dict[int, list[Block]] = {}
+    for sections in known.segments.values():
+        for ledger_id, found in sections:
+            if ledger_id not in whole and options.selection.wants_ledger(ledger_id):
+                blocks.setdefault(ledger_id, []).extend(found)
     blocks.update(whole)
     return {ledger_id: _contiguous(found) for ledger_id, found in sorted(blocks.items())}
+
+
+T = TypeVar("T")
+
+
+def _kept(
+    known: dict[_Indexed, T], listed: dict[_Indexed, str], options: ReadOptions, decode: Callable[[bytes], T]
+) -> dict[_Indexed, T]:
+    """What ``known`` holds of the ``listed`` objects, with the index (its
+    key the value in ``listed``) of each other one read and decoded."""
+    new = [name for name in listed if name not in known]
+    kept = {name: known[name] for name in listed if name in known}
+    kept.update(zip(new, read_objects(options, (listed[name] for name in new), decode), strict=True))
+    return kept
+
+
+def _whole_blocks(data: bytes) -> list[Block]:
+    index = v1.decode_index(data)
+    ends = [entry.first_entry_id for entry in index.entries[1:]] + [index.last_entry_id + 1]
+    return [
+        Block(entry.first_entry_id, end, index.block_end(entry) - entry.offset)
+        for entry, end in zip(index.entries, ends, strict=True)
+    ]
+
+
+def _segment_blocks(data: bytes) -> list[tuple[int, list[Block]]]:
+    segment_index = v2.decode_index(data)
+    sections = []
+    for section in segment_index.ledgers:
+        rows = section.rows
+        ends = [row.first_entry_id for row in rows[1:]] + [section.info().entries]
+        sections.append((section.ledger_id, [
+            Block(row.first_entry_id, end, segment_index.block_end(row) - row.offset)
+            for row, end in zip(rows, ends, strict=True)
+        ]))  # fmt: skip
+    return sections
 
 
 def _contiguous(found: list[Block]) -> list[Block]:

@@ -7,6 +7,8 @@ and, per ledger, the next entry id to read: ``{"store": "s3://bucket/p",
 "ledgers": {"12": 4000}}``. A micro-batch reads entries ``[start, end)``
 of each ledger, with the ``pulsar-offload`` batch reader's planning and
 rows, so a query restarted from its checkpoint reads every entry once.
+Each ``latestOffset`` reads the indexes of the objects offloaded since
+the last (see :class:`offload_core.spark.ledger_extents.IndexedBlocks`).
 ``maxBytesPerTrigger`` caps the blocks a micro-batch takes (in ledger
 order, one block at least); ``trigger(availableNow=True)`` reads what is
 in the store when the query starts and stops. The ``ledgers`` and
@@ -27,7 +29,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
 from ..redaction import redact_url
-from .ledger_extents import Block, ledger_extents
+from .ledger_extents import Block, IndexedBlocks, ledger_extents
 from .pulsar_offload import PulsarOffloadReader, plan_partitions
 from .read_options import EntrySelection, positive_option
 
@@ -43,6 +45,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         self.options = self.batch.options
         self.max_bytes = positive_option(options, "maxBytesPerTrigger", 1) if "maxBytesPerTrigger" in options else None
         self.target: dict[int, int] | None = None
+        # Spark keeps one reader for a query's run, so each trigger reads only the indexes new since the last.
+        self.indexed = IndexedBlocks()
 
     def initialOffset(self) -> dict[str, Any]:
         return self._offset({})
@@ -51,13 +55,15 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         return ReadAllAvailable() if self.max_bytes is None else ReadMaxBytes(self.max_bytes)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = {ledger_id: blocks[-1].end for ledger_id, blocks in ledger_extents(self.options).items()}
+        self.target = {
+            ledger_id: blocks[-1].end for ledger_id, blocks in ledger_extents(self.options, self.indexed).items()
+        }
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = self._checked(start)
         budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         ends = dict(begin)
-        for ledger_id, blocks in ledger_extents(self.options).items():
+        for ledger_id, blocks in ledger_extents(self.options, self.indexed).items():
             first = begin.get(ledger_id, blocks[0].first)
             cap = blocks[-1].end if self.target is None else self.target.get(ledger_id, first)
             taken, budget = _taken(blocks, first, cap, budget, any_taken=ends != begin)

@@ -13,13 +13,15 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.errors import ConfigError
+from offload_core.fsspec_driver import FsspecDriver
+from offload_core.model import Entry
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark.source import KAFKA_SCHEMA, SCHEMA
 from offload_core.spark.streaming_kafka import make_stream_reader as kafka_stream
 from offload_core.spark.streaming_pulsar import make_stream_reader as pulsar_stream
 from tests.rsm.segments import numbered_segments, write_partition
 from tests.spark.planned_blocks import block_partitions
-from tests.spark.test_pulsar_offload_segments import BLOCK, entries_of
+from tests.spark.test_pulsar_offload_segments import BLOCK, entries_of, stream
 
 pytestmark = pytest.mark.spark
 
@@ -106,3 +108,34 @@ def test_pulsar_max_bytes_per_trigger_takes_whole_blocks(tmp_path: Path) -> None
         start = end
     assert len(read) == 80 and sorted(read) == [(3, e) for e in range(80)]
     assert reader.latestOffset(reader.initialOffset(), ReadAllAvailable())["ledgers"] == {"3": 80}
+
+
+def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    offloader = open_offloader(url, max_block_size=BLOCK)
+    offloader.offload(InMemoryReadHandle(3, entries_of(3, 80)), uuid.UUID(int=3))
+    stream(url, [Entry(5, e, d) for e, d in enumerate(entries_of(5, 40))])
+    read_keys: list[str] = []
+    read = FsspecDriver._read  # the filesystem driver's own read, under any wrapping driver
+
+    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
+        read_keys.append(key)
+        return read(driver, key, start, end)
+
+    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    reader = pulsar_stream({"path": url, "decode": "none"}, SCHEMA)
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadAllAvailable())
+    assert first["ledgers"] == {"3": 80, "5": 40}
+    assert len(read_keys) == 2 and all(key.endswith("index") for key in read_keys)  # one v1 index, one segment's
+    read_keys.clear()
+    assert reader.latestOffset(first, ReadAllAvailable()) == first
+    assert read_keys == []  # nothing new offloaded: no index read again
+    offloader.offload(InMemoryReadHandle(4, entries_of(4, 30)), uuid.UUID(int=4))
+    assert reader.latestOffset(first, ReadAllAvailable())["ledgers"] == {"3": 80, "4": 30, "5": 40}
+    assert read_keys == [f"{uuid.UUID(int=4)}-ledger-4-index"]
+    open_driver(url).delete([f"{uuid.UUID(int=3)}-ledger-3", f"{uuid.UUID(int=3)}-ledger-3-index"])
+    reader.latestOffset(first, ReadAllAvailable())
+    assert [key for key, _ in reader.indexed.whole] == [f"{uuid.UUID(int=4)}-ledger-4"]  # the deleted one forgotten
