@@ -16,6 +16,7 @@ from typing import TypeVar
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_complete_ledgers
+from ..offload.listing_pairs import INDEX_SUFFIX
 from ..offload.segments.segment_inventory import find_segments
 from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
@@ -48,6 +49,14 @@ class IndexedBlocks:
 
     whole: dict[_Indexed, list[Block]] = field(default_factory=dict)
     segments: dict[_Indexed, list[tuple[int, list[Block]]]] = field(default_factory=dict)
+
+    def segment_ledgers(self) -> dict[str, frozenset[int]]:
+        """Per segment read so far (by its data object's key), the ledgers
+        it holds entries of."""
+        return {
+            index_key.removesuffix(INDEX_SUFFIX): frozenset(ledger_id for ledger_id, _ in sections)
+            for (index_key, _), sections in self.segments.items()
+        }
 
 
 def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> dict[int, list[Block]]:

@@ -74,7 +74,7 @@ still applies every filter to the rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -119,6 +119,7 @@ def plan_partitions(
     entry_bounds: ColumnBounds = ANY_VALUE,
     publish_time_bounds: ColumnBounds = ANY_VALUE,
     plugin_manager: PluginManager | None = None,
+    segment_wanted: Callable[[str], bool] | None = None,
 ) -> list[Partition]:
     """The partitions for reading the store named by ``options["path"]``,
     pruned to the ledgers and blocks the bounds (from pushed-down filters)
@@ -127,7 +128,9 @@ def plan_partitions(
     with ``blocksPerPartition``, cut into block ranges here), the block
     ranges of its segments (small runs packed), then the offloads of the
     other readable kinds ``plugin_manager``'s offloaders (default: the
-    process's) register, small ones packed into one partition.
+    process's) register, small ones packed into one partition. A complete
+    segment whose data key ``segment_wanted`` rejects is left out unread
+    (for a caller that knows it holds no ledger the selection wants).
 
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
@@ -142,6 +145,8 @@ def plan_partitions(
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
         for _ in listing:  # the rest, if the whole-ledger planning stopped short: segments are paired in it
             pass
+        if segment_wanted is not None:
+            segment_keys = [key for key in segment_keys if segment_wanted(key)]
         runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
         for run in runs:

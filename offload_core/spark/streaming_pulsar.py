@@ -83,7 +83,12 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if not ranges:
             return []
         batch = replace(self.options, selection=EntrySelection(ranges=tuple(ranges)))
-        return list(plan_partitions(batch))
+        # A segment whose index latestOffset read holds no ledger this micro-batch reads: its index is not read again.
+        held = self.indexed.segment_ledgers()
+        wanted = {ledger_id for ledger_id, _, _ in ranges}
+        return list(
+            plan_partitions(batch, segment_wanted=lambda key: key not in held or not held[key].isdisjoint(wanted))
+        )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return self.batch.read(partition)

@@ -139,3 +139,30 @@ def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
     open_driver(url).delete([f"{uuid.UUID(int=3)}-ledger-3", f"{uuid.UUID(int=3)}-ledger-3-index"])
     reader.latestOffset(first, ReadAllAvailable())
     assert [key for key, _ in reader.indexed.whole] == [f"{uuid.UUID(int=4)}-ledger-4"]  # the deleted one forgotten
+
+
+def test_pulsar_a_micro_batch_plans_only_the_segments_of_its_ledgers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"file://{tmp_path / 'bucket'}"
+    stream(url, [Entry(5, e, d) for e, d in enumerate(entries_of(5, 40))])
+    reader = pulsar_stream({"path": url, "decode": "none"}, SCHEMA)
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    stream(url, [Entry(6, e, d) for e, d in enumerate(entries_of(6, 30))])
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert second["ledgers"] == {"5": 40, "6": 30}
+    (ledger_5_segment,) = [key for key, ids in reader.indexed.segment_ledgers().items() if ids == {5}]
+    read_keys: list[str] = []
+    read = FsspecDriver._read
+
+    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
+        read_keys.append(key)
+        return read(driver, key, start, end)
+
+    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    partitions = reader.partitions(first, second)
+    assert len(read_keys) == 1 and not read_keys[0].startswith(ledger_5_segment)  # ledger 6's segment index only
+    rows = [(ledger_id, entry_id) for p in partitions for batch in reader.read(p)
+            for ledger_id, entry_id in zip(batch.column("ledger_id").to_pylist(),
+                                           batch.column("entry_id").to_pylist(), strict=True)]  # fmt: skip
+    assert sorted(rows) == [(6, e) for e in range(30)]
