@@ -17,10 +17,10 @@ from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..offload.ledgers.inventory import find_complete_ledgers
 from ..offload.listing_pairs import INDEX_SUFFIX
-from ..offload.segments.segment_inventory import find_segments
 from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
+from .segment_planning import pairing_segments
 
 __all__ = ["Block", "IndexedBlocks", "ledger_extents"]
 
@@ -36,8 +36,8 @@ class Block:
 
 # An offloaded object is written once and never changed (a ledger offloaded
 # again gets a new uuid, so new keys), so what its index says holds for as
-# long as its key is listed with the same size.
-_Indexed = tuple[str, int]
+# long as its data object is listed with the same size.
+_Indexed = tuple[str, int]  # the data object's key and size
 
 
 @dataclass
@@ -54,8 +54,8 @@ class IndexedBlocks:
         """Per segment read so far (by its data object's key), the ledgers
         it holds entries of."""
         return {
-            index_key.removesuffix(INDEX_SUFFIX): frozenset(ledger_id for ledger_id, _ in sections)
-            for (index_key, _), sections in self.segments.items()
+            data_key: frozenset(ledger_id for ledger_id, _ in sections)
+            for (data_key, _), sections in self.segments.items()
         }
 
 
@@ -68,14 +68,13 @@ def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> 
     copies that ``ledgerUuids`` does not choose between, and what a read
     raises for an object gone since it was listed."""
     known = IndexedBlocks() if known is None else known
+    segments: list[tuple[str, int]] = []
     with open_planning_driver(options.url, options.driver_options) as driver:
-        ledgers = ledger_copies_to_read(find_complete_ledgers(driver.list("")), options)
-        segments = [segment for segment in find_segments(driver) if segment.complete]
+        ledgers = ledger_copies_to_read(find_complete_ledgers(pairing_segments(driver.list(""), segments)), options)
     known.whole = _kept(known.whole, {(ledger.data_key, ledger.size): ledger.index_key for ledger in ledgers},
                         options, _whole_blocks)  # fmt: skip
-    known.segments = _kept(known.segments, {
-        (segment.index.key, segment.index.size): segment.index.key for segment in segments if segment.index
-    }, options, _segment_blocks)  # fmt: skip
+    known.segments = _kept(known.segments, {segment: segment[0] + INDEX_SUFFIX for segment in segments},
+                           options, _segment_blocks)  # fmt: skip
     whole: dict[int, list[Block]] = {}
     for ledger in ledgers:
         whole.setdefault(ledger.ledger_id, []).extend(known.whole[ledger.data_key, ledger.size])

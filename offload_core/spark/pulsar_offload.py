@@ -82,8 +82,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
-from ..model import ObjectInfo
-from ..offload.listing_pairs import ListingPairs
 from ..plugins import PluginManager
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
@@ -95,7 +93,7 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import is_segment_object, plan_segment_blocks, segment_role
+from .segment_planning import is_segment_object, pairing_segments, plan_segment_blocks
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
@@ -138,15 +136,14 @@ def plan_partitions(
     store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_is_pulsars)
     try:
         read = LedgerIds()
-        segment_keys: list[str] = []
-        listing = _pairing_segments(store.list(""), segment_keys)
+        segments: list[tuple[str, int]] = []
+        listing = pairing_segments(store.list(""), segments)
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
         for _ in listing:  # the rest, if the whole-ledger planning stopped short: segments are paired in it
             pass
-        if segment_wanted is not None:
-            segment_keys = [key for key in segment_keys if segment_wanted(key)]
+        segment_keys = [key for key, _ in segments if segment_wanted is None or segment_wanted(key)]
         runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
         for run in runs:
@@ -173,16 +170,6 @@ def plan_partitions(
 
 def _is_pulsars(key: str) -> bool:
     return is_ledger_object(key) or is_segment_object(key)
-
-
-def _pairing_segments(listing: Iterable[ObjectInfo], data_keys: list[str]) -> Iterator[ObjectInfo]:
-    """``listing`` passed on as it comes, each complete PIP-76 segment's
-    data key appended to ``data_keys`` as its index passes."""
-    segments = ListingPairs(segment_role)
-    for info in listing:
-        if (pair := segments.feed(info)) is not None:
-            data_keys.append(pair[0])
-        yield info
 
 
 def _with_lasts(

@@ -13,17 +13,18 @@ a duplicate left by a crash, count once: the first by uuid)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..formats import pulsar_v2 as v2
-from ..offload.listing_pairs import INDEX_SUFFIX
+from ..model import ObjectInfo
+from ..offload.listing_pairs import INDEX_SUFFIX, ListingPairs
 from .block_ranges import overlaps
 from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
-__all__ = ["SegmentBlocks", "is_segment_object", "plan_segment_blocks", "segment_role"]
+__all__ = ["SegmentBlocks", "is_segment_object", "pairing_segments", "plan_segment_blocks", "segment_role"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,17 @@ def segment_role(key: str) -> bool | None:
     :class:`~offload_core.offload.listing_pairs.ListingPairs` pairs."""
     parsed = v2.parse_segment_key(key)
     return None if parsed is None or parsed.is_entry_offsets else parsed.is_index
+
+
+def pairing_segments(listing: Iterable[ObjectInfo], segments: list[tuple[str, int]]) -> Iterator[ObjectInfo]:
+    """``listing`` (sorted by key) passed on as it comes, the data key and
+    stored size of each complete PIP-76 segment appended to ``segments`` as
+    its index passes. Raises what :class:`ListingPairs` raises."""
+    pairs = ListingPairs(segment_role)
+    for info in listing:
+        if (pair := pairs.feed(info)) is not None:
+            segments.append(pair)
+        yield info
 
 
 def _clip(

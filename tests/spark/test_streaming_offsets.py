@@ -5,16 +5,18 @@ where a query starts, how a micro-batch is capped, and that
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from offload_driver_filesystem.driver import FilesystemDriver
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
 
 from offload_core import InMemoryReadHandle, open_driver, open_offloader
 from offload_core.errors import ConfigError
 from offload_core.fsspec_driver import FsspecDriver
-from offload_core.model import Entry
+from offload_core.model import Entry, ObjectInfo
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark.source import KAFKA_SCHEMA, SCHEMA
 from offload_core.spark.streaming_kafka import make_stream_reader as kafka_stream
@@ -124,12 +126,21 @@ def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
         read_keys.append(key)
         return read(driver, key, start, end)
 
+    listings: list[str] = []
+    list_objects = FilesystemDriver._list
+
+    def listed(driver: FilesystemDriver, prefix: str) -> Iterator[ObjectInfo]:
+        listings.append(prefix)
+        return list_objects(driver, prefix)
+
     monkeypatch.setattr(FsspecDriver, "_read", counted)
+    monkeypatch.setattr(FilesystemDriver, "_list", listed)
     reader = pulsar_stream({"path": url, "decode": "none"}, SCHEMA)
     start = reader.initialOffset()
     first = reader.latestOffset(start, ReadAllAvailable())
     assert first["ledgers"] == {"3": 80, "5": 40}
     assert len(read_keys) == 2 and all(key.endswith("index") for key in read_keys)  # one v1 index, one segment's
+    assert listings == [""]  # one listing finds both kinds
     read_keys.clear()
     assert reader.latestOffset(first, ReadAllAvailable()) == first
     assert read_keys == []  # nothing new offloaded: no index read again
