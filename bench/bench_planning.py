@@ -91,28 +91,29 @@ class RawStore:
             out.write(data)
 
 
-def v1_ledgers(root: str, count: int) -> None:
-    """``count`` ledgers of one block each: the bytes a real offload wrote, under new keys."""
+def v1_ledgers(root: str, count: int, first_id: int = 0) -> None:
+    """``count`` ledgers (ids from ``first_id``) of one block each: the bytes a real offload wrote, under new keys."""
     template = MemoryDriver()
     payloads = [bytes([n]) * 100 for n in range(ENTRIES)]
     BlobStoreLedgerOffloader(template).offload(InMemoryReadHandle(1, payloads), uuid.UUID(int=1), {})
     objects = {info.key: (template.read(info.key), template.stat(info.key).metadata) for info in template.list()}
     data_key, index_key = v1.data_key(str(uuid.UUID(int=1)), 1), v1.index_key(str(uuid.UUID(int=1)), 1)
     store = RawStore(root)
-    for ledger_id in range(count):
+    for ledger_id in range(first_id, first_id + count):
         name = str(uuid.uuid4())
         for key, made in ((data_key, v1.data_key(name, ledger_id)), (index_key, v1.index_key(name, ledger_id))):
             data, metadata = objects[key]
             store.write(made, data, metadata)
 
 
-def v2_segments(root: str, count: int) -> None:
+def v2_segments(root: str, count: int, first_id: int = 0) -> None:
     """``count`` segments of one 4 KiB block each (a block is padded to the
     streaming block size: at 1 MiB, 100,000 segments took 100 GB), ledger
-    ``n // SEGMENTS_PER_LEDGER`` streamed across its segments in order."""
+    ``first_id + n // SEGMENTS_PER_LEDGER`` streamed across its segments in order."""
     store = RawStore(root)
     for number in range(count):
-        ledger_id, first = number // SEGMENTS_PER_LEDGER, (number % SEGMENTS_PER_LEDGER) * ENTRIES
+        ledger_id = first_id + number // SEGMENTS_PER_LEDGER
+        first = (number % SEGMENTS_PER_LEDGER) * ENTRIES
         entries = [(ledger_id, first + n, bytes([n]) * 100) for n in range(ENTRIES)]
         (block,) = v2.encode_segment_blocks(iter(entries), streaming_block_size=4096)
         info = v2.ledger_info_bytes(ledger_id, last_entry_id=first + ENTRIES - 1, closed=False)
