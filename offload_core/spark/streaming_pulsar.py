@@ -63,12 +63,14 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         begin = self._checked(start)
         budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         ends = dict(begin)
+        any_taken = False
         for ledger_id, blocks in ledger_extents(self.options, self.indexed).items():
             first = begin.get(ledger_id, blocks[0].first)
             cap = blocks[-1].end if self.target is None else self.target.get(ledger_id, first)
-            taken, budget = _taken(blocks, first, cap, budget, any_taken=ends != begin)
+            taken, budget = _taken(blocks, first, cap, budget, any_taken=any_taken)
             if taken > first:
                 ends[ledger_id] = taken
+                any_taken = True
         return self._offset(ends)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[Any]:
