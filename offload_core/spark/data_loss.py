@@ -6,8 +6,9 @@ Spark's Python worker log capture (Spark 4.1 and later, on with
 ``spark.sql.pyspark.worker.logging.enabled``, which
 :func:`~offload_core.spark.get_session` turns on): a record a worker logs
 while it reads is queryable as ``spark.tvf.python_worker_logs()``. Each
-skipped object (a ``kafka-remote`` segment, or what a ``pulsar-offload``
-partition had left to read of a ledger's object) is logged once, at
+skipped object (a ``kafka-remote`` segment, what a ``pulsar-offload``
+partition had left to read of a ledger's object, or an index its planning
+on the driver left out) is logged once, at
 WARNING, on the :data:`LOGGER` logger, its fields in the record's
 ``context``; :func:`skipped_objects` reads them
 back as typed columns. With the capture off the record is still logged, to
@@ -26,7 +27,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..redaction import redact_url
 
-__all__ = ["CAPTURE_CONF", "LOGGER", "log_vanished_ledger", "log_vanished_segment", "skipped_objects"]
+__all__ = [
+    "CAPTURE_CONF",
+    "LOGGER",
+    "log_vanished_ledger",
+    "log_vanished_object",
+    "log_vanished_segment",
+    "skipped_objects",
+]
 
 LOGGER = "offload_core.spark.data_loss"
 CAPTURE_CONF = "spark.sql.pyspark.worker.logging.enabled"
@@ -62,6 +70,15 @@ def log_vanished_ledger(url: str, key: str, ledger_id: int, first_entry: int, la
         context["last_entry"] = str(last_entry)
     _LOG.warning("pulsar-offload: %s (ledger %d, entries %s) vanished after the read was planned; skipped, as "
                  "failOnDataLoss=false", key, ledger_id, entry_span(first_entry, last_entry),
+                 extra={"context": context})  # fmt: skip
+
+
+def log_vanished_object(url: str, key: str) -> None:
+    """Log that a ``pulsar-offload`` read's planning on the driver left out
+    object ``key`` of store ``url`` (printed without secrets), deleted
+    between its listing and its read."""
+    context = {"source": "pulsar-offload", "store": redact_url(url), "key": key, "reason": "vanished"}
+    _LOG.warning("pulsar-offload: %s vanished while the read was planned; left out, as failOnDataLoss=false", key,
                  extra={"context": context})  # fmt: skip
 
 

@@ -65,8 +65,9 @@ def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> 
     ledger's readable run, until a segment fills the gap). Reads the index
     of each complete object not in ``known`` (and adds it there). Raises
     :class:`ConfigError` for a ledger with several complete whole-ledger
-    copies that ``ledgerUuids`` does not choose between, and what a read
-    raises for an object gone since it was listed."""
+    copies that ``ledgerUuids`` does not choose between, and
+    :class:`NotFoundError` for an object gone since it was listed, unless
+    ``failOnDataLoss=false`` (then it is left out, logged)."""
     known = IndexedBlocks() if known is None else known
     segments: list[tuple[str, int]] = []
     with open_planning_driver(options.url, options.driver_options) as driver:
@@ -77,7 +78,8 @@ def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> 
                            options, _segment_blocks)  # fmt: skip
     whole: dict[int, list[Block]] = {}
     for ledger in ledgers:
-        whole.setdefault(ledger.ledger_id, []).extend(known.whole[ledger.data_key, ledger.size])
+        if (ledger.data_key, ledger.size) in known.whole:
+            whole.setdefault(ledger.ledger_id, []).extend(known.whole[ledger.data_key, ledger.size])
     blocks: dict[int, list[Block]] = {}
     for sections in known.segments.values():
         for ledger_id, found in sections:
@@ -94,10 +96,13 @@ def _kept(
     known: dict[_Indexed, T], listed: dict[_Indexed, str], options: ReadOptions, decode: Callable[[bytes], T]
 ) -> dict[_Indexed, T]:
     """What ``known`` holds of the ``listed`` objects, with the index (its
-    key the value in ``listed``) of each other one read and decoded."""
+    key the value in ``listed``) of each other one read and decoded; one
+    deleted since it was listed is left out (see
+    :func:`~offload_core.spark.planning_reads.vanished_while_planning`)."""
     new = [name for name in listed if name not in known]
     kept = {name: known[name] for name in listed if name in known}
-    kept.update(zip(new, read_objects(options, (listed[name] for name in new), decode), strict=True))
+    indexes = read_objects(options, (listed[name] for name in new), decode, vanished=True)
+    kept.update((name, index) for name, index in zip(new, indexes, strict=True) if index is not None)
     return kept
 
 

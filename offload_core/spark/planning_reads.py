@@ -11,16 +11,18 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
+from ..errors import NotFoundError
 from ..model import ObjectInfo
 from ..plugins import open_driver
 from ..storage import BytesLike, StorageDriver
 from ..transforming_driver import TransformingDriver
 from ..wrapping_driver import WrappingDriver
+from .data_loss import log_vanished_object
 from .read_options import ReadOptions
 
-__all__ = ["ListedOnce", "open_planning_driver", "read_objects"]
+__all__ = ["ListedOnce", "open_planning_driver", "read_objects", "vanished_while_planning"]
 
 T = TypeVar("T")
 _PLANNING_THREADS = 8
@@ -138,28 +140,52 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T]:
+@overload
+def read_objects(
+    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: Literal[False] = False
+) -> Iterator[T]: ...
+
+
+@overload
+def read_objects(
+    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: Literal[True]
+) -> Iterator[T | None]: ...
+
+
+def read_objects(
+    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: bool = False
+) -> Iterator[T | None]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
     names, in order, as they come: at most ``_AHEAD`` objects are fetched
     or held ahead of the one the caller is at, and ``keys`` (an iterator
-    will do) is taken as far as that. Raises what a read or ``decode``
-    raised."""
+    will do) is taken as far as that. With ``vanished``, a key no longer
+    there gives ``None`` with ``failOnDataLoss=false`` (logged) and raises
+    :class:`NotFoundError` naming it with the default, true (see
+    :func:`vanished_while_planning`); without, ``None`` never comes. Raises
+    what a read or ``decode`` raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
     lock = threading.Lock()
 
-    def read(key: str) -> T:
+    def read(key: str) -> T | None:
         driver = getattr(local, "driver", None)
         if driver is None:
             driver = local.driver = open_driver(options.url, **driver_options)
             with lock:
                 opened.append(driver)
-        return decode(driver.read(key))
+        try:
+            data = driver.read(key)
+        except NotFoundError as exc:
+            if not vanished:
+                raise
+            vanished_while_planning(options, key, exc)
+            return None
+        return decode(data)
 
     try:
         with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:  # threads start as keys come
-            pending: deque[Future[T]] = deque()
+            pending: deque[Future[T | None]] = deque()
             for key in keys:
                 if len(pending) >= _AHEAD:
                     yield pending.popleft().result()
@@ -169,3 +195,16 @@ def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[by
     finally:
         for driver in opened:
             driver.close()
+
+
+def vanished_while_planning(options: ReadOptions, key: str, exc: NotFoundError) -> None:
+    """Object ``key``, listed by the planning of a read of the store
+    ``options`` names, was deleted before planning read it (a retention
+    run, an operator): raise :class:`NotFoundError` naming it, or, with
+    ``failOnDataLoss=false``, log it on the data-loss logger (see
+    :mod:`offload_core.spark.data_loss`) for the caller to plan without
+    it."""
+    if options.fail_on_data_loss:
+        raise NotFoundError(f"{key} vanished while the read was planned ({exc}); set failOnDataLoss=false to skip "
+                            "what is gone") from None  # fmt: skip
+    log_vanished_object(options.url, key)

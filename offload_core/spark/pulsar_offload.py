@@ -57,7 +57,10 @@ Options:
   skipped ledger on
   :data:`offload_core.spark.data_loss.LOGGER` (counted by
   :func:`~offload_core.spark.skipped_objects` in a batch read), as
-  ``kafka-remote`` does;
+  ``kafka-remote`` does; an index the planning on the driver reads (a
+  segment's, a large ledger's, or, in a ``readStream`` trigger, each new
+  object's) deleted between the listing and that read likewise fails the
+  planning naming it, or with ``false`` is left out of the plan, logged;
 - ``driver.<name>`` for storage-driver options (``driver.region``,
   ``driver.endpoint`` ...).
 

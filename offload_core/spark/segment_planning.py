@@ -49,11 +49,16 @@ def plan_segment_blocks(
     ledger order, of the complete segments whose data objects are
     ``data_keys`` (see :func:`segment_role`), their indexes read here;
     ledgers in ``skip_ledgers`` (read from v1 objects) and ledgers or
-    entries the selection and bounds exclude are left out."""
+    entries the selection and bounds exclude are left out, and so is a
+    segment deleted since it was listed if ``failOnDataLoss=false``
+    (:class:`NotFoundError` naming it otherwise)."""
     # Per ledger, its runs: (first entry, segment uuid, data key, its blocks' (first entry, offset, end)).
     runs: dict[int, list[tuple[int, str, str, list[tuple[int, int, int]]]]] = {}
-    indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index)
+    indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index,
+                           vanished=True)  # fmt: skip
     for data_key, index in zip(data_keys, indexes, strict=True):
+        if index is None:
+            continue
         uuid = data_key[-_UUID_LENGTH:]
         for section in index.ledgers:
             ledger_id = section.ledger_id

@@ -89,7 +89,9 @@ def plan_whole_ledgers(
     ranges in ledger order. Each planned ledger's id is added to ``read``.
 
     Raises :class:`ConfigError` (before any index is read) when a wanted
-    ledger has several complete copies and ``ledgerUuids`` chose none."""
+    ledger has several complete copies and ``ledgerUuids`` chose none, and
+    :class:`NotFoundError` when a large one's index was deleted since it
+    was listed (with ``failOnDataLoss=false`` it is left out, logged)."""
     large: list[LedgerCopy] = []
 
     def small() -> Iterator[tuple[LedgerCopy, EntryRanges]]:
@@ -106,8 +108,10 @@ def plan_whole_ledgers(
                              publish_time_bounds=publish_time_bounds)  # fmt: skip
     refuse_second_copies(read.ids, options, lambda ledger_id: [copy.uuid for copy in _copies_of(options, ledger_id)])
     large.sort(key=attrgetter("ledger_id"))
-    indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index)
+    indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index, vanished=True)
     for ledger, index in zip(large, indexes, strict=True):
+        if index is None:
+            continue
         yield from ledger_partitions(ledger.ledger_id, ledger.data_key, index,
                                      options.selection.entry_ranges(ledger.ledger_id), entry_bounds=entry_bounds,
                                      publish_time_bounds=publish_time_bounds,
