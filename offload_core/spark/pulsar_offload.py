@@ -82,6 +82,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
+from ..formats import pulsar_v1 as v1
+from ..formats import pulsar_v2 as v2
 from ..model import ObjectInfo
 from ..offload.listing_pairs import ListingPairs
 from ..plugins import PluginManager
@@ -95,10 +97,10 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import is_segment_object, plan_segment_blocks, segment_role
+from .segment_planning import plan_segment_blocks, segment_role
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
-from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
+from .whole_ledger_planning import LedgerIds, plan_whole_ledgers
 
 __all__ = [
     "SCHEMA",
@@ -132,11 +134,11 @@ def plan_partitions(
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
     # One listing for every kind; Pulsar's objects are planned from it as it comes, never kept.
-    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_is_pulsars)
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_pulsar_key)
     try:
         read = LedgerIds()
         segment_keys: list[str] = []
-        listing = _pairing_segments(store.list(""), segment_keys)
+        listing = _pairing_segments(store.first_listing(), segment_keys)
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
@@ -166,18 +168,24 @@ def plan_partitions(
         store.close()
 
 
-def _is_pulsars(key: str) -> bool:
-    return is_ledger_object(key) or is_segment_object(key)
+def _pulsar_key(key: str) -> v1.LedgerKey | v2.SegmentKey | None:
+    """``key`` parsed as a whole-ledger object's or a segment's (no key is
+    both), once for every use planning makes of it."""
+    return v1.parse_key(key) or v2.parse_segment_key(key)
 
 
-def _pairing_segments(listing: Iterable[ObjectInfo], data_keys: list[str]) -> Iterator[ObjectInfo]:
-    """``listing`` passed on as it comes, each complete PIP-76 segment's
-    data key appended to ``data_keys`` as its index passes."""
-    segments = ListingPairs(segment_role)
-    for info in listing:
-        if (pair := segments.feed(info)) is not None:
+def _pairing_segments(
+    listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | v2.SegmentKey | None]], data_keys: list[str]
+) -> Iterator[tuple[ObjectInfo, v1.LedgerKey | None]]:
+    """``listing`` passed on as it comes, each record with its key parsed
+    as a whole-ledger object's, each complete PIP-76 segment's data key
+    appended to ``data_keys`` as its index passes."""
+    segments = ListingPairs()
+    for info, parsed in listing:
+        segment = parsed if isinstance(parsed, v2.SegmentKey) else None
+        if (pair := segments.feed(info, segment_role(segment))) is not None:
             data_keys.append(pair[0])
-        yield info
+        yield info, parsed if isinstance(parsed, v1.LedgerKey) else None
 
 
 def _with_lasts(

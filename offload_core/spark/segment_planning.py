@@ -23,7 +23,7 @@ from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
-__all__ = ["SegmentBlocks", "is_segment_object", "plan_segment_blocks", "segment_role"]
+__all__ = ["SegmentBlocks", "plan_segment_blocks", "segment_role"]
 
 
 @dataclass(frozen=True)
@@ -87,16 +87,11 @@ def plan_segment_blocks(
 _UUID_LENGTH = 36
 
 
-def is_segment_object(key: str) -> bool:
-    """Whether ``key`` is a PIP-76 segment's object (data, index or entry offsets)."""
-    return v2.parse_segment_key(key) is not None
-
-
-def segment_role(key: str) -> bool | None:
+def segment_role(parsed: v2.SegmentKey | None) -> bool | None:
     """A segment's data object (``False``), its index (``True``), or
-    neither (its entry offsets, any other key): what
+    neither (its entry offsets, any other key), from its key's
+    :func:`~offload_core.formats.pulsar_v2.parse_segment_key`: what
     :class:`~offload_core.offload.listing_pairs.ListingPairs` pairs."""
-    parsed = v2.parse_segment_key(key)
     return None if parsed is None or parsed.is_entry_offsets else parsed.is_index
 
 
