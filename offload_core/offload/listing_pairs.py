@@ -7,31 +7,29 @@ and is let go."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-
 from ..errors import StateError
 from ..model import ObjectInfo
 
-__all__ = ["INDEX_SUFFIX", "ListingPairs", "complete_pairs"]
+__all__ = ["INDEX_SUFFIX", "ListingPairs"]
 
 INDEX_SUFFIX = "-index"
 
 
 class ListingPairs:
-    """Pairs found in a sorted listing fed one record at a time.
-    ``role(key)`` says what a key is: ``False`` a data object, ``True`` its
-    index, ``None`` neither (passed over)."""
+    """Pairs found in a sorted listing fed one record at a time, each with
+    what the caller parsed its key to be (so a key is parsed once, by the
+    caller, who may need more of it than its role)."""
 
-    def __init__(self, role: Callable[[str], bool | None]) -> None:
-        self._role = role
+    def __init__(self) -> None:
         self._waiting: dict[str, int] = {}  # data key: its size, in listing order
         self._previous = ""
 
-    def feed(self, info: ObjectInfo) -> tuple[str, int] | None:
+    def feed(self, info: ObjectInfo, is_index: bool | None) -> tuple[str, int] | None:
         """The data key and stored size of the pair ``info`` completes, if it
-        completes one. Raises :class:`StateError` if ``info`` comes before
-        the record fed last (a driver breaking its contract), rather than
-        miss a pair."""
+        completes one; ``is_index`` says what ``info`` is: ``False`` a data
+        object, ``True`` an index, ``None`` neither (passed over). Raises
+        :class:`StateError` if ``info`` comes before the record fed last (a
+        driver breaking its contract), rather than miss a pair."""
         key = info.key
         if key < self._previous:
             raise StateError(
@@ -40,7 +38,6 @@ class ListingPairs:
                 "offload_core.testing.DriverContract checks it): fix the driver's list()"
             )
         self._previous = key
-        is_index = self._role(key)
         if is_index is None:
             return None
         waiting = self._waiting
@@ -52,13 +49,3 @@ class ListingPairs:
         data_key = key[: -len(INDEX_SUFFIX)]
         size = waiting.pop(data_key, None)
         return None if size is None else (data_key, size)
-
-
-def complete_pairs(objects: Iterable[ObjectInfo], role: Callable[[str], bool | None]) -> Iterator[tuple[str, int]]:
-    """The data key and stored size of each data object of ``objects`` (a
-    listing sorted by key) whose index is listed too, as soon as it is, in
-    the listing's order (see :class:`ListingPairs`)."""
-    pairs = ListingPairs(role)
-    for info in objects:
-        if (pair := pairs.feed(info)) is not None:
-            yield pair

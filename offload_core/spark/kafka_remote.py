@@ -76,7 +76,7 @@ from ..rsm.log_batches import read_batches
 from ..rsm.log_reader import RemoteLogReader
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
-from ..rsm.types import RemoteLogSegmentMetadata, TopicIdPartition
+from ..rsm.types import RemoteLogIndexEntry, RemoteLogSegmentMetadata, TopicIdPartition
 from ..storage import StorageDriver
 from .data_loss import log_vanished_segment
 from .kafka_options import EARLIEST, KafkaReadOptions, parse_options
@@ -198,19 +198,15 @@ def _segment_cuts(
     meta = manifest.metadata
     if first >= end or meta.end_offset < first or meta.start_offset >= end:
         return []
-    wanted = [e for e in manifest.index_entries if e.last_offset >= first and e.first_offset < end]
+    wanted = (e for e in manifest.index_entries if e.last_offset >= first and e.first_offset < end)
     most = parsed.max_records_per_partition or 2**63
-    runs: list[list[Any]] = []
-    for entry in wanted:
-        if runs and (
-            sum(e.length for e in runs[-1]) + entry.length <= bytes_per_partition
-            and min(end, entry.last_offset + 1) - max(first, runs[-1][0].first_offset) <= most
-        ):
-            runs[-1].append(entry)
-        else:
-            runs.append([entry])
+
+    def joins(head: RemoteLogIndexEntry, entry: RemoteLogIndexEntry) -> bool:
+        # Offsets counted from the run's first to the entry's last, gaps between batches included.
+        return min(end, entry.last_offset + 1) - max(first, head.first_offset) <= most
+
     cuts: list[_Cut] = []
-    for run in runs:
+    for run in packed(wanted, (bytes_per_partition,), lambda entry: (entry.length,), joins=joins):
         low, high = max(first, run[0].first_offset), min(end, run[-1].last_offset + 1)
         txns = tuple(t for t in aborted
                      if t.last_offset >= run[0].first_offset and t.first_offset <= run[-1].last_offset)  # fmt: skip

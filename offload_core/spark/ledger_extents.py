@@ -15,12 +15,12 @@ from typing import TypeVar
 
 from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
-from ..offload.ledgers.inventory import find_complete_ledgers
+from ..offload.ledgers.inventory import complete_ledgers_of, sorted_copies
 from ..offload.listing_pairs import INDEX_SUFFIX
 from .ledger_copies import ledger_copies_to_read
 from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
-from .segment_planning import pairing_segments
+from .segment_planning import pairing_segments, pulsar_key
 
 __all__ = ["Block", "IndexedBlocks", "ledger_extents"]
 
@@ -71,7 +71,8 @@ def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> 
     known = IndexedBlocks() if known is None else known
     segments: list[tuple[str, int]] = []
     with open_planning_driver(options.url, options.driver_options) as driver:
-        ledgers = ledger_copies_to_read(find_complete_ledgers(pairing_segments(driver.list(""), segments)), options)
+        listing = pairing_segments(((info, pulsar_key(info.key)) for info in driver.list("")), segments)
+        ledgers = ledger_copies_to_read(sorted_copies(complete_ledgers_of(listing)), options)
     known.whole = _kept(known.whole, {(ledger.data_key, ledger.size): ledger.index_key for ledger in ledgers},
                         options, _whole_blocks)  # fmt: skip
     known.segments = _kept(known.segments, {segment: segment[0] + INDEX_SUFFIX for segment in segments},

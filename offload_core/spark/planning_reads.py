@@ -11,9 +11,9 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, StateError
 from ..model import ObjectInfo
 from ..plugins import open_driver
 from ..storage import BytesLike, StorageDriver
@@ -25,6 +25,7 @@ from .read_options import ReadOptions
 __all__ = ["ListedOnce", "open_planning_driver", "read_objects", "vanished_while_planning"]
 
 T = TypeVar("T")
+K = TypeVar("K")
 _PLANNING_THREADS = 8
 # Objects fetched ahead of the one the caller is at: enough to keep every thread busy, and a bound
 # on what planning holds of them, whatever the number of objects.
@@ -59,7 +60,7 @@ class _StoredListing(WrappingDriver):
         self.inner.delete(keys)
 
 
-class ListedOnce(WrappingDriver):
+class ListedOnce(WrappingDriver, Generic[K]):
     """``inner`` listed once: its first listing lists the whole store (each
     record passed on as it comes), and every later listing (of any prefix)
     is served from what it kept, so that the kinds of offload, each finding
@@ -68,15 +69,17 @@ class ListedOnce(WrappingDriver):
     Reads, stats and writes go to ``inner``.
 
     The first listing is kept once taken to its end (one left part way is
-    made again from ``inner``). Keys ``taken_by_first`` says yes to are the
-    first listing's consumer's alone: later listings leave them out
-    (planning has a kind that reads them from a first listing of the whole
-    store as it comes, so they are never held).
+    made again from ``inner``). Keys ``taken_by_first`` makes something
+    true of are the first listing's consumer's alone: later listings leave
+    them out (planning has a kind that reads them from a first listing of
+    the whole store as it comes, so they are never held); that consumer
+    gets what it made of each key with its record from
+    :meth:`first_listing`, so the key is parsed once.
     The rest is kept as keys and sizes (the records are made again as they
     are served, with the metadata and etag the listing gave): a listed
     record would cost several times its key."""
 
-    def __init__(self, inner: StorageDriver, taken_by_first: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, inner: StorageDriver, taken_by_first: Callable[[str], K] | None = None) -> None:
         super().__init__(inner)
         self._taken_by_first = taken_by_first
         self._keys: list[str] | None = None
@@ -84,10 +87,19 @@ class ListedOnce(WrappingDriver):
         self._etags: dict[int, str] = {}
         self._metadata: dict[int, Mapping[str, str]] = {}
 
+    def first_listing(self) -> Iterator[tuple[ObjectInfo, K | None]]:
+        """The whole store's first listing, as :meth:`list` gives it, each
+        record with what ``taken_by_first`` made of its key (``None``
+        without one). Raises :class:`StateError` if the store's listing was
+        kept already (this is the first listing's, to be taken first)."""
+        if self._keys is not None:
+            raise StateError("the store's listing was taken already: take first_listing() before any other listing")
+        return self._first_listing()
+
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
         if self._keys is None:
             if not prefix:
-                yield from self._first_listing()
+                yield from (info for info, _ in self._first_listing())
                 return
             for _ in self._first_listing():
                 pass
@@ -98,15 +110,16 @@ class ListedOnce(WrappingDriver):
             yield ObjectInfo(keys[at], sizes[at], self._metadata.get(at, _NO_METADATA), self._etags.get(at))
             at += 1
 
-    def _first_listing(self) -> Iterator[ObjectInfo]:
+    def _first_listing(self) -> Iterator[tuple[ObjectInfo, K | None]]:
         keys: list[str] = []
         sizes = array("q")
         etags: dict[int, str] = {}
         metadata: dict[int, Mapping[str, str]] = {}
         taken = self._taken_by_first
         for info in self.inner.list(""):
-            yield info
-            if taken is not None and taken(info.key):
+            made = None if taken is None else taken(info.key)
+            yield info, made
+            if made:
                 continue
             if info.etag is not None:
                 etags[len(keys)] = info.etag

@@ -96,10 +96,10 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import is_segment_object, pairing_segments, plan_segment_blocks
+from .segment_planning import pairing_segments, plan_segment_blocks, pulsar_key
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
-from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
+from .whole_ledger_planning import LedgerIds, plan_whole_ledgers
 
 __all__ = [
     "SCHEMA",
@@ -136,11 +136,11 @@ def plan_partitions(
     Raises :class:`ConfigError` for a missing path or a bad option."""
     parsed = options if isinstance(options, ReadOptions) else parse_read_options(options)
     # One listing for every kind; Pulsar's objects are planned from it as it comes, never kept.
-    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_is_pulsars)
+    store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=pulsar_key)
     try:
         read = LedgerIds()
         segments: list[tuple[str, int]] = []
-        listing = pairing_segments(store.list(""), segments)
+        listing = pairing_segments(store.first_listing(), segments)
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
@@ -169,10 +169,6 @@ def plan_partitions(
         return partitions
     finally:
         store.close()
-
-
-def _is_pulsars(key: str) -> bool:
-    return is_ledger_object(key) or is_segment_object(key)
 
 
 def _with_lasts(

@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from ..formats import pulsar_v1 as v1
 from ..formats import pulsar_v2 as v2
 from ..model import ObjectInfo
 from ..offload.listing_pairs import INDEX_SUFFIX, ListingPairs
@@ -24,7 +25,7 @@ from .column_bounds import ANY_VALUE, ColumnBounds
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
-__all__ = ["SegmentBlocks", "is_segment_object", "pairing_segments", "plan_segment_blocks", "segment_role"]
+__all__ = ["SegmentBlocks", "pairing_segments", "plan_segment_blocks", "pulsar_key", "segment_role"]
 
 
 @dataclass(frozen=True)
@@ -93,28 +94,34 @@ def plan_segment_blocks(
 _UUID_LENGTH = 36
 
 
-def is_segment_object(key: str) -> bool:
-    """Whether ``key`` is a PIP-76 segment's object (data, index or entry offsets)."""
-    return v2.parse_segment_key(key) is not None
-
-
-def segment_role(key: str) -> bool | None:
+def segment_role(parsed: v2.SegmentKey | None) -> bool | None:
     """A segment's data object (``False``), its index (``True``), or
-    neither (its entry offsets, any other key): what
+    neither (its entry offsets, any other key), from its key's
+    :func:`~offload_core.formats.pulsar_v2.parse_segment_key`: what
     :class:`~offload_core.offload.listing_pairs.ListingPairs` pairs."""
-    parsed = v2.parse_segment_key(key)
     return None if parsed is None or parsed.is_entry_offsets else parsed.is_index
 
 
-def pairing_segments(listing: Iterable[ObjectInfo], segments: list[tuple[str, int]]) -> Iterator[ObjectInfo]:
-    """``listing`` (sorted by key) passed on as it comes, the data key and
-    stored size of each complete PIP-76 segment appended to ``segments`` as
-    its index passes. Raises what :class:`ListingPairs` raises."""
-    pairs = ListingPairs(segment_role)
-    for info in listing:
-        if (pair := pairs.feed(info)) is not None:
+def pulsar_key(key: str) -> v1.LedgerKey | v2.SegmentKey | None:
+    """``key`` parsed as a whole-ledger object's or a segment's (no key is
+    both), once for every use planning makes of it."""
+    return v1.parse_key(key) or v2.parse_segment_key(key)
+
+
+def pairing_segments(
+    listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | v2.SegmentKey | None]], segments: list[tuple[str, int]]
+) -> Iterator[tuple[ObjectInfo, v1.LedgerKey | None]]:
+    """``listing`` (sorted by key, each record with its :func:`pulsar_key`)
+    passed on as it comes, each record with its key parsed as a
+    whole-ledger object's, the data key and stored size of each complete
+    PIP-76 segment appended to ``segments`` as its index passes. Raises
+    what :class:`ListingPairs` raises."""
+    pairs = ListingPairs()
+    for info, parsed in listing:
+        segment = parsed if isinstance(parsed, v2.SegmentKey) else None
+        if (pair := pairs.feed(info, segment_role(segment))) is not None:
             segments.append(pair)
-        yield info
+        yield info, parsed if isinstance(parsed, v1.LedgerKey) else None
 
 
 def _clip(

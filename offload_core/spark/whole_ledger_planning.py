@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..formats import pulsar_v1 as v1
 from ..model import ObjectInfo
-from ..offload.ledgers.inventory import LedgerCopy, stream_complete_ledgers
+from ..offload.ledgers.inventory import LedgerCopy, complete_ledgers_of, stream_complete_ledgers
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
@@ -29,12 +29,7 @@ from .ledger_groups import LedgerGroupPartition, packed_groups
 from .planning_reads import open_planning_driver, read_objects
 from .read_options import ReadOptions
 
-__all__ = ["LedgerIds", "is_ledger_object", "plan_whole_ledgers"]
-
-
-def is_ledger_object(key: str) -> bool:
-    """Whether ``key`` is a whole-ledger object's (data or index)."""
-    return v1.parse_key(key) is not None
+__all__ = ["LedgerIds", "plan_whole_ledgers"]
 
 
 @dataclass
@@ -76,7 +71,7 @@ class LedgerIds:
 
 def plan_whole_ledgers(
     options: ReadOptions,
-    listing: Iterable[ObjectInfo],
+    listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | None]],
     read: LedgerIds,
     *,
     ledger_bounds: ColumnBounds = ANY_VALUE,
@@ -84,7 +79,8 @@ def plan_whole_ledgers(
     publish_time_bounds: ColumnBounds = ANY_VALUE,
 ) -> Iterator[BlockRangePartition | LedgerGroupPartition]:
     """The partitions of the wanted complete whole-ledger copies in
-    ``listing`` (the store's, sorted by key, taken as it comes): packed
+    ``listing`` (the store's, sorted by key, taken as it comes, each record
+    with its key's :func:`~offload_core.formats.pulsar_v1.parse_key`): packed
     groups of small ones in listing order, then the large ones' block
     ranges in ledger order. Each planned ledger's id is added to ``read``.
 
@@ -95,7 +91,7 @@ def plan_whole_ledgers(
     large: list[LedgerCopy] = []
 
     def small() -> Iterator[tuple[LedgerCopy, EntryRanges]]:
-        for ledger in wanted_copies(stream_complete_ledgers(listing), options):
+        for ledger in wanted_copies(complete_ledgers_of(listing), options):
             if not ledger_bounds.admits(ledger.ledger_id):
                 continue
             read.add(ledger.ledger_id)

@@ -124,3 +124,25 @@ def test_a_segment_vanished_inside_a_packed_partition(
     (record,) = caplog.records
     assert record.context["key"] == lost
     assert (record.context["first_offset"], record.context["last_offset"]) == ("100", "199")
+
+
+def test_a_large_segment_is_cut_into_runs_of_its_index_entries(tmp_path: Path) -> None:
+    """A segment of 20 batches of 5 offsets, one index entry a batch: cut
+    into runs of whole entries within ``bytesPerPartition`` (3 of about 1.7
+    KB in 3.5 entries' bytes) and ``maxRecordsPerPartition`` (2 entries of 5
+    offsets within 12), each run its own partition at these budgets."""
+    url = f"file://{tmp_path / 'store'}"
+    rsm = RemoteStorageManager(open_driver(url, fsync="false"), index_entry_bytes=1)
+    tp, (segment,) = read_partition_dir(write_partition(tmp_path, "orders-0", numbered_segments(1)))
+    entries = rsm.copy_log_segment(tp, segment.data)
+    assert len(entries) == 20
+    entry_bytes = sum(e.length for e in entries) // len(entries)
+    options = {"url": url, "topic": "orders"}
+    every = [(0, o) for o in range(100)]
+
+    by_bytes = plan_partitions({**options, "bytesPerPartition": str(entry_bytes * 7 // 2)})
+    assert [[r.end - r.first for r in p.ranges] for p in by_bytes] == [[15]] * 6 + [[10]]
+    assert [row[3:5] for row in _rows(url, by_bytes)] == every
+    by_offsets = plan_partitions({**options, "maxRecordsPerPartition": "12"})
+    assert [[r.end - r.first for r in p.ranges] for p in by_offsets] == [[10]] * 10
+    assert [row[3:5] for row in _rows(url, by_offsets)] == every

@@ -10,15 +10,17 @@ from ...errors import ConfigError, NotFoundError
 from ...formats import pulsar_v1 as v1
 from ...model import ObjectInfo
 from ...storage import StorageDriver
-from ..listing_pairs import INDEX_SUFFIX, complete_pairs
+from ..listing_pairs import INDEX_SUFFIX, ListingPairs
 
 __all__ = [
     "LedgerCopy",
     "OffloadedLedger",
+    "complete_ledgers_of",
     "find_complete_ledgers",
     "find_offloaded_ledgers",
     "index_key_of",
     "select_ledger",
+    "sorted_copies",
     "stream_complete_ledgers",
 ]
 
@@ -101,7 +103,12 @@ def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
     """:func:`stream_complete_ledgers` of ``objects`` (a sorted listing),
     sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
     uuid. Raises what it raises."""
-    return sorted(stream_complete_ledgers(objects), key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
+    return sorted_copies(stream_complete_ledgers(objects))
+
+
+def sorted_copies(copies: Iterable[LedgerCopy]) -> list[LedgerCopy]:
+    """``copies`` by ledger id, then prefix and uuid."""
+    return sorted(copies, key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
 
 
 def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCopy]:
@@ -112,15 +119,20 @@ def stream_complete_ledgers(objects: Iterable[ObjectInfo]) -> Iterator[LedgerCop
 
     Raises :class:`StateError` if the listing is not sorted (a driver
     breaking its contract), rather than miss a ledger."""
-    for data_key, size in complete_pairs(objects, _ledger_role):
-        parsed = v1.parse_key(data_key)
-        assert parsed is not None  # _ledger_role parsed it
-        yield LedgerCopy(data_key, parsed.ledger_id, len(parsed.prefix), size)
+    return complete_ledgers_of((info, v1.parse_key(info.key)) for info in objects)
 
 
-def _ledger_role(key: str) -> bool | None:
-    parsed = v1.parse_key(key)
-    return None if parsed is None else parsed.is_index
+def complete_ledgers_of(listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | None]]) -> Iterator[LedgerCopy]:
+    """:func:`stream_complete_ledgers` of a sorted listing whose keys the
+    caller parsed already, each record with its key's
+    :func:`~offload_core.formats.pulsar_v1.parse_key`: each key parsed
+    once. Raises what :func:`stream_complete_ledgers` raises."""
+    pairs = ListingPairs()
+    for info, parsed in listing:
+        pair = pairs.feed(info, None if parsed is None else parsed.is_index)
+        if pair is not None:
+            assert parsed is not None  # an index completed the pair; its key says what the data key's does
+            yield LedgerCopy(pair[0], parsed.ledger_id, len(parsed.prefix), pair[1])
 
 
 def select_ledger(ledgers: Iterable[OffloadedLedger], ledger_id: int, uuid: str | None = None) -> OffloadedLedger:

@@ -5,8 +5,9 @@ and summing one up from its metadata (key -1) and index."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ...model import ObjectInfo
 from ...storage import StorageDriver
@@ -28,6 +29,7 @@ _FILE = re.compile(
     r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"/(?P<name>data|index|\.data\.crc|\.index\.crc)$"
 )
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -64,28 +66,17 @@ def find_mapfile_ledgers(driver: StorageDriver, prefix: str = "") -> list[MapFil
 
 def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLedger]:
     """Group the files of MapFile directories; other keys are ignored."""
-    found: dict[tuple[str, int, str], list[ObjectInfo]] = {}
-    for info in objects:
-        match = _FILE.search(info.key, len(prefix))
-        if match is None or int(match["ledger"]) > 2**63 - 1:
-            continue
-        managed_ledger = info.key[len(prefix) : match.start()]
-        found.setdefault((managed_ledger, int(match["ledger"]), match["uuid"]), []).append(info)
-    ledgers = []
-    for (managed_ledger, ledger_id, uuid), files in found.items():
-        by_name = {info.key.rsplit("/", 1)[1]: info for info in files}
-        ledgers.append(
-            MapFileLedger(
-                prefix,
-                uuid,
-                ledger_id,
-                by_name.get(DATA),
-                by_name.get(INDEX),
-                managed_ledger=managed_ledger,
-                files=tuple(sorted(files, key=lambda i: i.key)),
-            )  # fmt: skip
-        )
-    return sorted(ledgers, key=lambda ledger: (ledger.ledger_id, ledger.managed_ledger, ledger.uuid))
+    found = _directories(objects, prefix, dict, _add_file)
+    return [
+        MapFileLedger(prefix, uuid, ledger_id, by_name.get(DATA), by_name.get(INDEX), managed_ledger=managed_ledger,
+                      files=tuple(sorted(by_name.values(), key=lambda info: info.key)))
+        for (ledger_id, managed_ledger, uuid), by_name in sorted(found.items(), key=lambda item: item[0])
+    ]  # fmt: skip
+
+
+def _add_file(by_name: dict[str, ObjectInfo], name: str, info: ObjectInfo) -> dict[str, ObjectInfo]:
+    by_name[name] = info
+    return by_name
 
 
 _COMPLETE = {DATA: 1, INDEX: 2}
@@ -97,18 +88,33 @@ def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> list[t
     :func:`group_mapfiles`'s order: what a read's plan needs of the
     listing, without a record per file (each managed ledger's name held
     once)."""
+    found = _directories(objects, prefix, lambda: (0, 0), _add_size)
+    return sorted((*directory, size) for directory, (size, parts) in found.items() if parts == 3)
+
+
+def _add_size(held: tuple[int, int], name: str, info: ObjectInfo) -> tuple[int, int]:
+    """Its bytes, and which of data (1), index (2) are there."""
+    return held[0] + info.size, held[1] | _COMPLETE.get(name, 0)
+
+
+def _directories(
+    objects: Iterable[ObjectInfo], prefix: str, start: Callable[[], T], add: Callable[[T, str, ObjectInfo], T]
+) -> dict[tuple[int, str, str], T]:
+    """The listing grouped into MapFile directories, ``(ledger id, managed
+    ledger, uuid)`` each (each managed ledger's name one string), with what
+    ``add(held, file name, record)`` makes of its files from ``start()``;
+    keys of no MapFile directory are ignored."""
     names: dict[str, str] = {}
-    found: dict[tuple[int, str, str], list[int]] = {}  # its bytes, and which of data (1), index (2) are there
+    found: dict[tuple[int, str, str], T] = {}
     for info in objects:
         match = _FILE.search(info.key, len(prefix))
         if match is None or int(match["ledger"]) > 2**63 - 1:
             continue
         managed_ledger = info.key[len(prefix) : match.start()]
-        held = found.setdefault((int(match["ledger"]), names.setdefault(managed_ledger, managed_ledger),
-                                 match["uuid"]), [0, 0])  # fmt: skip
-        held[0] += info.size
-        held[1] |= _COMPLETE.get(match["name"], 0)
-    return sorted((*directory, size) for directory, (size, parts) in found.items() if parts == 3)
+        directory = (int(match["ledger"]), names.setdefault(managed_ledger, managed_ledger), match["uuid"])
+        held = found.get(directory)
+        found[directory] = add(start() if held is None else held, match["name"], info)
+    return found
 
 
 def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:
