@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from offload_core.errors import FormatError
 from offload_core.formats import kafka
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
@@ -107,3 +108,22 @@ def test_spark_reads_committed_records_packed_or_not(spark: Any, store: str) -> 
     assert offsets("read_uncommitted") == EVERY
     assert offsets(COMMITTED) == KEPT  # one task, the three segments packed
     assert offsets(COMMITTED, bytesPerPartition="1") == KEPT  # a task per segment
+
+
+def test_a_later_segments_vanished_transaction_index_is_refused(store: str, tmp_path: Path) -> None:
+    """The third segment's ``.txnindex`` (the only one naming 77's
+    transaction) deleted while its manifest still records it: read_committed
+    refuses, naming it, where it took the missing index for "no aborted
+    transactions" and gave 77's records 2-4 and 10-11 as committed.
+    read_uncommitted, which reads no transaction index, is unchanged."""
+    index = max((tmp_path / "store").rglob("*.txnindex"))  # the third segment's: its base offset is the greatest
+    index.unlink()
+    key = str(index.relative_to(tmp_path / "store"))
+    with pytest.raises(FormatError, match=f"{key} is gone but its segment's manifest recorded 34 bytes"):
+        plan_partitions(_options(store))
+    reader = RemoteLogReader(
+        RemoteStorageManager(open_driver(store)), TopicIdPartition(TOPIC_ID, TopicPartition("txn", 0))
+    )
+    with pytest.raises(FormatError, match=f"{key} is gone"):
+        list(reader.records(0, isolation=Isolation.READ_COMMITTED))
+    assert _offsets(store, plan_partitions(_options(store, "read_uncommitted"))) == EVERY
