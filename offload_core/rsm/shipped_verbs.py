@@ -193,14 +193,25 @@ class ShippedRemoteStorageManager:
         copied, and for a TRANSACTION index of a segment that had none
         (Kafka writes ``.txnindex`` only for aborted transactions), and
         :class:`FormatError` naming the object if it is not the size the
-        segment's manifest recorded (cut, grown or replaced)."""
+        segment's manifest recorded (cut, grown or replaced) or, for a
+        TRANSACTION index, if the manifest recorded one that is gone: a
+        reader takes NotFoundError for "no aborted transactions", and would
+        return aborted records as committed."""
         manifest = self.manifest(metadata)
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
         if index_type.suffix not in manifest.object_sizes:
             raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
                                 f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
         size = manifest.object_sizes[index_type.suffix]
-        data = self.driver.read(key) if size else b""
+        try:
+            data = self.driver.read(key) if size else b""
+        except NotFoundError:
+            if index_type is not IndexType.TRANSACTION:
+                raise
+            raise FormatError(f"{key} is gone but its segment's manifest recorded {size} bytes: without it "
+                              "read_committed cannot tell the segment's aborted records from committed ones; "
+                              "copy the segment again (or, if it was deleted since it was listed, read again)"
+                              ) from None  # fmt: skip
         if len(data) != size:
             raise FormatError(f"{key} holds {len(data)} bytes but its segment's manifest recorded {size}: "
                               "the index was altered or damaged; copy the segment again")  # fmt: skip

@@ -130,6 +130,47 @@ def undecided_transaction_segments() -> list[SegmentSpec]:
             SegmentSpec([abort, plain[2]], [kafka.AbortedTxn(77, 2, 7, 10)], snapshot=[closed])]  # fmt: skip
 
 
+def aborted_across_segments() -> list[SegmentSpec]:
+    """Transactions decided in a later segment than their records, each
+    ``.txnindex`` entry in the segment of its ABORT marker, with the last
+    stable offset Kafka's leader records in it (the first offset of the
+    transactions still open then, else one past the marker):
+
+    - 0-8: plain 0-1, producer 77's transaction 2-4, producer 88's 5-6, plain 7-8;
+    - 9-16: 88's COMMIT 9, 77's transaction goes on 10-11, producer 99's
+      transaction 12-13 and its ABORT 14 (77's is still open: stable offset 2), plain 15-16;
+    - 17-19: 77's ABORT 17 (stable offset 18), plain 18-19.
+
+    read_uncommitted reads every offset but the markers (9, 14, 17);
+    read_committed drops 77's and 99's records as well: 0-1, 5-8, 15-16, 18-19."""
+    stamp = 1_700_000_000_000
+
+    def txn(producer: int, base: int, count: int, sequence: int) -> bytes:
+        records = [kafka.Record(base + i, stamp + base + i, None, value(base + i, 20)) for i in range(count)]
+        return kafka.encode_batch(records, base_offset=base, producer_id=producer, producer_epoch=0,
+                                  base_sequence=sequence, transactional=True)  # fmt: skip
+
+    def marker(producer: int, offset: int, kind: int) -> bytes:
+        record = kafka.control_record(kind, offset=offset, timestamp=stamp + offset)
+        return kafka.encode_batch([record], base_offset=offset, producer_id=producer, producer_epoch=0,
+                                  transactional=True, control=True)  # fmt: skip
+
+    def producer(pid: int, sequence: int, last: int, txn_first: int = -1) -> kafka.ProducerSnapshotEntry:
+        return kafka.ProducerSnapshotEntry(pid, 0, sequence, last, 0, stamp + last, 0, txn_first)
+
+    def plain(base: int) -> bytes:
+        return plain_batch(base, 2, timestamp=stamp + base, size=20)
+
+    first = SegmentSpec([plain(0), txn(77, 2, 3, 0), txn(88, 5, 2, 0), plain(7)],
+                        snapshot=[producer(77, 2, 4, 2), producer(88, 1, 6, 5)])  # fmt: skip
+    second = SegmentSpec([marker(88, 9, kafka.CONTROL_COMMIT), txn(77, 10, 2, 3), txn(99, 12, 2, 0),
+                          marker(99, 14, kafka.CONTROL_ABORT), plain(15)], [kafka.AbortedTxn(99, 12, 14, 2)],
+                         snapshot=[producer(77, 4, 11, 2), producer(88, 1, 9), producer(99, 1, 14)])  # fmt: skip
+    third = SegmentSpec([marker(77, 17, kafka.CONTROL_ABORT), plain(18)], [kafka.AbortedTxn(77, 2, 17, 18)],
+                        snapshot=[producer(77, 4, 17), producer(88, 1, 9), producer(99, 1, 14)])  # fmt: skip
+    return [first, second, third]
+
+
 def fixture_partition(case: KafkaCase, root: Path, topic_id: str | None = TOPIC_ID) -> Path:
     """A Kafka-written fixture as a partition directory ``<topic>-<partition>``
     (the fixtures have no partition.metadata: one naming ``topic_id`` is

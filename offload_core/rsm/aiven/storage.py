@@ -11,7 +11,7 @@ import io
 from collections.abc import Mapping
 from typing import IO, Self
 
-from ...errors import ConfigError, InvalidRangeError, NotFoundError
+from ...errors import ConfigError, FormatError, InvalidRangeError, NotFoundError
 from ...formats import kafka
 from ...offload.reading.read_ahead import ReadAheadPool
 from ...storage import StorageDriver
@@ -138,8 +138,20 @@ class AivenRemoteStorage:
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]:
         """The index Kafka wrote. :class:`NotFoundError` for a transaction
         index the segment has none of; :class:`FormatError` naming
-        ``.indexes`` for one that does not decrypt or is cut."""
-        data = self.reader(metadata).read_index(_KINDS[index_type])
+        ``.indexes`` for one that does not decrypt or is cut, or, for a
+        transaction index the manifest records, if ``.indexes`` is gone: a
+        reader takes NotFoundError for "no aborted transactions", and would
+        return aborted records as committed."""
+        reader = self.reader(metadata)
+        try:
+            data = reader.read_index(_KINDS[index_type])
+        except NotFoundError:
+            if index_type is not IndexType.TRANSACTION:
+                raise
+            raise FormatError(f"{reader.indexes_key} is gone but its segment's manifest records a transaction "
+                              "index in it: without it read_committed cannot tell the segment's aborted records "
+                              "from committed ones; copy the segment again (or, if it was deleted since it was "
+                              "listed, read again)") from None  # fmt: skip
         if data is None:
             raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
                                 f"{index_type.name} index (it had no aborted transactions)")  # fmt: skip

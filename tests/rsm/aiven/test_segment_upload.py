@@ -7,18 +7,21 @@ from __future__ import annotations
 import base64
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from offload_core.errors import FormatError, TransientStorageError
+from offload_core.formats import kafka
 from offload_core.rsm.aiven.keys import require_key
 from offload_core.rsm.aiven.manifest import IndexKind, decode_manifest
 from offload_core.rsm.aiven.segment_reader import AivenSegmentReader
 from offload_core.rsm.aiven.segment_upload import copied_segments, upload_aiven_segment
 from offload_core.rsm.aiven.segment_writer import AivenWriteSettings
-from offload_core.rsm.types import LogSegmentData
+from offload_core.rsm.aiven.storage import AivenRemoteStorage
+from offload_core.rsm.types import IndexType, LogSegmentData
 from offload_core.storage import StorageDriver
 from tests.aiven_vectors import AivenRun, aiven_runs, private_keys
 from tests.kafka_vectors import VECTORS
@@ -141,3 +144,23 @@ def test_compression_heuristic_leaves_compressed_segments_as_they_are(
                          files)  # fmt: skip
     key = RUNS[0].object_key("rsm-manifest")
     assert decode_manifest(store.read(key), key).compression is compressed
+
+
+def test_a_transaction_index_whose_indexes_object_vanished_is_refused(store: StorageDriver, tmp_path: Path) -> None:
+    """NotFoundError from fetch_index(TRANSACTION) means "no aborted
+    transactions" to a read_committed reader: a listed segment whose
+    manifest records a transaction index but whose ``.indexes`` is gone
+    since (deleted after the listing) is refused, naming it, rather than
+    read as if it had none."""
+    run = RUNS[0]
+    txn = tmp_path / "00000000000000000000.txnindex"
+    txn.write_bytes(kafka.encode_txn_index([kafka.AbortedTxn(77, 3, 5, 6)]))
+    upload_aiven_segment(store, settings_of(run), metadata_of(run), replace(segment_files(), transaction_index=txn))
+    tp = metadata_of(run).topic_id_partition
+    fresh, listed = AivenRemoteStorage(store, prefix=run.prefix), AivenRemoteStorage(store, prefix=run.prefix)
+    (segment,) = listed.list_remote_segments(tp)
+    assert fresh.fetch_index(segment, IndexType.TRANSACTION).read() == txn.read_bytes()
+    indexes = require_key(run.object_key("rsm-manifest")).with_suffix("indexes").key
+    store.delete(indexes)
+    with pytest.raises(FormatError, match=f"{indexes} is gone but its segment's manifest records a transaction"):
+        listed.fetch_index(segment, IndexType.TRANSACTION)
