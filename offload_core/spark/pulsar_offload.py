@@ -87,6 +87,7 @@ from ..offload.listing_pairs import ListingPairs
 from ..plugins import PluginManager
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .key_lists import KeyList
 from .kind_partitions import OffloadPartition, plan_kind_partitions
 from .ledger_groups import LedgerGroupPartition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, spark_tuple
@@ -95,7 +96,7 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import is_segment_object, plan_segment_blocks, segment_role
+from .segment_planning import SegmentBlocks, is_segment_object, plan_segment_blocks, segment_role
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 from .whole_ledger_planning import LedgerIds, is_ledger_object, plan_whole_ledgers
@@ -135,7 +136,7 @@ def plan_partitions(
     store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=_is_pulsars)
     try:
         read = LedgerIds()
-        segment_keys: list[str] = []
+        segment_keys = KeyList()
         listing = _pairing_segments(store.list(""), segment_keys)
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
@@ -144,12 +145,10 @@ def plan_partitions(
             pass
         runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
-        for run in runs:
-            read.add(run.ledger_id)
         segment_partitions = (
             BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
                                 publish_time_bounds=publish_time_bounds, last_entry=last)
-            for run in runs
+            for run in _noting_ledgers(runs, read)
             for group, last in _with_lasts(grouped_blocks(run.blocks, parsed.blocks_per_partition,
                                                           parsed.bytes_per_partition))
         )  # fmt: skip
@@ -170,7 +169,14 @@ def _is_pulsars(key: str) -> bool:
     return is_ledger_object(key) or is_segment_object(key)
 
 
-def _pairing_segments(listing: Iterable[ObjectInfo], data_keys: list[str]) -> Iterator[ObjectInfo]:
+def _noting_ledgers(runs: Iterable[SegmentBlocks], read: LedgerIds) -> Iterator[SegmentBlocks]:
+    """``runs`` passed on as they come (never all held), each one's ledger added to ``read``."""
+    for run in runs:
+        read.add(run.ledger_id)
+        yield run
+
+
+def _pairing_segments(listing: Iterable[ObjectInfo], data_keys: KeyList) -> Iterator[ObjectInfo]:
     """``listing`` passed on as it comes, each complete PIP-76 segment's
     data key appended to ``data_keys`` as its index passes."""
     segments = ListingPairs(segment_role)
