@@ -5,7 +5,9 @@ and summing one up from its metadata (key -1) and index."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import struct
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ...model import ObjectInfo
@@ -91,24 +93,50 @@ def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLe
 _COMPLETE = {DATA: 1, INDEX: 2}
 
 
-def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> list[tuple[int, str, str, int]]:
+def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> Iterator[tuple[int, str, str, int]]:
     """``(ledger id, managed ledger, uuid, bytes of its files)`` of every
     complete MapFile directory (``data`` and ``index`` both there), in
-    :func:`group_mapfiles`'s order: what a read's plan needs of the
-    listing, without a record per file (each managed ledger's name held
-    once)."""
-    names: dict[str, str] = {}
-    found: dict[tuple[int, str, str], list[int]] = {}  # its bytes, and which of data (1), index (2) are there
+    :func:`group_mapfiles`'s order, all of ``objects`` taken before the
+    first is given: what a read's plan needs of the listing, without a
+    record per file. A directory is held as one bytes key of its ledger
+    id, managed ledger (each name held once) and uuid (its 36 characters
+    as listed, so it comes back as it was), its size and parts in arrays:
+    some 160 bytes a directory where a tuple key and a list were 350."""
+    names: dict[str, int] = {}
+    found: dict[bytes, int] = {}  # a directory's key -> its number in ``sizes`` and ``parts``
+    sizes = array("q")
+    parts = bytearray()  # which of data (1), index (2) are there
     for info in objects:
         match = _FILE.search(info.key, len(prefix))
         if match is None or int(match["ledger"]) > 2**63 - 1:
             continue
-        managed_ledger = info.key[len(prefix) : match.start()]
-        held = found.setdefault((int(match["ledger"]), names.setdefault(managed_ledger, managed_ledger),
-                                 match["uuid"]), [0, 0])  # fmt: skip
-        held[0] += info.size
-        held[1] |= _COMPLETE.get(match["name"], 0)
-    return sorted((*directory, size) for directory, (size, parts) in found.items() if parts == 3)
+        managed_ledger = names.setdefault(info.key[len(prefix) : match.start()], len(names))
+        number = found.setdefault(_DIRECTORY.pack(int(match["ledger"]), managed_ledger, match["uuid"].encode()),
+                                  len(sizes))  # fmt: skip
+        if number == len(sizes):
+            sizes.append(0)
+            parts.append(0)
+        sizes[number] += info.size
+        parts[number] |= _COMPLETE.get(match["name"], 0)
+    ranked = sorted(names)
+    rank = array("I", [0] * len(names))
+    for position, name in enumerate(ranked):
+        rank[names[name]] = position
+    # Fixed widths, big-endian: the bytes sort as (ledger id, managed ledger, uuid) do.
+    ordered = []
+    for directory, number in found.items():
+        if parts[number] == 3:
+            ledger_id, managed_ledger, uuid = _DIRECTORY.unpack(directory)
+            ordered.append(_ORDERED.pack(ledger_id, rank[managed_ledger], uuid, number))
+    found.clear()
+    ordered.sort()
+    for record in ordered:
+        ledger_id, position, uuid, number = _ORDERED.unpack(record)
+        yield ledger_id, ranked[position], uuid.decode(), sizes[number]
+
+
+_DIRECTORY = struct.Struct("<qI36s")  # ledger id, managed ledger's number, uuid
+_ORDERED = struct.Struct(">QI36sI")  # ledger id, managed ledger's rank, uuid, the directory's number
 
 
 def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:
