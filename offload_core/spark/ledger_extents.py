@@ -71,7 +71,8 @@ def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> 
     known = IndexedBlocks() if known is None else known
     segments: list[tuple[str, int]] = []
     with open_planning_driver(options.url, options.driver_options) as driver:
-        listing = pairing_segments(((info, pulsar_key(info.key)) for info in driver.list("")), segments)
+        listing = pairing_segments(((info, pulsar_key(info.key)) for info in driver.list("")),
+                                   lambda key, size: segments.append((key, size)))  # fmt: skip
         ledgers = ledger_copies_to_read(sorted_copies(complete_ledgers_of(listing)), options)
     known.whole = _kept(known.whole, {(ledger.data_key, ledger.size): ledger.index_key for ledger in ledgers},
                         options, _whole_blocks)  # fmt: skip

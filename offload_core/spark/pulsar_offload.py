@@ -88,6 +88,7 @@ from ..errors import ConfigError
 from ..plugins import PluginManager
 from .block_ranges import BlockRangePartition, grouped_blocks
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .key_lists import KeyList
 from .kind_partitions import OffloadPartition, plan_kind_partitions
 from .ledger_groups import LedgerGroupPartition
 from .message_rows import COLUMNS, MessageRow, arrow_batch, spark_tuple
@@ -96,7 +97,7 @@ from .partition_reads import Partition, read_partition, read_partition_batches
 from .planning_reads import ListedOnce, open_planning_driver
 from .pushdown import COLUMN_VALUES, narrowed
 from .read_options import Decode, ReadOptions, parse_read_options
-from .segment_planning import pairing_segments, plan_segment_blocks, pulsar_key
+from .segment_planning import SegmentBlocks, pairing_segments, plan_segment_blocks, pulsar_key
 from .source import SCHEMA
 from .store_tasks import Store, installed_kinds
 from .whole_ledger_planning import LedgerIds, plan_whole_ledgers
@@ -139,22 +140,24 @@ def plan_partitions(
     store = ListedOnce(open_planning_driver(parsed.url, parsed.driver_options), taken_by_first=pulsar_key)
     try:
         read = LedgerIds()
-        segments: list[tuple[str, int]] = []
-        listing = pairing_segments(store.first_listing(), segments)
+        segment_keys = KeyList()
+
+        def found(data_key: str, _size: int) -> None:
+            if segment_wanted is None or segment_wanted(data_key):
+                segment_keys.append(data_key)
+
+        listing = pairing_segments(store.first_listing(), found)
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
         for _ in listing:  # the rest, if the whole-ledger planning stopped short: segments are paired in it
             pass
-        segment_keys = [key for key, _ in segments if segment_wanted is None or segment_wanted(key)]
         runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
-        for run in runs:
-            read.add(run.ledger_id)
         segment_partitions = (
             BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
                                 publish_time_bounds=publish_time_bounds, last_entry=last)
-            for run in runs
+            for run in _noting_ledgers(runs, read)
             for group, last in _with_lasts(grouped_blocks(run.blocks, parsed.blocks_per_partition,
                                                           parsed.bytes_per_partition))
         )  # fmt: skip
@@ -169,6 +172,13 @@ def plan_partitions(
         return partitions
     finally:
         store.close()
+
+
+def _noting_ledgers(runs: Iterable[SegmentBlocks], read: LedgerIds) -> Iterator[SegmentBlocks]:
+    """``runs`` passed on as they come (never all held), each one's ledger added to ``read``."""
+    for run in runs:
+        read.add(run.ledger_id)
+        yield run
 
 
 def _with_lasts(

@@ -12,8 +12,9 @@ a duplicate left by a crash, count once: the first by uuid)."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..formats import pulsar_v1 as v1
@@ -45,50 +46,76 @@ def plan_segment_blocks(
     skip_ledgers: Collection[int],
     ledger_bounds: ColumnBounds = ANY_VALUE,
     entry_bounds: ColumnBounds = ANY_VALUE,
-) -> list[SegmentBlocks]:
+) -> Iterator[SegmentBlocks]:
     """The segment blocks the read needs, per ledger and segment, in
     ledger order, of the complete segments whose data objects are
-    ``data_keys`` (see :func:`segment_role`), their indexes read here;
+    ``data_keys`` (see :func:`segment_role`), their indexes all read
+    before the first is given (``skip_ledgers`` is asked then only);
     ledgers in ``skip_ledgers`` (read from v1 objects) and ledgers or
     entries the selection and bounds exclude are left out, and so is a
     segment deleted since it was listed if ``failOnDataLoss=false``
     (:class:`NotFoundError` naming it otherwise)."""
-    # Per ledger, its runs: (first entry, segment uuid, data key, its blocks' (first entry, offset, end)).
-    runs: dict[int, list[tuple[int, str, str, list[tuple[int, int, int]]]]] = {}
+    # Per ledger, its runs as int64s: (first entry, data key's number, rows, (first entry, offset, end) * rows);
+    # as tuples of Python ints they were some 400 bytes a segment, held until the last index is read.
+    runs: dict[int, array[int]] = {}
     indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index,
                            vanished=True)  # fmt: skip
-    for data_key, index in zip(data_keys, indexes, strict=True):
+    for number, index in zip(range(len(data_keys)), indexes, strict=True):
         if index is None:
             continue
-        uuid = data_key[-_UUID_LENGTH:]
         for section in index.ledgers:
             ledger_id = section.ledger_id
             if ledger_id in skip_ledgers or not options.selection.wants_ledger(ledger_id):
                 continue
             if not ledger_bounds.admits(ledger_id):
                 continue
-            rows = [(row.first_entry_id, row.offset, index.block_end(row)) for row in section.rows]
-            runs.setdefault(ledger_id, []).append((section.first_entry_id, uuid, data_key, rows))
-    planned: list[SegmentBlocks] = []
+            held = runs.setdefault(ledger_id, array("q"))
+            held.extend((section.first_entry_id, number, len(section.rows)))
+            for row in section.rows:
+                held.extend((row.first_entry_id, row.offset, index.block_end(row)))
     for ledger_id in sorted(runs):
-        ordered = sorted(runs[ledger_id], key=lambda run: (run[0], run[1]))
-        starts = [run[0] for run in ordered]
-        for position, (first, _uuid, data_key, rows) in enumerate(ordered):
-            if position and starts[position - 1] == first:
-                continue  # a second copy of the same run
-            following = bisect_right(starts, first)  # the next run starting later: ``starts`` is sorted
-            cap = starts[following] - 1 if following < len(starts) else None
-            ranges = _clip(options.selection.entry_ranges(ledger_id), first, cap)
-            blocks = []
-            for number, (row_first, offset, end) in enumerate(rows):
-                last = rows[number + 1][0] - 1 if number + 1 < len(rows) else cap
-                if overlaps(row_first, last, ranges) and entry_bounds.overlaps(
-                    row_first, last if last is not None else 2**63 - 1
-                ):
-                    blocks.append((offset, end, row_first))
-            if blocks and ranges:
-                planned.append(SegmentBlocks(ledger_id, data_key, tuple(blocks), ranges))
-    return planned
+        yield from _ledger_blocks(options, ledger_id, _runs_of(runs.pop(ledger_id), data_keys), entry_bounds)
+
+
+def _runs_of(held: array[int], data_keys: Sequence[str]) -> list[tuple[int, str, str, list[tuple[int, int, int]]]]:
+    """One ledger's runs as :func:`plan_segment_blocks` held them: (first
+    entry, segment uuid, data key, its blocks' (first entry, offset, end))."""
+    decoded = []
+    at = 0
+    while at < len(held):
+        first, number, count = held[at : at + 3]
+        at += 3
+        flat = held[at : at + 3 * count]
+        at += 3 * count
+        data_key = data_keys[number]
+        rows = list(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
+        decoded.append((first, data_key[-_UUID_LENGTH:], data_key, rows))
+    return decoded
+
+
+def _ledger_blocks(
+    options: ReadOptions,
+    ledger_id: int,
+    runs: list[tuple[int, str, str, list[tuple[int, int, int]]]],
+    entry_bounds: ColumnBounds,
+) -> Iterator[SegmentBlocks]:
+    ordered = sorted(runs, key=lambda run: (run[0], run[1]))
+    starts = [run[0] for run in ordered]
+    for position, (first, _uuid, data_key, rows) in enumerate(ordered):
+        if position and starts[position - 1] == first:
+            continue  # a second copy of the same run
+        following = bisect_right(starts, first)  # the next run starting later: ``starts`` is sorted
+        cap = starts[following] - 1 if following < len(starts) else None
+        ranges = _clip(options.selection.entry_ranges(ledger_id), first, cap)
+        blocks = []
+        for number, (row_first, offset, end) in enumerate(rows):
+            last = rows[number + 1][0] - 1 if number + 1 < len(rows) else cap
+            if overlaps(row_first, last, ranges) and entry_bounds.overlaps(
+                row_first, last if last is not None else 2**63 - 1
+            ):
+                blocks.append((offset, end, row_first))
+        if blocks and ranges:
+            yield SegmentBlocks(ledger_id, data_key, tuple(blocks), ranges)
 
 
 _UUID_LENGTH = 36
@@ -109,18 +136,18 @@ def pulsar_key(key: str) -> v1.LedgerKey | v2.SegmentKey | None:
 
 
 def pairing_segments(
-    listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | v2.SegmentKey | None]], segments: list[tuple[str, int]]
+    listing: Iterable[tuple[ObjectInfo, v1.LedgerKey | v2.SegmentKey | None]], found: Callable[[str, int], None]
 ) -> Iterator[tuple[ObjectInfo, v1.LedgerKey | None]]:
     """``listing`` (sorted by key, each record with its :func:`pulsar_key`)
     passed on as it comes, each record with its key parsed as a
-    whole-ledger object's, the data key and stored size of each complete
-    PIP-76 segment appended to ``segments`` as its index passes. Raises
-    what :class:`ListingPairs` raises."""
+    whole-ledger object's; ``found(data key, stored size)`` is called for
+    each complete PIP-76 segment as its index passes. Raises what
+    :class:`ListingPairs` raises."""
     pairs = ListingPairs()
     for info, parsed in listing:
         segment = parsed if isinstance(parsed, v2.SegmentKey) else None
         if (pair := pairs.feed(info, segment_role(segment))) is not None:
-            segments.append(pair)
+            found(*pair)
         yield info, parsed if isinstance(parsed, v1.LedgerKey) else None
 
 

@@ -35,6 +35,24 @@ def test_packed_keys_give_back_the_keys_in_order(keys: list[str]) -> None:
     assert list(pickle.loads(pickle.dumps(packed))) == keys
 
 
+_UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [f"{_UID}-ledger-0", f"t/ns/é/{_UID}-ledger-{2**64 - 1}", _UID, f"p/{_UID}", f"{_UID}-index"],
+        # Keys a listing may hold that must not be taken for what they resemble: as plain strings.
+        [f"{_UID.upper()}-ledger-1", f"{_UID}-ledger-01", f"{_UID}-ledger-{2**64}", f"{_UID}-ledger-",
+         f"{_UID}-ledger-1x", f"{_UID[:-1]}-ledger-1", f"{_UID}x", "x" + _UID[1:] + "-ledger-3"],
+    ],
+)  # fmt: skip
+def test_packed_keys_give_back_keys_ending_in_a_uuid_exactly(keys: list[str]) -> None:
+    packed = PackedKeys.of(keys)
+    assert list(packed) == keys
+    assert list(pickle.loads(pickle.dumps(packed))) == keys
+
+
 def _copies(count: int, size: int) -> list[tuple[LedgerCopy, tuple[tuple[int, int | None], ...]]]:
     copies = []
     for ledger_id in range(count):
@@ -60,9 +78,10 @@ def test_a_plan_of_ten_thousand_small_ledgers_pickles_to_about_a_key_each() -> N
     groups = list(packed_groups(copies, 128 * 2**20))
     pickled = sum(len(pickle.dumps(group)) for group in groups)
     key = len(copies[0][0].data_key)
-    # Each key's bytes and its 4-byte end, and a partition's own pickle spread over its 31 ledgers
-    # (a block-range partition a ledger pickled to about 440 bytes: 4.4 MB per 10,000).
-    assert pickled / len(copies) < key + 4 + 16
+    # Each key's prefix, then its uuid and ledger id as 24 bytes and a mark (as plain text, a 61-byte
+    # key here: 74 bytes a ledger pickled; 48 now), its 4-byte end, and a partition's own pickle spread
+    # over its 31 ledgers (a block-range partition a ledger pickled to about 440 bytes: 4.4 MB per 10,000).
+    assert key == 61 and pickled / len(copies) < 10 + 25 + 4 + 16
     assert len(groups) == -(-10_000 // (128 * 2**20 // (5_000 + OPEN_COST)))
 
 

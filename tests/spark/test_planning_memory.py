@@ -177,3 +177,66 @@ def test_planning_keeps_no_key_of_pulsars_objects_once_listed(tmp_path: Path, mo
     # What the other kinds find their offloads in (the MapFile's directory), not Pulsar's objects.
     assert kept and all(v1.parse_key(info.key) is None and v2.parse_segment_key(info.key) is None for info in kept)
     assert any("/9-" in info.key for info in kept)
+
+
+def _segments_store(tmp_path: Path, count: int) -> str:
+    """``count`` one-block segments, ledger ``n // 10`` streamed across ten of them in order."""
+    from offload_core.formats import pulsar_v2 as v2
+
+    url = f"file://{tmp_path / 'segments'}"
+    driver = open_driver(url, fsync="false")
+    for number in range(count):
+        ledger_id, first = number // 10, (number % 10) * 4
+        (block,) = v2.encode_segment_blocks(iter([(ledger_id, first + n, b"x" * 10) for n in range(4)]),
+                                            streaming_block_size=4096)  # fmt: skip
+        info = v2.ledger_info_bytes(ledger_id, last_entry_id=first + 3, closed=False)
+        index = v2.index_for_blocks([(ledger_id, block.row)], data_object_length=len(block.data),
+                                    ledger_infos={ledger_id: info})  # fmt: skip
+        name = str(uuid.uuid4())
+        driver.write(v2.segment_data_key(name), [bytes(block.data)])
+        driver.write(v2.segment_index_key(name), [v2.encode_index(index)])
+    driver.close()
+    return url
+
+
+def test_segment_planning_holds_a_few_int64s_a_segment_until_its_last_index_is_read(tmp_path: Path) -> None:
+    """Every segment's runs are held until the last index is read (a later
+    segment may start a ledger earlier). As Python tuples and lists each
+    run was some 400 bytes, and the planned runs were all held again as
+    a list before the first was packed: the plan's peak was 680 bytes a
+    segment at 20,000 (bench_planning). Measured here on that code: 670
+    bytes a segment (the read-ahead and the drivers' caches count in
+    both); held as int64s and given a ledger at a time, 450."""
+    from offload_core.spark.read_options import parse_read_options
+    from offload_core.spark.segment_planning import plan_segment_blocks
+
+    count = 1_000
+    url = _segments_store(tmp_path, count)
+    options = parse_read_options({"path": url, "driver.fsync": "false"})
+    data_keys = sorted(info.key for info in open_driver(url).list("") if not info.key.endswith("-index"))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        planned = [
+            (run.ledger_id, run.blocks[0][2]) for run in plan_segment_blocks(options, data_keys, skip_ledgers=())
+        ]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert planned == [(n // 10, (n % 10) * 4) for n in range(count)]  # in ledger order, each ledger's in entry order
+    assert (peak - before) / count < 560
+
+
+def test_key_lists_give_back_the_keys_appended_as_a_list_would() -> None:
+    from offload_core.spark.key_lists import KeyList
+
+    keys = ["a", "", "tenant/ns/ünïcode-ledger-7", "b" * 300]
+    held = KeyList()
+    for key in keys:
+        held.append(key)
+    assert list(held) == keys and len(held) == len(keys)
+    assert [held[n] for n in range(-len(keys), len(keys))] == keys + keys
+    assert held[1:3] == keys[1:3] and held[::-1] == keys[::-1]
+    with pytest.raises(IndexError):
+        held[len(keys)]

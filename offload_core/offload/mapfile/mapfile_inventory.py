@@ -5,9 +5,10 @@ and summing one up from its metadata (key -1) and index."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import struct
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
 
 from ...model import ObjectInfo
 from ...storage import StorageDriver
@@ -29,7 +30,6 @@ _FILE = re.compile(
     r"(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"/(?P<name>data|index|\.data\.crc|\.index\.crc)$"
 )
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,10 @@ def find_mapfile_ledgers(driver: StorageDriver, prefix: str = "") -> list[MapFil
 
 def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLedger]:
     """Group the files of MapFile directories; other keys are ignored."""
-    found = _directories(objects, prefix, dict, _add_file)
+    names: dict[str, str] = {}
+    found: dict[tuple[int, str, str], dict[str, ObjectInfo]] = {}
+    for ledger_id, managed_ledger, uuid, name, info in _mapfile_files(objects, prefix):
+        found.setdefault((ledger_id, names.setdefault(managed_ledger, managed_ledger), uuid), {})[name] = info
     return [
         MapFileLedger(prefix, uuid, ledger_id, by_name.get(DATA), by_name.get(INDEX), managed_ledger=managed_ledger,
                       files=tuple(sorted(by_name.values(), key=lambda info: info.key)))
@@ -74,47 +77,60 @@ def group_mapfiles(objects: Iterable[ObjectInfo], prefix: str) -> list[MapFileLe
     ]  # fmt: skip
 
 
-def _add_file(by_name: dict[str, ObjectInfo], name: str, info: ObjectInfo) -> dict[str, ObjectInfo]:
-    by_name[name] = info
-    return by_name
+def _mapfile_files(objects: Iterable[ObjectInfo], prefix: str) -> Iterator[tuple[int, str, str, str, ObjectInfo]]:
+    """Each file of a MapFile directory among ``objects``: ``(ledger id,
+    managed ledger, uuid, file name, its record)``; other keys are
+    ignored."""
+    for info in objects:
+        match = _FILE.search(info.key, len(prefix))
+        if match is not None and int(match["ledger"]) <= 2**63 - 1:
+            yield int(match["ledger"]), info.key[len(prefix) : match.start()], match["uuid"], match["name"], info
 
 
 _COMPLETE = {DATA: 1, INDEX: 2}
 
 
-def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> list[tuple[int, str, str, int]]:
+def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> Iterator[tuple[int, str, str, int]]:
     """``(ledger id, managed ledger, uuid, bytes of its files)`` of every
     complete MapFile directory (``data`` and ``index`` both there), in
-    :func:`group_mapfiles`'s order: what a read's plan needs of the
-    listing, without a record per file (each managed ledger's name held
-    once)."""
-    found = _directories(objects, prefix, lambda: (0, 0), _add_size)
-    return sorted((*directory, size) for directory, (size, parts) in found.items() if parts == 3)
+    :func:`group_mapfiles`'s order, all of ``objects`` taken before the
+    first is given: what a read's plan needs of the listing, without a
+    record per file. A directory is held as one bytes key of its ledger
+    id, managed ledger (each name held once) and uuid (its 36 characters
+    as listed, so it comes back as it was), its size and parts in arrays:
+    some 240 bytes a directory at the peak, where a tuple key and a list
+    (and the list of tuples returned) were 360."""
+    names: dict[str, int] = {}
+    found: dict[bytes, int] = {}  # a directory's key -> its number in ``sizes`` and ``parts``
+    sizes = array("q")
+    parts = bytearray()  # which of data (1), index (2) are there
+    for ledger_id, managed_ledger, uuid, name, info in _mapfile_files(objects, prefix):
+        number = found.setdefault(_DIRECTORY.pack(ledger_id, names.setdefault(managed_ledger, len(names)),
+                                                  uuid.encode()), len(sizes))  # fmt: skip
+        if number == len(sizes):
+            sizes.append(0)
+            parts.append(0)
+        sizes[number] += info.size
+        parts[number] |= _COMPLETE.get(name, 0)
+    ranked = sorted(names)
+    rank = array("I", [0] * len(names))
+    for position, name in enumerate(ranked):
+        rank[names[name]] = position
+    # Fixed widths, big-endian: the bytes sort as (ledger id, managed ledger, uuid) do.
+    ordered = []
+    for directory, number in found.items():
+        if parts[number] == 3:
+            ledger_id, managed_ledger, uuid = _DIRECTORY.unpack(directory)
+            ordered.append(_ORDERED.pack(ledger_id, rank[managed_ledger], uuid, number))
+    found.clear()
+    ordered.sort()
+    for record in ordered:
+        ledger_id, position, uuid, number = _ORDERED.unpack(record)
+        yield ledger_id, ranked[position], uuid.decode(), sizes[number]
 
 
-def _add_size(held: tuple[int, int], name: str, info: ObjectInfo) -> tuple[int, int]:
-    """Its bytes, and which of data (1), index (2) are there."""
-    return held[0] + info.size, held[1] | _COMPLETE.get(name, 0)
-
-
-def _directories(
-    objects: Iterable[ObjectInfo], prefix: str, start: Callable[[], T], add: Callable[[T, str, ObjectInfo], T]
-) -> dict[tuple[int, str, str], T]:
-    """The listing grouped into MapFile directories, ``(ledger id, managed
-    ledger, uuid)`` each (each managed ledger's name one string), with what
-    ``add(held, file name, record)`` makes of its files from ``start()``;
-    keys of no MapFile directory are ignored."""
-    names: dict[str, str] = {}
-    found: dict[tuple[int, str, str], T] = {}
-    for info in objects:
-        match = _FILE.search(info.key, len(prefix))
-        if match is None or int(match["ledger"]) > 2**63 - 1:
-            continue
-        managed_ledger = info.key[len(prefix) : match.start()]
-        directory = (int(match["ledger"]), names.setdefault(managed_ledger, managed_ledger), match["uuid"])
-        held = found.get(directory)
-        found[directory] = add(start() if held is None else held, match["name"], info)
-    return found
+_DIRECTORY = struct.Struct("<qI36s")  # ledger id, managed ledger's number, uuid
+_ORDERED = struct.Struct(">QI36sI")  # ledger id, managed ledger's rank, uuid, the directory's number
 
 
 def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:

@@ -1,0 +1,46 @@
+"""Object keys collected on the Spark driver as a listing passes, held as
+one UTF-8 buffer and each key's end in it (8 bytes): about a key's length
+each, where a list of strings costs some 50 bytes more a key (the string
+object's header and the list's reference)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+__all__ = ["KeyList"]
+
+
+class KeyList(Sequence[str]):
+    """An append-only sequence of keys, each decoded again when asked for."""
+
+    def __init__(self) -> None:
+        self._blob = bytearray()
+        self._ends = array("Q")
+
+    def append(self, key: str) -> None:
+        self._blob += key.encode()
+        self._ends.append(len(self._blob))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, number: int) -> str: ...
+
+    @overload
+    def __getitem__(self, number: slice) -> list[str]: ...
+
+    def __getitem__(self, number: int | slice) -> str | list[str]:
+        if isinstance(number, slice):
+            return [self[at] for at in range(*number.indices(len(self)))]
+        end = self._ends[number]  # raises IndexError past either end, as a list does
+        start = self._ends[number - 1] if number % len(self._ends) else 0
+        return self._blob[start:end].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        start = 0
+        for end in self._ends:
+            yield self._blob[start:end].decode()
+            start = end
