@@ -44,3 +44,15 @@ def test_listing_a_large_directory_holds_its_names_not_its_entries(tmp_path: Pat
     assert listed == sizes
     name = sys.getsizeof(next(iter(sizes)))
     assert peak / count < 2 * name + 64  # the listed dict's own key and entry, and the scan's name
+
+
+def test_an_object_deleted_while_its_directory_is_listed_is_left_out(tmp_path: Path) -> None:
+    """A listing racing a delete (a retention run beside a Spark task's
+    probe) gives the keys still there, not the operating system's error."""
+    driver = FilesystemDriver(str(tmp_path))
+    for key in ("a", "b", "c"):
+        driver.write(key, b"1")
+    listing = driver.list("")
+    assert next(listing).key == "a"  # the directory's names are read: "b" goes after the scan
+    driver.delete("b")
+    assert [info.key for info in listing] == ["c"]

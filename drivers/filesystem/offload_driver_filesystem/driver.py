@@ -119,7 +119,8 @@ class FilesystemDriver(FsspecDriver):
         key order, one directory's names in memory at a time. A directory's
         entries sort as ``name/`` so that ``a-b`` comes before ``a/x``, as
         the keys do; symbolic links (and whatever is neither a file nor a
-        directory) are skipped."""
+        directory) are skipped, and so is a file deleted while its
+        directory is listed."""
         base = os.path.join(self.root, directory) if directory else self.root
         self._count_request("list")  # one directory scan
         try:
@@ -140,7 +141,11 @@ class FilesystemDriver(FsspecDriver):
                 if key.startswith(prefix) or prefix.startswith(key):
                     yield from self._walk(key[:-1], prefix)
             elif key.startswith(prefix):
-                yield ObjectInfo(key=key, size=os.lstat(os.path.join(base, name)).st_size)
+                try:
+                    size = os.lstat(os.path.join(base, name)).st_size
+                except FileNotFoundError:
+                    continue  # deleted since the scan: listed as a store lists it after the delete
+                yield ObjectInfo(key=key, size=size)
 
     def _create_file(self, path: str) -> BinaryIO:
         out = open(path, "xb")  # noqa: SIM115 - the caller closes it (a context manager around the writes)
