@@ -26,6 +26,7 @@ __all__ = [
     "InvalidRangeError",
     "KeyUnavailableError",
     "LostEntriesError",
+    "NoSuchIndexError",
     "NotFoundError",
     "OffloadError",
     "PluginLoadError",
@@ -76,6 +77,13 @@ class _StoreOSError(OffloadError, OSError):
 
 class NotFoundError(_StoreOSError, FileNotFoundError):
     """The object (or ledger, or plugin-provided resource) does not exist."""
+
+
+class NoSuchIndexError(NotFoundError):
+    """A tiered Kafka segment, itself in the store, has no index of the
+    type asked for: Kafka writes a transaction index only for a segment
+    with aborted transactions. A reader takes it for "none"; any other
+    :class:`NotFoundError` (the segment gone) is not that."""
 
 
 class AlreadyExistsError(_StoreOSError, FileExistsError):

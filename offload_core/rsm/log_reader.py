@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import IO
 
-from ..errors import FormatError, InvalidRangeError, NotFoundError
+from ..errors import FormatError, InvalidRangeError, NoSuchIndexError
 from ..formats import kafka
 from .epoch_state import ServedRange
 from .index_check import check_entry_batch, entry_error
@@ -244,7 +244,7 @@ class RemoteLogReader:
         if key not in self._txn_indexes:
             try:
                 raw = self.rsm.fetch_index(segment, IndexType.TRANSACTION).read()
-            except NotFoundError:
+            except NoSuchIndexError:
                 raw = b""  # Kafka writes no .txnindex without aborted transactions
             self._txn_indexes[key] = kafka.decode_txn_index(raw)
         return self._txn_indexes[key]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Self
 
-from ..errors import ConfigError, FormatError, InvalidRangeError, NotFoundError
+from ..errors import ConfigError, FormatError, InvalidRangeError, NoSuchIndexError, NotFoundError
 from ..formats import kafka
 from ..hooks import Event
 from ..instrument import InstrumentedDriver
@@ -190,8 +190,9 @@ class ShippedRemoteStorageManager:
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]:
         """The remote index of ``index_type``, byte-identical to what was
         copied. Raises :class:`NotFoundError` for a segment that was never
-        copied, and for a TRANSACTION index of a segment that had none
-        (Kafka writes ``.txnindex`` only for aborted transactions), and
+        copied (or is deleted), :class:`NoSuchIndexError` for a TRANSACTION
+        index of a segment that had none (Kafka writes ``.txnindex`` only
+        for aborted transactions), and
         :class:`FormatError` naming the object if it is not the size the
         segment's manifest recorded (cut, grown or replaced) or, for a
         TRANSACTION index, if the manifest recorded one that is gone: a
@@ -200,8 +201,8 @@ class ShippedRemoteStorageManager:
         manifest = self.manifest(metadata)
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, index_type.suffix)
         if index_type.suffix not in manifest.object_sizes:
-            raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
-                                f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
+            raise NoSuchIndexError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
+                                   f"{index_type.name} index (it had no aborted transactions)", key=key)  # fmt: skip
         size = manifest.object_sizes[index_type.suffix]
         try:
             data = self.driver.read(key) if size else b""

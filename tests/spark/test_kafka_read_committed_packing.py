@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from offload_core.errors import FormatError
+from offload_core.errors import FormatError, NotFoundError
 from offload_core.formats import kafka
 from offload_core.plugins import open_driver
-from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.rsm import RemoteLogMetadataManager, RemoteStorageManager, read_partition_dir
 from offload_core.rsm.log_reader import Isolation, RemoteLogReader
 from offload_core.rsm.types import TopicIdPartition, TopicPartition
 from offload_core.spark.kafka_remote import plan_partitions, read_partition
@@ -127,3 +127,27 @@ def test_a_later_segments_vanished_transaction_index_is_refused(store: str, tmp_
     with pytest.raises(FormatError, match=f"{key} is gone"):
         list(reader.records(0, isolation=Isolation.READ_COMMITTED))
     assert _offsets(store, plan_partitions(_options(store, "read_uncommitted"))) == EVERY
+
+
+def test_a_later_segment_gone_while_the_metadata_manager_lists_it_is_not_read_as_no_aborts(tmp_path: Path) -> None:
+    """The metadata manager, not the store, says which segments there are
+    (a broker's view): the third segment, the only one naming 77's aborted
+    transaction, deleted from the store while still listed. The first
+    segment's aborted transactions are refused, naming it, where the
+    missing segment was taken for "no aborted transactions" (none: 77's
+    records 2-4 read as committed)."""
+    url = f"file://{tmp_path / 'store'}"
+    with RemoteLogMetadataManager(tmp_path / "rlmm.sqlite") as rlmm:
+        rsm = RemoteStorageManager(open_driver(url, fsync="false"), metadata_manager=rlmm)
+        tp, segments = read_partition_dir(write_partition(tmp_path, "txn-0", aborted_across_segments()))
+        for segment in segments:
+            rsm.copy_log_segment(tp, segment.data)
+        third = RemoteLogReader(rsm, tp).segments[2]
+        for info in list(rsm.driver.list("")):
+            if third.segment_id.id in info.key:
+                rsm.driver.delete(info.key)
+        # A new process's manager, as a Spark plan's: it has read no manifest yet.
+        reader = RemoteLogReader(RemoteStorageManager(open_driver(url), metadata_manager=rlmm), tp)
+        # What kafka-remote's planning asks of each segment it reads under read_committed.
+        with pytest.raises(NotFoundError, match=rf"segment {third.segment_id.id} .* is not in the store"):
+            reader.aborted_transactions(reader.segments[0])

@@ -11,7 +11,7 @@ import io
 from collections.abc import Mapping
 from typing import IO, Self
 
-from ...errors import ConfigError, FormatError, InvalidRangeError, NotFoundError
+from ...errors import ConfigError, FormatError, InvalidRangeError, NoSuchIndexError, NotFoundError
 from ...formats import kafka
 from ...offload.reading.read_ahead import ReadAheadPool
 from ...storage import StorageDriver
@@ -136,8 +136,9 @@ class AivenRemoteStorage:
         return io.BufferedReader(raw, buffer_size=64 * 1024)
 
     def fetch_index(self, metadata: RemoteLogSegmentMetadata, index_type: IndexType) -> IO[bytes]:
-        """The index Kafka wrote. :class:`NotFoundError` for a transaction
-        index the segment has none of; :class:`FormatError` naming
+        """The index Kafka wrote. :class:`NoSuchIndexError` for a transaction
+        index the segment has none of, :class:`NotFoundError` for a segment
+        gone; :class:`FormatError` naming
         ``.indexes`` for one that does not decrypt or is cut, or, for a
         transaction index the manifest records, if ``.indexes`` is gone: a
         reader takes NotFoundError for "no aborted transactions", and would
@@ -153,8 +154,8 @@ class AivenRemoteStorage:
                               "from committed ones; copy the segment again (or, if it was deleted since it was "
                               "listed, read again)") from None  # fmt: skip
         if data is None:
-            raise NotFoundError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
-                                f"{index_type.name} index (it had no aborted transactions)")  # fmt: skip
+            raise NoSuchIndexError(f"segment {metadata.segment_id.id} of {metadata.topic_id_partition} has no "
+                                   f"{index_type.name} index (it had no aborted transactions)")  # fmt: skip
         return io.BytesIO(data)
 
     def offset_index(self, metadata: RemoteLogSegmentMetadata) -> list[kafka.IndexEntry]:
