@@ -9,6 +9,8 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import overload
 
+from ..keys import validate_key
+
 __all__ = ["KeyList"]
 
 
@@ -20,7 +22,14 @@ class KeyList(Sequence[str]):
         self._ends = array("Q")
 
     def append(self, key: str) -> None:
-        self._blob += key.encode()
+        """Add ``key``. Raises :class:`InvalidKeyError` naming a key that is
+        not UTF-8 text (a file name the filesystem driver listed as it found it)."""
+        try:
+            encoded = key.encode()
+        except UnicodeEncodeError:
+            validate_key(key)
+            raise
+        self._blob += encoded
         self._ends.append(len(self._blob))
 
     def __len__(self) -> int:

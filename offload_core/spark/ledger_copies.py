@@ -32,7 +32,7 @@ def wanted_copies(found: Iterable[LedgerCopy], options: ReadOptions) -> Iterator
 
 def ledger_copies_to_read(found: Iterable[LedgerCopy], options: ReadOptions) -> list[LedgerCopy]:
     """:func:`wanted_copies` of ``found`` (in ledger id order, as
-    :func:`.inventory.find_complete_ledgers` gives them).
+    :func:`.inventory.sorted_copies` gives them).
 
     Raises :class:`ConfigError` naming the ledger and its uuids when
     ``ledgerUuids`` is not given and a wanted ledger has several complete

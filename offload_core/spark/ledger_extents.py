@@ -9,7 +9,7 @@ up to the first entry no complete segment holds yet."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -50,13 +50,28 @@ class IndexedBlocks:
     whole: dict[_Indexed, list[Block]] = field(default_factory=dict)
     segments: dict[_Indexed, list[tuple[int, list[Block]]]] = field(default_factory=dict)
 
-    def segment_ledgers(self) -> dict[str, frozenset[int]]:
-        """Per segment read so far (by its data object's key), the ledgers
-        it holds entries of."""
-        return {
-            data_key: frozenset(ledger_id for ledger_id, _ in sections)
-            for (data_key, _), sections in self.segments.items()
-        }
+    def segment_wanted(self, ranges: Iterable[tuple[int, int, int]]) -> Callable[[str], bool]:
+        """Whether a segment (by its data object's key) may hold an entry of
+        ``ranges`` (ledger, first and last entry): one not read yet may; one
+        read does if a block of it overlaps a range. A segment passed over
+        caps no run a micro-batch reads: a run is cut only where a later one
+        starts, and one holding none of the range starts past it or ends
+        before it."""
+        wanted: dict[int, list[tuple[int, int]]] = {}
+        for ledger_id, first, last in ranges:
+            wanted.setdefault(ledger_id, []).append((first, last))
+        held = {data_key: sections for (data_key, _), sections in self.segments.items()}
+
+        def may_hold(data_key: str) -> bool:
+            sections = held.get(data_key)
+            return sections is None or any(
+                block.first <= last and first < block.end
+                for ledger_id, blocks in sections
+                for first, last in wanted.get(ledger_id, ())
+                for block in blocks
+            )
+
+        return may_hold
 
 
 def ledger_extents(options: ReadOptions, known: IndexedBlocks | None = None) -> dict[int, list[Block]]:

@@ -218,6 +218,7 @@ def vanished_while_planning(options: ReadOptions, key: str, exc: NotFoundError) 
     :mod:`offload_core.spark.data_loss`) for the caller to plan without
     it."""
     if options.fail_on_data_loss:
-        raise NotFoundError(f"{key} vanished while the read was planned ({exc}); set failOnDataLoss=false to skip "
-                            "what is gone") from None  # fmt: skip
+        raise NotFoundError(f"{key} vanished while the read was planned ({exc}): what it indexed is lost to this "
+                            "read (a new read plans without it, its offload no longer complete); set "
+                            "failOnDataLoss=false to plan without it and log it") from None  # fmt: skip
     log_vanished_object(options.url, key)

@@ -85,12 +85,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if not ranges:
             return []
         batch = replace(self.options, selection=EntrySelection(ranges=tuple(ranges)))
-        # A segment whose index latestOffset read holds no ledger this micro-batch reads: its index is not read again.
-        held = self.indexed.segment_ledgers()
-        wanted = {ledger_id for ledger_id, _, _ in ranges}
-        return list(
-            plan_partitions(batch, segment_wanted=lambda key: key not in held or not held[key].isdisjoint(wanted))
-        )
+        # A segment whose index latestOffset read holds none of these entries: its index is not read again.
+        return list(plan_partitions(batch, segment_wanted=self.indexed.segment_wanted(ranges)))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return self.batch.read(partition)

@@ -94,20 +94,23 @@ def plan_whole_ledgers(
         for ledger in wanted_copies(complete_ledgers_of(listing), options):
             if not ledger_bounds.admits(ledger.ledger_id):
                 continue
-            read.add(ledger.ledger_id)
             if options.blocks_per_partition is not None or ledger.size > options.bytes_per_partition:
                 large.append(ledger)
             else:
+                read.add(ledger.ledger_id)
                 yield ledger, options.selection.entry_ranges(ledger.ledger_id)
 
     yield from packed_groups(small(), options.bytes_per_partition, entry_bounds=entry_bounds,
                              publish_time_bounds=publish_time_bounds)  # fmt: skip
-    refuse_second_copies(read.ids, options, lambda ledger_id: [copy.uuid for copy in _copies_of(options, ledger_id)])
+    planned = array("q", read.ids)
+    planned.extend(ledger.ledger_id for ledger in large)
+    refuse_second_copies(planned, options, lambda ledger_id: [copy.uuid for copy in _copies_of(options, ledger_id)])
     large.sort(key=attrgetter("ledger_id"))
     indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index, vanished=True)
     for ledger, index in zip(large, indexes, strict=True):
         if index is None:
-            continue
+            continue  # not added to ``read``: a segment holding the ledger is read instead
+        read.add(ledger.ledger_id)
         yield from ledger_partitions(ledger.ledger_id, ledger.data_key, index,
                                      options.selection.entry_ranges(ledger.ledger_id), entry_bounds=entry_bounds,
                                      publish_time_bounds=publish_time_bounds,

@@ -22,7 +22,7 @@ from offload_core import InMemoryReadHandle, open_offloader
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.memory import MemoryDriver
 from offload_core.model import Entry, ObjectInfo
-from offload_core.offload.ledgers.inventory import find_complete_ledgers, group_ledgers
+from offload_core.offload.ledgers.inventory import group_ledgers, sorted_copies, stream_complete_ledgers
 from offload_core.plugins import open_driver
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.spark import kafka_remote, plan_partitions
@@ -91,7 +91,7 @@ def test_complete_ledgers_are_the_complete_groups_in_their_order() -> None:
         ("", uids[1], 2, True, True),
         ("b/", uids[0], 10, True, True),
     ])  # fmt: skip
-    found = find_complete_ledgers(iter(listing))  # one pass over the listing, as it comes
+    found = sorted_copies(stream_complete_ledgers(iter(listing)))  # one pass over the listing, as it comes
     expected = [ledger for ledger in group_ledgers(listing) if ledger.complete]
     assert [(c.prefix, c.uuid, c.ledger_id, c.data_key, c.index_key) for c in found] == [
         (e.prefix, e.uuid, e.ledger_id, e.data_key, e.index_key) for e in expected

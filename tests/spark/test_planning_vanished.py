@@ -6,6 +6,7 @@ the object is left out of the plan and logged, and the rest is planned."""
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from offload_core import InMemoryReadHandle, open_offloader
-from offload_core.errors import NotFoundError
+from offload_core.errors import InvalidKeyError, NotFoundError
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.fsspec_driver import FsspecDriver
 from offload_core.model import Entry
@@ -105,3 +106,35 @@ def test_a_stream_trigger_leaves_an_index_gone_out_with_fail_on_data_loss_false(
     assert sorted(_logged(caplog)) == sorted(gone)
     # The next trigger lists neither (an index gone leaves its data object incomplete): nothing more to read.
     assert reader.latestOffset(offset, ReadAllAvailable()) == offset
+
+
+def test_a_large_ledger_whose_index_is_gone_is_read_from_its_segment_with_fail_on_data_loss_false(
+    tmp_path: Path, doomed: set[str]
+) -> None:
+    """Ledger 3 offloaded whole and also streamed in a segment: its whole
+    copy's index gone while planning left the segment's copy skipped too
+    (the ledger counted as read from the whole copy), so nothing was read."""
+    url = f"file://{tmp_path / 'bucket'}"
+    entries = entries_of(3, 200)
+    open_offloader(url, max_block_size=BLOCK).offload(InMemoryReadHandle(3, entries), uuid.UUID(LARGE))
+    stream(url, [Entry(3, e, d) for e, d in enumerate(entries)])
+    doomed.add(v1.index_key(LARGE, 3))
+    planned = plan_partitions({"path": url, "bytesPerPartition": str(BLOCK * 4), "failOnDataLoss": "false"})
+    tasks = block_partitions(url, planned)
+    assert {p.ledger_id for p in tasks} == {3}
+    (data_key,) = {p.data_key for p in tasks}
+    assert data_key != v1.data_key(LARGE, 3) and tasks[0].covered()[0] == 0  # the segment's copy, from entry 0
+
+
+def test_a_key_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    """A directory the filesystem driver lists as it finds it (not UTF-8) holding a segment."""
+    url = f"file://{tmp_path / 'bucket'}"
+    stream(url, [Entry(5, e, d) for e, d in enumerate(entries_of(5, 10))])
+    root = tmp_path / "bucket"
+    odd = Path(os.fsdecode(bytes(root) + b"/bad\xff"))
+    odd.mkdir()
+    for path in root.iterdir():
+        if path.is_file():
+            (odd / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(InvalidKeyError, match="is not valid UTF-8 text"):
+        plan_partitions({"path": url})

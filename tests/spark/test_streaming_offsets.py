@@ -162,7 +162,7 @@ def test_pulsar_a_micro_batch_plans_only_the_segments_of_its_ledgers(
     stream(url, [Entry(6, e, d) for e, d in enumerate(entries_of(6, 30))])
     second = reader.latestOffset(first, ReadAllAvailable())
     assert second["ledgers"] == {"5": 40, "6": 30}
-    (ledger_5_segment,) = [key for key, ids in reader.indexed.segment_ledgers().items() if ids == {5}]
+    (ledger_5_segment,) = [key for (key, _), sections in reader.indexed.segments.items() if sections[0][0] == 5]
     read_keys: list[str] = []
     read = FsspecDriver._read
 
@@ -177,3 +177,34 @@ def test_pulsar_a_micro_batch_plans_only_the_segments_of_its_ledgers(
             for ledger_id, entry_id in zip(batch.column("ledger_id").to_pylist(),
                                            batch.column("entry_id").to_pylist(), strict=True)]  # fmt: skip
     assert sorted(rows) == [(6, e) for e in range(30)]
+
+
+def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One ledger streamed across five segments (PIP-76 rolls segments under
+    an open ledger): the micro-batch of the fifth reads its index only, not
+    those of the four before, which hold the ledger's earlier entries."""
+    url = f"file://{tmp_path / 'bucket'}"
+    entries = entries_of(5, 400)
+    for part in range(4):
+        stream(url, [Entry(5, e, entries[e]) for e in range(part * 80, part * 80 + 80)])
+    reader = pulsar_stream({"path": url, "decode": "none"}, SCHEMA)
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    stream(url, [Entry(5, e, entries[e]) for e in range(320, 400)])
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert (first["ledgers"], second["ledgers"]) == ({"5": 320}, {"5": 400})
+    read_keys: list[str] = []
+    read = FsspecDriver._read
+
+    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
+        read_keys.append(key)
+        return read(driver, key, start, end)
+
+    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    partitions = reader.partitions(first, second)
+    assert len(read_keys) == 1
+    rows = [
+        entry_id for p in partitions for batch in reader.read(p) for entry_id in batch.column("entry_id").to_pylist()
+    ]
+    assert sorted(rows) == list(range(320, 400))

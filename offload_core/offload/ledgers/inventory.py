@@ -16,7 +16,6 @@ __all__ = [
     "LedgerCopy",
     "OffloadedLedger",
     "complete_ledgers_of",
-    "find_complete_ledgers",
     "find_offloaded_ledgers",
     "index_key_of",
     "select_ledger",
@@ -99,15 +98,9 @@ def index_key_of(data_key: str) -> str:
 _UUID_LENGTH = 36
 
 
-def find_complete_ledgers(objects: Iterable[ObjectInfo]) -> list[LedgerCopy]:
-    """:func:`stream_complete_ledgers` of ``objects`` (a sorted listing),
-    sorted as :func:`group_ledgers` sorts, by ledger id, then prefix and
-    uuid. Raises what it raises."""
-    return sorted_copies(stream_complete_ledgers(objects))
-
-
 def sorted_copies(copies: Iterable[LedgerCopy]) -> list[LedgerCopy]:
-    """``copies`` by ledger id, then prefix and uuid."""
+    """``copies`` by ledger id, then prefix and uuid, as
+    :func:`group_ledgers` sorts."""
     return sorted(copies, key=lambda copy: (copy.ledger_id, copy.prefix, copy.uuid))
 
 
