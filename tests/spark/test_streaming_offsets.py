@@ -112,6 +112,19 @@ def test_pulsar_max_bytes_per_trigger_takes_whole_blocks(tmp_path: Path) -> None
     assert reader.latestOffset(reader.initialOffset(), ReadAllAvailable())["ledgers"] == {"3": 80}
 
 
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys read from now on, by the filesystem driver's own read (under any wrapping driver)."""
+    read_keys: list[str] = []
+    read = FsspecDriver._read
+
+    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
+        read_keys.append(key)
+        return read(driver, key, start, end)
+
+    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    return read_keys
+
+
 def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,13 +132,6 @@ def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
     offloader = open_offloader(url, max_block_size=BLOCK)
     offloader.offload(InMemoryReadHandle(3, entries_of(3, 80)), uuid.UUID(int=3))
     stream(url, [Entry(5, e, d) for e, d in enumerate(entries_of(5, 40))])
-    read_keys: list[str] = []
-    read = FsspecDriver._read  # the filesystem driver's own read, under any wrapping driver
-
-    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
-        read_keys.append(key)
-        return read(driver, key, start, end)
-
     listings: list[str] = []
     list_objects = FilesystemDriver._list
 
@@ -133,7 +139,7 @@ def test_pulsar_triggers_read_only_the_indexes_offloaded_since_the_last(
         listings.append(prefix)
         return list_objects(driver, prefix)
 
-    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    read_keys = _counted_reads(monkeypatch)
     monkeypatch.setattr(FilesystemDriver, "_list", listed)
     reader = pulsar_stream({"path": url, "decode": "none"}, SCHEMA)
     start = reader.initialOffset()
@@ -163,14 +169,7 @@ def test_pulsar_a_micro_batch_plans_only_the_segments_of_its_ledgers(
     second = reader.latestOffset(first, ReadAllAvailable())
     assert second["ledgers"] == {"5": 40, "6": 30}
     (ledger_5_segment,) = [key for (key, _), sections in reader.indexed.segments.items() if sections[0][0] == 5]
-    read_keys: list[str] = []
-    read = FsspecDriver._read
-
-    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
-        read_keys.append(key)
-        return read(driver, key, start, end)
-
-    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    read_keys = _counted_reads(monkeypatch)
     partitions = reader.partitions(first, second)
     assert len(read_keys) == 1 and not read_keys[0].startswith(ledger_5_segment)  # ledger 6's segment index only
     rows = [(ledger_id, entry_id) for p in partitions for batch in reader.read(p)
@@ -194,14 +193,7 @@ def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
     stream(url, [Entry(5, e, entries[e]) for e in range(320, 400)])
     second = reader.latestOffset(first, ReadAllAvailable())
     assert (first["ledgers"], second["ledgers"]) == ({"5": 320}, {"5": 400})
-    read_keys: list[str] = []
-    read = FsspecDriver._read
-
-    def counted(driver: FsspecDriver, key: str, start: int, end: int | None) -> bytes:
-        read_keys.append(key)
-        return read(driver, key, start, end)
-
-    monkeypatch.setattr(FsspecDriver, "_read", counted)
+    read_keys = _counted_reads(monkeypatch)
     partitions = reader.partitions(first, second)
     assert len(read_keys) == 1
     rows = [
