@@ -118,7 +118,7 @@ def _kept(
     :func:`~offload_core.spark.planning_reads.vanished_while_planning`)."""
     new = [name for name in listed if name not in known]
     kept = {name: known[name] for name in listed if name in known}
-    indexes = read_objects(options, (listed[name] for name in new), decode, vanished=True)
+    indexes = read_objects(options, (listed[name] for name in new), decode)
     kept.update((name, index) for name, index in zip(new, indexes, strict=True) if index is not None)
     return kept
 

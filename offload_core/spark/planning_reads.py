@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, TypeVar
 
 from ..errors import NotFoundError, StateError
 from ..model import ObjectInfo
@@ -153,29 +153,15 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
     return _StoredListing(driver) if isinstance(driver, TransformingDriver) else driver
 
 
-@overload
-def read_objects(
-    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: Literal[False] = False
-) -> Iterator[T]: ...
-
-
-@overload
-def read_objects(
-    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: Literal[True]
-) -> Iterator[T | None]: ...
-
-
-def read_objects(
-    options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T], *, vanished: bool = False
-) -> Iterator[T | None]:
+def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T | None]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
     names, in order, as they come: at most ``_AHEAD`` objects are fetched
     or held ahead of the one the caller is at, and ``keys`` (an iterator
-    will do) is taken as far as that. With ``vanished``, a key no longer
-    there gives ``None`` with ``failOnDataLoss=false`` (logged) and raises
-    :class:`NotFoundError` naming it with the default, true (see
-    :func:`vanished_while_planning`); without, ``None`` never comes. Raises
-    what a read or ``decode`` raised."""
+    will do) is taken as far as that. A key no longer there (deleted since
+    it was listed) gives ``None`` with ``failOnDataLoss=false`` (logged)
+    and raises :class:`NotFoundError` naming it with the default, true (see
+    :func:`vanished_while_planning`). Raises what a read or ``decode``
+    raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -190,8 +176,6 @@ def read_objects(
         try:
             data = driver.read(key)
         except NotFoundError as exc:
-            if not vanished:
-                raise
             vanished_while_planning(options, key, exc)
             return None
         return decode(data)

@@ -58,8 +58,7 @@ def plan_segment_blocks(
     # Per ledger, its runs as int64s: (first entry, data key's number, rows, (first entry, offset, end) * rows);
     # as tuples of Python ints they were some 400 bytes a segment, held until the last index is read.
     runs: dict[int, array[int]] = {}
-    indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index,
-                           vanished=True)  # fmt: skip
+    indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index)
     for number, index in zip(range(len(data_keys)), indexes, strict=True):
         if index is None:
             continue

@@ -106,7 +106,7 @@ def plan_whole_ledgers(
     planned.extend(ledger.ledger_id for ledger in large)
     refuse_second_copies(planned, options, lambda ledger_id: [copy.uuid for copy in _copies_of(options, ledger_id)])
     large.sort(key=attrgetter("ledger_id"))
-    indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index, vanished=True)
+    indexes = read_objects(options, (ledger.index_key for ledger in large), v1.decode_index)
     for ledger, index in zip(large, indexes, strict=True):
         if index is None:
             continue  # not added to ``read``: a segment holding the ledger is read instead
