@@ -5,7 +5,9 @@ For each kind of object (Pulsar v1 ledgers, v2 segments, MapFile ledgers,
 Kafka segments of our layout) a filesystem store (fsync off) is built with
 N small objects, then the source's ``plan_partitions`` runs on it:
 
-* planning seconds per 10,000 objects (wall time, untraced run);
+* planning seconds per 10,000 objects (wall time, untraced run; with
+  ``--latency-ms``, each of its requests waits that long first, as
+  against a remote store);
 * driver peak memory per 10,000 objects (``tracemalloc`` peak of a second,
   traced run: Python allocations of the planning process);
 * the partitions pickled, MB per 10,000 objects: each on its own, as
@@ -60,6 +62,8 @@ from offload_core.rsm.types import (
     TopicIdPartition,
     TopicPartition,
 )
+from offload_core.testing.faults import SlowDriver
+from offload_core.transforming_driver import TransformingDriver
 
 ENTRIES = 20  # entries of 100 B per ledger or segment
 SEGMENTS_PER_LEDGER = 100  # v2: one ledger streamed across this many segments
@@ -189,14 +193,20 @@ KINDS: dict[str, tuple[Callable[[str, int], None], Callable[[str], list[Any]]]] 
 
 
 @contextlib.contextmanager
-def counted_requests() -> Iterator[Counter[str]]:
-    """Every request of every driver opened inside, by operation."""
+def counted_requests(latency: float = 0.0) -> Iterator[Counter[str]]:
+    """Every request of every driver opened inside, by operation; with a
+    ``latency`` (seconds), each request waits it first, as on a remote
+    store (:class:`SlowDriver`: requests sent at once wait at once)."""
     opened: list[Any] = []
     original = PluginManager.open_driver
 
     def counting(self: PluginManager, url_or_name: str, **options: Any) -> Any:
         driver = original(self, url_or_name, **options)
         opened.append(driver)
+        if latency and isinstance(driver, TransformingDriver):  # under the transforms: the store's own requests
+            driver.inner = SlowDriver(driver.inner, latency)
+        elif latency:
+            driver = SlowDriver(driver, latency)
         return driver
 
     totals: Counter[str] = Counter()
@@ -209,7 +219,7 @@ def counted_requests() -> Iterator[Counter[str]]:
             totals.update(driver.request_counts)
 
 
-def measure(kind: str, count: int, work: str) -> dict[str, Any]:
+def measure(kind: str, count: int, work: str, latency: float = 0.0) -> dict[str, Any]:
     build, plan = KINDS[kind]
     root = os.path.join(work, f"{kind}-{count}")
     started = time.perf_counter()
@@ -218,7 +228,7 @@ def measure(kind: str, count: int, work: str) -> dict[str, Any]:
     url = f"file://{root}"
     plan(url)  # warm: imports, the page cache
     gc.collect()
-    with counted_requests() as requests:
+    with counted_requests(latency) as requests:
         started = time.perf_counter()
         planned = plan(url)
         seconds = time.perf_counter() - started
@@ -242,6 +252,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,20000", help="object counts, comma-separated")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"of {', '.join(KINDS)}")
     parser.add_argument("--dir", default=None, help="where the stores are built (default: a temporary directory)")
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="time to first byte of each request in the timed planning, as on a remote store "
+                             "(default 0: the filesystem's own)")  # fmt: skip
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     with tempfile.TemporaryDirectory(dir=args.dir) as work:
@@ -250,7 +263,7 @@ def main() -> None:
         print(" | ".join(columns))
         for kind in args.kinds.split(","):
             for size in sizes:
-                row = measure(kind, size, work)
+                row = measure(kind, size, work, args.latency_ms / 1000)
                 print(" | ".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c]) for c in columns),
                       flush=True)  # fmt: skip
 

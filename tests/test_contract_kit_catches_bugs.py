@@ -3,6 +3,7 @@ driver below violates one clause, and the kit's test for it must fail."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 
 import pytest
@@ -73,6 +74,27 @@ class SweepsLiveWriters(MemoryDriver):
         return iter(getattr(self, "in_flight", []))
 
 
+class SharedReadState(MemoryDriver):
+    """Keeps the key being read on the driver, not the call: two reads at
+    once answer with the second one's object. The first two reads wait
+    for each other, so the overlap is certain."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._meet = threading.Barrier(2, timeout=30)
+        self._reads = 0
+        self._lock = threading.Lock()
+
+    def _read(self, key: str, start: int, end: int | None) -> bytes:
+        self._reading = key
+        with self._lock:
+            self._reads += 1
+            first_two = self._reads <= 2
+        if first_two:
+            self._meet.wait()
+        return super()._read(self._reading, start, end)
+
+
 kit = DriverContract()
 thorough_kit = type("ThoroughKit", (DriverContract,), {"state_machine_examples": 100})()
 
@@ -109,6 +131,11 @@ def test_a_sweep_of_committed_data_fails_the_kit() -> None:
         kit.test_temporaries_are_never_committed_objects(SweepsCommittedData())
     with pytest.raises(pytest.fail.Exception):  # removes a committed object instead of refusing its path
         kit.test_only_listed_paths_are_removed(SweepsCommittedData())
+
+
+def test_reads_that_share_state_across_threads_fail_the_kit() -> None:
+    with pytest.raises(AssertionError):
+        kit.test_reads_from_several_threads_at_once(SharedReadState())
 
 
 def test_a_live_writer_listed_as_dead_fails_the_kit() -> None:

@@ -5,10 +5,12 @@ the CLI on another machine, Spark executors."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, FormatError, NotFoundError
+from ..reads_ahead import map_ahead
 from ..storage import StorageDriver
 from .epoch_state import ServedRange, epoch_states, served_ranges
 from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_stored_manifest, parse_name, partition_prefix
@@ -48,6 +50,10 @@ class PartitionListing:
         later one)."""
         ordered = sorted((m.metadata for m in self.segments), key=_copy_order)
         return served_ranges(epoch_states(ordered), {s.segment_id: s for s in ordered})
+
+
+def _summary(base: int, segment_id: str, objects: list[tuple[str, int, str]]) -> tuple[int, str, int, int]:
+    return base, segment_id, len(objects), sum(size for _, size, _ in objects)
 
 
 def _copy_order(segment: RemoteLogSegmentMetadata) -> tuple[int, int, str]:
@@ -117,21 +123,31 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
     committed = []
     uncommitted = []
     legacy_empty = []
+    manifest_keys = []
     for (base, segment_id), objects in sorted(attempts.items()):
-        summary = (base, segment_id, len(objects), sum(size for _, size, _ in objects))
         manifest_key = next((key for suffix, _, key in objects if suffix == MANIFEST_SUFFIX), None)
         if manifest_key is None:
-            uncommitted.append(summary)
-            continue
+            uncommitted.append(_summary(base, segment_id, objects))
+        else:
+            manifest_keys.append((manifest_key, base, segment_id, objects))
+
+    def read(key: str) -> tuple[bool, SegmentManifest | None]:
         try:
-            manifest = decode_stored_manifest(driver.read(manifest_key), key=manifest_key)
+            data = driver.read(key)
         except NotFoundError:
-            continue  # deleted since the listing
-        if manifest is None:
-            legacy_empty.append(summary)
-            continue
-        if manifest.metadata.segment_id.id != segment_id or manifest.metadata.topic_id_partition != topic_id_partition:
-            raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
-        committed.append(manifest)
+            return False, None  # deleted since the listing
+        return True, decode_stored_manifest(data, key=key)
+
+    with contextlib.closing(map_ahead(read, (named[0] for named in manifest_keys))) as manifests:
+        for (manifest_key, base, segment_id, objects), (found, manifest) in zip(manifest_keys, manifests, strict=True):
+            if not found:
+                continue
+            if manifest is None:
+                legacy_empty.append(_summary(base, segment_id, objects))
+                continue
+            if (manifest.metadata.segment_id.id != segment_id
+                    or manifest.metadata.topic_id_partition != topic_id_partition):  # fmt: skip
+                raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
+            committed.append(manifest)
     committed.sort(key=lambda m: (m.metadata.start_offset, _copy_order(m.metadata)))
     return PartitionListing(topic_id_partition, committed, uncommitted, legacy_empty)

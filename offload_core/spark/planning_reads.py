@@ -8,14 +8,13 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
 from ..errors import NotFoundError, StateError
 from ..model import ObjectInfo
 from ..plugins import open_driver
+from ..reads_ahead import map_ahead
 from ..storage import BytesLike, StorageDriver
 from ..transforming_driver import TransformingDriver
 from ..wrapping_driver import WrappingDriver
@@ -26,10 +25,6 @@ __all__ = ["ListedOnce", "open_planning_driver", "read_objects", "vanished_while
 
 T = TypeVar("T")
 K = TypeVar("K")
-_PLANNING_THREADS = 8
-# Objects fetched ahead of the one the caller is at: enough to keep every thread busy, and a bound
-# on what planning holds of them, whatever the number of objects.
-_AHEAD = 4 * _PLANNING_THREADS
 _NO_METADATA: Mapping[str, str] = {}
 
 
@@ -155,9 +150,10 @@ def open_planning_driver(url: str, options: Iterable[tuple[str, str]]) -> Storag
 
 def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[bytes], T]) -> Iterator[T | None]:
     """``decode(object)`` for each of ``keys`` in the store ``options``
-    names, in order, as they come: at most ``_AHEAD`` objects are fetched
-    or held ahead of the one the caller is at, and ``keys`` (an iterator
-    will do) is taken as far as that. A key no longer there (deleted since
+    names, in order, as they come, a few at a time (each thread with its
+    own driver), with what is fetched or held ahead of the caller bounded
+    as :func:`~offload_core.reads_ahead.map_ahead` bounds it; ``keys`` (an
+    iterator will do) is taken as far as that. A key no longer there (deleted since
     it was listed) gives ``None`` with ``failOnDataLoss=false`` (logged)
     and raises :class:`NotFoundError` naming it with the default, true (see
     :func:`vanished_while_planning`). Raises what a read or ``decode``
@@ -181,14 +177,7 @@ def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[by
         return decode(data)
 
     try:
-        with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:  # threads start as keys come
-            pending: deque[Future[T | None]] = deque()
-            for key in keys:
-                if len(pending) >= _AHEAD:
-                    yield pending.popleft().result()
-                pending.append(pool.submit(read, key))
-            while pending:
-                yield pending.popleft().result()
+        yield from map_ahead(read, keys)
     finally:
         for driver in opened:
             driver.close()

@@ -34,6 +34,7 @@ from ..model import ObjectInfo
 from ..storage import StorageDriver
 from .state_machine import DriverStateMachine
 from .temporaries_contract import TemporariesContract
+from .threads_contract import ThreadsContract
 
 __all__ = ["BAD_KEYS", "DriverContract", "PartsFailed"]
 
@@ -80,9 +81,10 @@ def _failing_parts(good: list[bytes]) -> Iterator[bytes]:
     raise PartsFailed("the part source broke")
 
 
-class DriverContract(TemporariesContract):
+class DriverContract(TemporariesContract, ThreadsContract):
     """Subclass, override the ``driver`` fixture, and every test below (and
-    in :class:`TemporariesContract`) runs against your backend. Class
+    in :class:`TemporariesContract` and :class:`ThreadsContract`) runs
+    against your backend. Class
     attributes tune sizes for slow backends."""
 
     #: Size of each part in the large-object tests; multipart backends want

@@ -16,12 +16,14 @@ first, then the newest ``eventTimestampMs``, so no offset is served twice.
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, FormatError, NotFoundError
+from ...reads_ahead import map_ahead
 from ...storage import StorageDriver
 from ..epoch_state import ServedRange, epoch_states, served_ranges
 from ..types import (
@@ -98,6 +100,7 @@ def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
             group = (parsed.topic, parsed.topic_id, parsed.partition, parsed.start_offset, parsed.segment_id)
             objects[group][parsed.suffix] = (parsed, info.size)
     listing = AivenListing()
+    complete = []
     for found in objects.values():
         first = next(iter(found.values()))[0]
         partition = TopicIdPartition(first.topic_id, TopicPartition(first.topic, first.partition))
@@ -111,15 +114,24 @@ def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
             state = _DELETING.format(missing=" and ".join(f".{m}" for m in missing))
             listing.leftovers.setdefault(partition, []).append(Leftover(first, suffixes, size, state))
             continue
-        manifest_key = found["rsm-manifest"][0]
+        complete.append((partition, found, size))
+
+    def read(key: str) -> bytes | None:
         try:
-            raw = driver.read(manifest_key.key)
+            return driver.read(key)
         except NotFoundError:
-            continue  # deleted since the listing
-        manifest = decode_manifest(raw, manifest_key.key)
-        _check_sizes(manifest, found["log"], found["indexes"])
-        metadata = segment_metadata(manifest.remote_log_segment_metadata, manifest_key, manifest)
-        listing.segments.setdefault(partition, []).append(AivenSegment(manifest_key, manifest, raw, metadata, size))
+            return None  # deleted since the listing
+
+    with contextlib.closing(map_ahead(read, (found["rsm-manifest"][0].key for _, found, _ in complete))) as manifests:
+        for (partition, found, size), raw in zip(complete, manifests, strict=True):
+            if raw is None:
+                continue
+            manifest_key = found["rsm-manifest"][0]
+            manifest = decode_manifest(raw, manifest_key.key)
+            _check_sizes(manifest, found["log"], found["indexes"])
+            metadata = segment_metadata(manifest.remote_log_segment_metadata, manifest_key, manifest)
+            segment = AivenSegment(manifest_key, manifest, raw, metadata, size)
+            listing.segments.setdefault(partition, []).append(segment)
     for segments in listing.segments.values():
         segments.sort(key=lambda s: (s.metadata.start_offset, _copy_order(s.metadata)))
     for leftovers in listing.leftovers.values():
