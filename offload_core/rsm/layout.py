@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -81,7 +82,7 @@ def parse_name(name: str) -> SegmentName | None:
     return SegmentName(int(match.group(1)), match.group(2), match.group(3))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SegmentManifest:
     """What a store alone says about a copied segment: its metadata, the
     sizes of its objects (a missing index type is absent), and the index
@@ -140,8 +141,9 @@ def decode_stored_manifest(data: bytes, *, key: str = "manifest") -> SegmentMani
             raise FormatError(f"{key}: format {body.get('format')!r} is not {MANIFEST_FORMAT!r}")
         if int(body["end_offset"]) == int(body["start_offset"]) - 1 and not body["segment_leader_epochs"]:
             return None
-        topic_partition = TopicPartition(body["topic"], int(body["partition"]))
-        topic_id = body.get("topic_id", UNKNOWN_TOPIC_ID)
+        # A listing holds a partition's manifests at once: its names are held once, not once each.
+        topic_partition = TopicPartition(sys.intern(body["topic"]), int(body["partition"]))
+        topic_id = sys.intern(body.get("topic_id", UNKNOWN_TOPIC_ID))
         segment_id = RemoteLogSegmentId(TopicIdPartition(topic_id, topic_partition), body["segment_id"])
         metadata = RemoteLogSegmentMetadata(
             segment_id,
@@ -154,7 +156,7 @@ def decode_stored_manifest(data: bytes, *, key: str = "manifest") -> SegmentMani
             segment_leader_epochs={int(e): int(o) for e, o in body["segment_leader_epochs"]},
             state=RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
         )
-        sizes = {str(name): int(size) for name, size in body["objects"].items()}
+        sizes = {sys.intern(str(name)): int(size) for name, size in body["objects"].items()}
         start = metadata.start_offset
         entries = tuple(RemoteLogIndexEntry(segment_id, start, *(int(v) for v in row)) for row in body["index_entries"])
     except FormatError:

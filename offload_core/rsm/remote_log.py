@@ -131,17 +131,18 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
         else:
             manifest_keys.append((manifest_key, base, segment_id, objects))
 
-    def read(key: str) -> tuple[bool, SegmentManifest | None]:
+    def read(key: str) -> bytes | None:
         try:
-            data = driver.read(key)
+            return driver.read(key)
         except NotFoundError:
-            return False, None  # deleted since the listing
-        return True, decode_stored_manifest(data, key=key)
+            return None  # deleted since the listing
 
-    with contextlib.closing(map_ahead(read, (named[0] for named in manifest_keys))) as manifests:
-        for (manifest_key, base, segment_id, objects), (found, manifest) in zip(manifest_keys, manifests, strict=True):
-            if not found:
+    # Threads only wait on the store: decoding there would contend for the GIL with the loop below.
+    with contextlib.closing(map_ahead(read, (named[0] for named in manifest_keys))) as stored:
+        for (manifest_key, base, segment_id, objects), data in zip(manifest_keys, stored, strict=True):
+            if data is None:
                 continue
+            manifest = decode_stored_manifest(data, key=manifest_key)
             if manifest is None:
                 legacy_empty.append(_summary(base, segment_id, objects))
                 continue

@@ -39,7 +39,7 @@ __all__ = [
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class TopicPartition:
     """A Kafka topic-partition. The topic must be a legal Kafka topic name
     (``[a-zA-Z0-9._-]``, at most 249 characters, not ``.`` or ``..``), so it
@@ -88,7 +88,7 @@ def check_uuid(text: str, what: str) -> str:
     return text
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class TopicIdPartition:
     """A topic-partition of one topic incarnation (Kafka's ``TopicIdPartition``).
     ``topic_id`` is :data:`UNKNOWN_TOPIC_ID` for what was written before
@@ -144,7 +144,7 @@ def new_segment_id() -> str:
 _SEGMENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class RemoteLogSegmentId:
     """One copy attempt of one segment: its topic id and partition, and a
     unique id (Kafka's ``RemoteLogSegmentId``)."""
@@ -219,7 +219,7 @@ class IndexType(enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RemoteLogSegmentMetadata:
     """A remote segment as the metadata manager records it. Offsets are
     inclusive; ``segment_leader_epochs`` maps each leader epoch in the
@@ -277,7 +277,7 @@ class RemoteLogSegmentMetadata:
         return min(later) - 1 if later else self.end_offset
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogSegmentData:
     """The local files of one rolled segment, as Kafka hands them to
     ``copyLogSegmentData``; ``transaction_index`` is ``None`` when the segment
@@ -291,7 +291,7 @@ class LogSegmentData:
     leader_epoch_index: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RemoteLogIndexEntry:
     """A run of whole batches of a remote segment (the seed interface's
     index entry): offsets and batch timestamps it covers, and where its bytes

@@ -126,7 +126,7 @@ def test_a_damaged_batch_fails_the_copy_and_leaves_no_object(store: StorageDrive
 
 def test_a_log_of_another_size_than_its_metadata_is_refused(store: StorageDriver) -> None:
     metadata = metadata_of(RUNS[0])
-    wrong = metadata.__class__(**{**metadata.__dict__, "segment_size_in_bytes": 46130})
+    wrong = replace(metadata, segment_size_in_bytes=46130)
     with pytest.raises(FormatError, match="46131 bytes but its metadata says 46130"):
         upload_aiven_segment(store, settings_of(RUNS[0]), wrong, segment_files())
     assert stored(store) == {}
@@ -140,7 +140,7 @@ def test_compression_heuristic_leaves_compressed_segments_as_they_are(
     metadata = metadata_of(RUNS[0])
     files = segment_files(case)
     size = files.log_segment.stat().st_size
-    upload_aiven_segment(store, settings, metadata.__class__(**{**metadata.__dict__, "segment_size_in_bytes": size}),
+    upload_aiven_segment(store, settings, replace(metadata, segment_size_in_bytes=size),
                          files)  # fmt: skip
     key = RUNS[0].object_key("rsm-manifest")
     assert decode_manifest(store.read(key), key).compression is compressed
