@@ -11,7 +11,7 @@ from .data_loss import skipped_objects
 from .progress import Progress
 from .pulsar_offload import BlockRangePartition, plan_partitions
 from .retention_job import RetentionResult, retention
-from .session import get_session
+from .session import get_session, register_sources
 from .source import KafkaRemoteDataSource, PulsarOffloadDataSource, WorkerEnvironmentError
 from .verify_job import VerifyResult, verify_store
 
@@ -31,6 +31,7 @@ __all__ = [
     "backfill",
     "get_session",
     "plan_partitions",
+    "register_sources",
     "retention",
     "skipped_objects",
     "verify_store",

@@ -1,27 +1,39 @@
 """What ``failOnDataLoss=false`` skipped, counted on the Spark driver.
 
-A Python data source reads in Python workers, where there are no
-accumulators or custom metrics; the one channel back to the driver is
-Spark's Python worker log capture (Spark 4.1 and later, on with
-``spark.sql.pyspark.worker.logging.enabled``, which
-:func:`~offload_core.spark.get_session` turns on): a record a worker logs
-while it reads is queryable as ``spark.tvf.python_worker_logs()``. Each
-skipped object (a ``kafka-remote`` segment, what a ``pulsar-offload``
+Each skipped object (a ``kafka-remote`` segment, what a ``pulsar-offload``
 partition had left to read of a ledger's object, or an index its planning
-on the driver left out) is logged once, at
-WARNING, on the :data:`LOGGER` logger, its fields in the record's
-``context``; :func:`skipped_objects` reads them
-back as typed columns. With the capture off the record is still logged, to
-the worker's stderr (the executor's log).
+on the driver left out) is logged once, at WARNING, on the :data:`LOGGER`
+logger, its fields in the record's ``context`` (the executor's log has it
+in every case). Two channels bring the skips to the driver, where
+:func:`skipped_objects` reads them back as typed columns:
 
-Spark 4.3's streaming micro-batches start their readers' workers without
-the session's id, so a skip in a ``readStream`` query is logged only to the
-executor's log: ``skipped_objects`` counts batch reads only.
+* A skip in a read task is recorded on the application's skip accumulator
+  (:class:`SkipRecords`), which the sources registered by
+  :func:`~offload_core.spark.register_sources` or
+  :func:`~offload_core.spark.get_session` carry to every task: batch reads
+  and ``readStream`` micro-batches alike. A task's records reach the driver
+  when it succeeds (a failed attempt's do not; a retried stage's, or a
+  micro-batch run again after a restart, count again).
+* A skip in planning runs in Spark's planning worker, not in a task, so no
+  accumulator reaches it: it comes back through Spark's Python worker log
+  capture (Spark 4.1 and later, on with
+  ``spark.sql.pyspark.worker.logging.enabled``, which
+  :func:`~offload_core.spark.get_session` turns on), queryable as
+  ``spark.tvf.python_worker_logs()``. Spark 4.3 captures the planning of
+  batch reads only: a ``readStream`` trigger's planning skip (an index
+  deleted in the moment between its listing and its read) reaches only the
+  driver's log.
+
+Sources registered without the accumulator (``spark.dataSource.register``
+of the classes themselves) report their tasks' skips through the log
+capture alone, which Spark 4.3 gives batch reads only.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
@@ -30,6 +42,8 @@ from ..redaction import redact_url
 __all__ = [
     "CAPTURE_CONF",
     "LOGGER",
+    "SkipRecords",
+    "skip_accumulator",
     "log_vanished_ledger",
     "log_vanished_object",
     "log_vanished_segment",
@@ -38,6 +52,9 @@ __all__ = [
 
 LOGGER = "offload_core.spark.data_loss"
 CAPTURE_CONF = "spark.sql.pyspark.worker.logging.enabled"
+# Where the application's skip accumulator is kept: on its SparkContext, whose life it shares.
+_ACCUMULATOR_ATTRIBUTE = "_offload_core_skips"
+_COUNTED = "counted_by"
 
 _LOG = logging.getLogger(LOGGER)
 # The record's context keys, and the Spark type each is read back as.
@@ -47,30 +64,69 @@ _COLUMNS = (("source", "string"), ("store", "string"), ("key", "string"), ("topi
             ("last_entry", "bigint"))  # fmt: skip
 
 
-def log_vanished_segment(url: str, key: str, topic: str, partition: int, first: int, end: int) -> None:
+class SkipRecords:
+    """The accumulator parameter of the skips a read's tasks record: a
+    list of each skip's fields (the log record's ``context``, with its
+    ``ts`` in epoch seconds and its ``message``), tasks' lists joined."""
+
+    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return []
+
+    def addInPlace(self, value1: list[dict[str, Any]], value2: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802 - PySpark's name
+        value1 += value2
+        return value1
+
+
+def skip_accumulator(spark: Any) -> Any:
+    """The skip accumulator of ``spark``'s application (a classic session),
+    made on first use: one for every session of the application, as the
+    accumulator is the SparkContext's."""
+    context = spark.sparkContext
+    skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)
+    if skips is None:
+        skips = context.accumulator([], SkipRecords())
+        setattr(context, _ACCUMULATOR_ATTRIBUTE, skips)
+    return skips
+
+
+def _skipped(skips: Any, context: dict[str, str], message: str, *args: object) -> None:
+    if skips is None:
+        _LOG.warning(message, *args, extra={"context": context})
+        return
+    skips.add([{**context, "ts": time.time(), "message": message % args}])
+    # Marked, for skipped_objects to count it once: from the accumulator, not from the log too.
+    _LOG.warning(message, *args, extra={"context": {**context, _COUNTED: "accumulator"}})
+
+
+def log_vanished_segment(
+    url: str, key: str, topic: str, partition: int, first: int, end: int, skips: Any = None
+) -> None:
     """Log that ``kafka-remote`` skipped offsets ``[first, end)`` of
     ``topic``-``partition`` because the segment object ``key`` of store
     ``url`` (printed without secrets) was deleted after the read was
-    planned."""
+    planned; recorded on ``skips`` too, the task's skip accumulator if it
+    has one."""
     context = {"source": "kafka-remote", "store": redact_url(url), "key": key, "topic": topic,
                "partition": str(partition), "first_offset": str(first), "last_offset": str(end - 1),
                "reason": "vanished"}  # fmt: skip
-    _LOG.warning("kafka-remote: %s (offsets %d to %d) vanished after the read was planned; skipped, as "
-                 "failOnDataLoss=false", key, first, end - 1, extra={"context": context})  # fmt: skip
+    _skipped(skips, context, "kafka-remote: %s (offsets %d to %d) vanished after the read was planned; skipped, as "
+             "failOnDataLoss=false", key, first, end - 1)  # fmt: skip
 
 
-def log_vanished_ledger(url: str, key: str, ledger_id: int, first_entry: int, last_entry: int | None) -> None:
+def log_vanished_ledger(
+    url: str, key: str, ledger_id: int, first_entry: int, last_entry: int | None, skips: Any = None
+) -> None:
     """Log that ``pulsar-offload`` skipped entries ``first_entry`` to
     ``last_entry`` (inclusive; ``None``: to the end of what ``key`` holds of it) of ledger
     ``ledger_id`` because object ``key`` of store ``url`` (printed without
-    secrets) was deleted after the read was planned."""
+    secrets) was deleted after the read was planned; recorded on
+    ``skips`` too, the task's skip accumulator if it has one."""
     context = {"source": "pulsar-offload", "store": redact_url(url), "key": key, "ledger_id": str(ledger_id),
                "first_entry": str(first_entry), "reason": "vanished"}  # fmt: skip
     if last_entry is not None:  # absent, it reads back as null
         context["last_entry"] = str(last_entry)
-    _LOG.warning("pulsar-offload: %s (ledger %d, entries %s) vanished after the read was planned; skipped, as "
-                 "failOnDataLoss=false", key, ledger_id, entry_span(first_entry, last_entry),
-                 extra={"context": context})  # fmt: skip
+    _skipped(skips, context, "pulsar-offload: %s (ledger %d, entries %s) vanished after the read was planned; "
+             "skipped, as failOnDataLoss=false", key, ledger_id, entry_span(first_entry, last_entry))  # fmt: skip
 
 
 def log_vanished_object(url: str, key: str) -> None:
@@ -88,17 +144,19 @@ def entry_span(first: int, last: int | None) -> str:
 
 
 def skipped_objects(spark: Any) -> Any:
-    """The objects ``failOnDataLoss=false`` reads of this session skipped,
-    a DataFrame of one row per skip (a retried task's skips count again):
-    ``ts`` (timestamp), ``source`` (``kafka-remote`` or ``pulsar-offload``),
-    ``store`` (the URL without secrets), ``key``, ``topic``, ``partition``
-    (int), ``first_offset`` and ``last_offset`` (bigint, inclusive; null
-    for ``pulsar-offload``), ``reason`` (``vanished``: deleted between
-    planning and reading), ``ledger_id``, ``first_entry`` and
-    ``last_entry`` (bigint, the entries skipped, inclusive; null for
-    ``kafka-remote``, and ``last_entry`` null for a skip to the ledger's
-    end) and ``message``. Batch reads only (see
-    the module's docstring).
+    """The objects ``failOnDataLoss=false`` reads skipped, a DataFrame of
+    one row per skip: ``ts`` (timestamp), ``source`` (``kafka-remote`` or
+    ``pulsar-offload``), ``store`` (the URL without secrets), ``key``,
+    ``topic``, ``partition`` (int), ``first_offset`` and ``last_offset``
+    (bigint, inclusive; null for ``pulsar-offload``), ``reason``
+    (``vanished``: deleted between planning and reading), ``ledger_id``,
+    ``first_entry`` and ``last_entry`` (bigint, the entries skipped,
+    inclusive; null for ``kafka-remote``, and ``last_entry`` null for a
+    skip to the ledger's end) and ``message``. Read tasks' skips of every
+    read of the application, batch and ``readStream``, through its skip
+    accumulator; planning's skips of this session's batch reads, through
+    its workers' logs (see the module's docstring for what each channel
+    reaches, and when a skip counts twice).
 
     Raises :class:`ConfigError` when ``spark`` cannot collect its workers'
     logs (Spark before 4.1, or ``spark.sql.pyspark.worker.logging.enabled``
@@ -112,8 +170,22 @@ def skipped_objects(spark: Any) -> Any:
         raise ConfigError(f"skipped_objects reads the Python workers' logs, and this session does not collect them: "
                           f"set {CAPTURE_CONF}=true before reading (offload_core.spark.get_session does)")  # fmt: skip
     logs = spark.tvf.python_worker_logs()
-    return logs.where(sf.col("logger") == LOGGER).select(
+    logged = logs.where((sf.col("logger") == LOGGER) & sf.col("context").getItem(_COUNTED).isNull()).select(
         "ts",
         *(sf.col("context").getItem(name).cast(kind).alias(name) for name, kind in _COLUMNS),
         sf.col("msg").alias("message"),
     )
+    context = getattr(spark, "_sc", None)  # a Spark Connect session has no accumulators
+    skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)
+    if skips is None:
+        return logged
+    return logged.unionByName(spark.createDataFrame([_row(record) for record in skips.value], logged.schema))
+
+
+def _row(record: dict[str, Any]) -> tuple[Any, ...]:
+    """An accumulated skip as a row of :func:`skipped_objects`."""
+    fields: list[Any] = [datetime.fromtimestamp(record["ts"])]
+    for name, kind in _COLUMNS:
+        value = record.get(name)
+        fields.append(value if value is None or kind == "string" else int(value))
+    return (*fields, record["message"])

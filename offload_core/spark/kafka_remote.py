@@ -282,7 +282,8 @@ def read_partition(
                     raise NotFoundError(f"{key} (offsets {segment.first} to {segment.end - 1}) vanished after the "
                                         f"read was planned: {exc}; set failOnDataLoss=false to skip what is gone"
                                         ) from None  # fmt: skip
-                log_vanished_segment(store.url, key, partition.topic, partition.partition, segment.first, segment.end)
+                log_vanished_segment(store.url, key, partition.topic, partition.partition, segment.first, segment.end,
+                                     store.skips)  # fmt: skip
 
 
 def _segment_rows(driver: StorageDriver, partition: SegmentRangePartition, key: str, segment: SegmentRange,
@@ -311,9 +312,11 @@ def _segment_rows(driver: StorageDriver, partition: SegmentRangePartition, key: 
 class KafkaRemoteReader(DataSourceReader):
     """The batch reader; a streaming reader reads its micro-batches' partitions with one."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType, *, streaming: bool = False) -> None:
+    def __init__(
+        self, options: Mapping[str, str], schema: StructType, *, streaming: bool = False, skips: Any = None
+    ) -> None:
         self.options = parse_options(options, streaming=streaming)
-        self.store = Store(self.options.url, self.options.driver_options)  # every partition's, held once
+        self.store = Store(self.options.url, self.options.driver_options, skips)  # every partition's, held once
         self.schema = schema
         names = [field.name for field in KAFKA_SCHEMA.fields]
         unknown = [field.name for field in schema.fields if field.name not in names]
@@ -333,5 +336,5 @@ class KafkaRemoteReader(DataSourceReader):
             yield row if natural else tuple(row[at] for at in self.picked)
 
 
-def make_reader(options: Mapping[str, str], schema: StructType = KAFKA_SCHEMA) -> KafkaRemoteReader:
-    return KafkaRemoteReader(options, schema)
+def make_reader(options: Mapping[str, str], schema: StructType = KAFKA_SCHEMA, skips: Any = None) -> KafkaRemoteReader:
+    return KafkaRemoteReader(options, schema, skips=skips)

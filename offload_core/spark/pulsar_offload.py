@@ -56,7 +56,7 @@ Options:
   packed task's other objects are still read), one WARNING record per
   skipped ledger on
   :data:`offload_core.spark.data_loss.LOGGER` (counted by
-  :func:`~offload_core.spark.skipped_objects` in a batch read), as
+  :func:`~offload_core.spark.skipped_objects`), as
   ``kafka-remote`` does; an index the planning on the driver reads (a
   segment's, a large ledger's, or, in a ``readStream`` trigger, each new
   object's) deleted between the listing and that read likewise fails the
@@ -197,9 +197,9 @@ def _with_lasts(
 
 
 class PulsarOffloadReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str], schema: StructType = SCHEMA) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType = SCHEMA, skips: Any = None) -> None:
         self.options = parse_read_options(options)
-        self.store = Store(self.options.url, self.options.driver_options)  # every partition's, held once
+        self.store = Store(self.options.url, self.options.driver_options, skips)  # every partition's, held once
         self.schema = checked_schema(schema)
         self.bounds = {"ledger_id": ANY_VALUE, "entry_id": ANY_VALUE, "publish_time": ANY_VALUE}
 
@@ -272,9 +272,11 @@ def checked_schema(schema: StructType) -> StructType:
     return schema
 
 
-def make_reader(options: Mapping[str, str], schema: StructType = SCHEMA) -> PulsarOffloadReader:
+def make_reader(options: Mapping[str, str], schema: StructType = SCHEMA, skips: Any = None) -> PulsarOffloadReader:
     """The reader for a ``pulsar-offload`` read with ``options``, building
-    the columns of ``schema`` (the source's, or a subset a user gave)."""
+    the columns of ``schema`` (the source's, or a subset a user gave), its
+    tasks recording their skips on ``skips`` (see
+    :mod:`~offload_core.spark.data_loss`) if given."""
     if parse_read_options(options).filter_pushdown:
-        return FilterPushdownReader(options, schema)
-    return PulsarOffloadReader(options, schema)
+        return FilterPushdownReader(options, schema, skips)
+    return PulsarOffloadReader(options, schema, skips)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["choose_master", "choose_python", "get_session", "register_sources"]
+
+T = TypeVar("T")
+# Marks a session register_sources registered the sources with (its accumulator).
+_REGISTERED = "_offload_core_sources"
 
 
 def choose_master(requested: str | None, configured: str | None) -> str:
@@ -48,7 +52,6 @@ def get_session(
     from pyspark.sql import SparkSession
 
     from .data_loss import CAPTURE_CONF
-    from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
 
     active = SparkSession.getActiveSession()
     if active is None:
@@ -73,19 +76,32 @@ def get_session(
         # Brings the workers' logs to the driver: skipped_objects counts what failOnDataLoss=false skipped.
         conf.setIfMissing(CAPTURE_CONF, "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
-        active.dataSource.register(PulsarOffloadDataSource)
-        active.dataSource.register(KafkaRemoteDataSource)
+        register_sources(active)
     return active
 
 
 def register_sources(spark: Any) -> None:
     """Register the ``pulsar-offload`` and ``kafka-remote`` sources with
-    ``spark`` (a classic session) unless it has a source by that name
-    already: registering again replaces it, and Spark logs a warning for
-    each replacement."""
+    ``spark`` (a classic session) carrying the application's skip
+    accumulator, so :func:`~offload_core.spark.skipped_objects` counts
+    what their read tasks skip, in batch and ``readStream`` reads alike.
+    They replace the sources PySpark finds installed (which carry none;
+    Spark logs a warning for each replacement), once a session: a second
+    call on the same session does nothing."""
+    from .data_loss import skip_accumulator
     from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
 
-    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    skips = skip_accumulator(spark)
+    if getattr(spark, _REGISTERED, None) is skips:
+        return
     for source in (PulsarOffloadDataSource, KafkaRemoteDataSource):
-        if not manager.dataSourceExists(source.name()):
-            spark.dataSource.register(source)
+        spark.dataSource.register(_counting_skips(source, skips))
+    setattr(spark, _REGISTERED, skips)
+
+
+def _counting_skips(source: type[T], skips: Any) -> type[T]:
+    """``source`` carrying the accumulator ``skips``: a subclass made here
+    travels to Spark's workers by value, its class attributes with it."""
+    return type(
+        source.__name__, (source,), {"skips": skips, "__module__": source.__module__, "__doc__": source.__doc__}
+    )

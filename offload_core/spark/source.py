@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import (
@@ -118,7 +118,12 @@ def guarded_partition(task: bytes, items: Iterator[Any]) -> Iterator[Any]:
 
 
 class PulsarOffloadDataSource(DataSource):
-    """Registered as ``pulsar-offload``: ``spark.dataSource.register(PulsarOffloadDataSource)``."""
+    """Registered as ``pulsar-offload``: ``spark.dataSource.register(PulsarOffloadDataSource)``,
+    or with :func:`~offload_core.spark.register_sources`, which registers
+    it carrying the application's skip accumulator (:attr:`skips`)."""
+
+    #: The accumulator its read tasks record skips on (see :mod:`~offload_core.spark.data_loss`).
+    skips: ClassVar[Any] = None
 
     @classmethod
     def name(cls) -> str:
@@ -131,15 +136,19 @@ class PulsarOffloadDataSource(DataSource):
     def reader(self, schema: Any) -> Any:
         # ``schema`` is the user's (``.schema(...)``) when given: a subset of
         # the columns is column pruning, so only those are built.
-        return _reader_module().make_reader(self.options, schema)
+        return _reader_module().make_reader(self.options, schema, self.skips)
 
     def streamReader(self, schema: Any) -> Any:
-        return _reader_module("streaming_pulsar").make_stream_reader(self.options, schema)
+        return _reader_module("streaming_pulsar").make_stream_reader(self.options, schema, self.skips)
 
 
 class KafkaRemoteDataSource(DataSource):
     """Registered as ``kafka-remote``: Kafka segments tiered by offload-core,
-    read with the schema of Spark's own Kafka source."""
+    read with the schema of Spark's own Kafka source (registered as
+    :class:`PulsarOffloadDataSource` is)."""
+
+    #: The accumulator its read tasks record skips on (see :mod:`~offload_core.spark.data_loss`).
+    skips: ClassVar[Any] = None
 
     @classmethod
     def name(cls) -> str:
@@ -152,7 +161,7 @@ class KafkaRemoteDataSource(DataSource):
         return StructType(KAFKA_SCHEMA.fields[:-1])  # Spark's default: no headers column
 
     def reader(self, schema: Any) -> Any:
-        return _reader_module("kafka_remote").make_reader(self.options, schema)
+        return _reader_module("kafka_remote").make_reader(self.options, schema, self.skips)
 
     def streamReader(self, schema: Any) -> Any:
-        return _reader_module("streaming_kafka").make_stream_reader(self.options, schema)
+        return _reader_module("streaming_kafka").make_stream_reader(self.options, schema, self.skips)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import AccessDeniedError, ConfigError, OffloadError
@@ -42,10 +42,14 @@ R = TypeVar("R")
 @dataclass(frozen=True)
 class Store:
     """Where a job's objects are: a URL and driver options. Picklable;
-    built with :meth:`of`, the URL means the same store on every executor."""
+    built with :meth:`of`, the URL means the same store on every executor.
+    ``skips``: the application's skip accumulator, which a read's tasks
+    record what ``failOnDataLoss=false`` skipped on
+    (:mod:`~offload_core.spark.data_loss`), if the read has one."""
 
     url: str
     options: tuple[tuple[str, Any], ...] = ()
+    skips: Any = field(default=None, compare=False)
 
     @classmethod
     def of(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:

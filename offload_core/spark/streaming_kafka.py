@@ -39,8 +39,8 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     """The ``kafka-remote`` streaming reader. :class:`ConfigError` for bad
     options and for a checkpoint written by a query over another store."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.batch = KafkaRemoteReader(options, schema, streaming=True)
+    def __init__(self, options: Mapping[str, str], schema: StructType, skips: Any = None) -> None:
+        self.batch = KafkaRemoteReader(options, schema, streaming=True, skips=skips)
         self.options: KafkaReadOptions = self.batch.options
         self.target: Offsets | None = None
 
@@ -139,5 +139,7 @@ def _limited(spans: Mapping[tuple[str, str], tuple[int, int]], most: int | None)
     return ends
 
 
-def make_stream_reader(options: Mapping[str, str], schema: StructType) -> KafkaRemoteStreamReader:
-    return KafkaRemoteStreamReader(options, schema)
+def make_stream_reader(options: Mapping[str, str], schema: StructType, skips: Any = None) -> KafkaRemoteStreamReader:
+    """The reader of a ``readStream`` of ``kafka-remote``, its tasks recording
+    their skips on ``skips`` (see :mod:`~offload_core.spark.data_loss`) if given."""
+    return KafkaRemoteStreamReader(options, schema, skips)

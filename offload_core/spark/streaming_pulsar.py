@@ -40,8 +40,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
     """The ``pulsar-offload`` streaming reader. :class:`ConfigError` for bad
     options and for a checkpoint written by a query over another store."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.batch = PulsarOffloadReader(options, schema)
+    def __init__(self, options: Mapping[str, str], schema: StructType, skips: Any = None) -> None:
+        self.batch = PulsarOffloadReader(options, schema, skips)
         self.options = self.batch.options
         self.max_bytes = positive_option(options, "maxBytesPerTrigger", 1) if "maxBytesPerTrigger" in options else None
         self.target: dict[int, int] | None = None
@@ -126,5 +126,7 @@ def _taken(blocks: list[Block], first: int, cap: int, budget: int | None, *, any
     return end, budget
 
 
-def make_stream_reader(options: Mapping[str, str], schema: StructType) -> PulsarOffloadStreamReader:
-    return PulsarOffloadStreamReader(options, schema)
+def make_stream_reader(options: Mapping[str, str], schema: StructType, skips: Any = None) -> PulsarOffloadStreamReader:
+    """The reader of a ``readStream`` of ``pulsar-offload``, its tasks recording
+    their skips on ``skips`` (see :mod:`~offload_core.spark.data_loss`) if given."""
+    return PulsarOffloadStreamReader(options, schema, skips)

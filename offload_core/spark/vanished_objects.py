@@ -37,7 +37,7 @@ def vanished(
     if fail_on_data_loss:
         raise NotFoundError(f"{key} (ledger {ledger_id}, entries {entry_span(*covered)}) vanished after the read "
                             f"was planned: {exc}; set failOnDataLoss=false to skip what is gone") from None  # fmt: skip
-    log_vanished_ledger(store.url, key, ledger_id, first_skipped, last_skipped)
+    log_vanished_ledger(store.url, key, ledger_id, first_skipped, last_skipped, store.skips)
 
 
 def ledger_group_partitions(

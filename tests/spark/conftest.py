@@ -31,10 +31,9 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
-    from offload_core.spark import KafkaRemoteDataSource, PulsarOffloadDataSource
+    from offload_core.spark import register_sources
 
-    session.dataSource.register(PulsarOffloadDataSource)
-    session.dataSource.register(KafkaRemoteDataSource)
+    register_sources(session)
     yield session
     session.stop()
 

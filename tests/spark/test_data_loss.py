@@ -1,6 +1,6 @@
 """failOnDataLoss through a real Spark query: a segment deleted between
 planning and reading fails the query naming it, or is skipped and counted
-on the driver by skipped_objects from the Python workers' logs."""
+on the driver by skipped_objects (a batch read's and a stream's)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,32 @@ def test_a_segment_gone_between_planning_and_reading_fails_the_query_naming_it(c
     frame, lost = _planned_then_lost(collecting, tmp_path, _copied(tmp_path)[0])
     with pytest.raises(PythonException, match=f"{lost} .offsets 0 to 99. vanished .*failOnDataLoss=false"):
         frame.collect()
+
+
+def test_a_stream_skips_a_segment_gone_after_planning_and_counts_it(collecting: Any, tmp_path: Path) -> None:
+    url, _, _ = _copied(tmp_path)
+    frame = (collecting.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
+             .options(startingOffsets="earliest", failOnDataLoss="false").load())  # fmt: skip
+    offsets: list[int] = []
+    lost: list[str] = []
+
+    def lose_then_read(batch: Any, _: int) -> None:
+        # The micro-batch's partitions are planned with its physical plan; the action then runs this plan.
+        batch._jdf.queryExecution().executedPlan()
+        if not lost:
+            first = min((tmp_path / "store").rglob("*.log"))
+            lost.append(str(first.relative_to(tmp_path / "store")))
+            first.unlink()
+        offsets.extend(row.offset for row in batch.select("offset").collect())
+
+    query = (frame.writeStream.foreachBatch(lose_then_read).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())  # fmt: skip
+    query.awaitTermination()
+    assert sorted(offsets) == list(range(100, 200))
+    (row,) = skipped_objects(collecting).where(f"store = '{url}'").drop("ts", "message").collect()
+    assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost[0], "topic": "orders", "partition": 0,
+                            "first_offset": 0, "last_offset": 99, "reason": "vanished", "ledger_id": None,
+                            "first_entry": None, "last_entry": None}  # fmt: skip
 
 
 def test_skipped_objects_refuses_a_session_that_does_not_collect_its_workers_logs(spark: Any) -> None:

@@ -164,21 +164,29 @@ def test_a_ledger_gone_between_planning_and_reading_fails_the_query_naming_it(co
         planned.collect()
 
 
-def test_a_stream_skips_a_ledger_gone_after_planning(spark: Any, store: str, tmp_path: Path) -> None:
-    frame = spark.readStream.format("pulsar-offload").options(decode="none", failOnDataLoss="false").load(store)
+def test_a_stream_skips_a_ledger_gone_after_planning_and_counts_it(
+    collecting: Any, store: str, tmp_path: Path
+) -> None:
+    frame = collecting.readStream.format("pulsar-offload").options(decode="none", failOnDataLoss="false").load(store)
     got: list[tuple[int, int]] = []
+    lost: list[str] = []
 
     def lose_then_read(batch: Any, _: int) -> None:
         # The micro-batch's partitions are planned with its physical plan; the action then runs this plan.
         batch._jdf.queryExecution().executedPlan()
-        if not got:
-            _delete(store, _only(store, 3).data_key)
+        if not lost:
+            lost.append(_only(store, 3).data_key)
+            _delete(store, lost[0])
         got.extend((r.ledger_id, r.entry_id) for r in batch.select("ledger_id", "entry_id").collect())
 
     query = (frame.writeStream.foreachBatch(lose_then_read).option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(availableNow=True).start())  # fmt: skip
     query.awaitTermination()
     assert sorted(got) == [(5, entry_id) for entry_id in range(100)]
+    (row,) = skipped_objects(collecting).where(f"store = '{store}'").drop("ts", "message").collect()
+    assert row.asDict() == {"source": "pulsar-offload", "store": store, "key": lost[0], "topic": None,
+                            "partition": None, "first_offset": None, "last_offset": None, "reason": "vanished",
+                            "ledger_id": 3, "first_entry": 0, "last_entry": 199}  # fmt: skip
 
 
 def test_a_packed_task_skips_a_ledger_gone_and_reads_the_others(
