@@ -164,9 +164,7 @@ def test_a_ledger_gone_between_planning_and_reading_fails_the_query_naming_it(co
         planned.collect()
 
 
-def test_a_stream_skips_a_ledger_gone_after_planning_and_counts_it(
-    collecting: Any, store: str, tmp_path: Path
-) -> None:
+def test_a_stream_skips_a_ledger_gone_after_planning_and_counts_it(collecting: Any, store: str, tmp_path: Path) -> None:
     frame = collecting.readStream.format("pulsar-offload").options(decode="none", failOnDataLoss="false").load(store)
     got: list[tuple[int, int]] = []
     lost: list[str] = []
