@@ -119,16 +119,21 @@ class StandaloneCluster:
         cluster = cls(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}/json/")
         master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                   "--webui-port", str(ui)]  # fmt: skip
-        cluster.processes.append(JvmProcess.start("master", [spark_class, *master], env, root / "master.log"))
-        for number in range(workers):
-            work = root / f"worker-{number}"
-            work.mkdir(parents=True)
-            worker = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
-                      "--memory", worker_memory, "--work-dir", str(work), "--webui-port", str(free_port()),
-                      cluster.url]  # fmt: skip
-            cluster.processes.append(JvmProcess.start(f"worker {number}", [spark_class, *worker], env,
-                                                      root / f"worker-{number}.log"))  # fmt: skip
-        wait_for(f"standalone cluster at {cluster.url}", lambda: cluster.alive_workers() == workers, cluster.processes)
+        try:
+            cluster.processes.append(JvmProcess.start("master", [spark_class, *master], env, root / "master.log"))
+            for number in range(workers):
+                work = root / f"worker-{number}"
+                work.mkdir(parents=True)
+                worker = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+                          "--memory", worker_memory, "--work-dir", str(work), "--webui-port", str(free_port()),
+                          cluster.url]  # fmt: skip
+                cluster.processes.append(JvmProcess.start(f"worker {number}", [spark_class, *worker], env,
+                                                          root / f"worker-{number}.log"))  # fmt: skip
+            wait_for(f"standalone cluster at {cluster.url}", lambda: cluster.alive_workers() == workers,
+                     cluster.processes)  # fmt: skip
+        except BaseException:
+            cluster.stop()  # whatever failed, or interrupted the start, no JVM outlives the tests
+            raise
         return cluster
 
     def alive_workers(self) -> int:

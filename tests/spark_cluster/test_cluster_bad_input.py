@@ -1,7 +1,8 @@
 """What goes wrong only on a real cluster ends the job with one error on
 the Spark driver naming what to fix: a worker whose Python cannot import
 offload-core, an executor with no credentials for the store, or with a
-wrong secret."""
+wrong secret; and what failOnDataLoss=false skips in an executor is
+counted on the driver."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ import pytest
 from offload_core import InMemoryReadHandle, open_offloader
 from offload_core.errors import AccessDeniedError, ConfigError
 from offload_core.managed_ledger import Broker, parse_config
-from offload_core.spark import WorkerEnvironmentError, backfill, verify_store
+from offload_core.spark import WorkerEnvironmentError, backfill, skipped_objects, verify_store
 from tests.emulators import MotoS3
+from tests.spark.test_kafka_remote_options import _copied
 
 pytestmark = pytest.mark.spark
 
@@ -107,3 +109,29 @@ def test_a_wrong_secret_fails_the_backfill_once_naming_the_store_and_the_setting
     right = {"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]}
     result = backfill(cluster_spark, tmp_path / "data", config=config, driver_options=right)
     assert len(result.offloaded) == 3 and not result.failed, result.ledgers
+
+
+def test_a_stream_on_the_cluster_counts_a_segment_gone_after_planning(cluster_spark: Any, tmp_path: Path) -> None:
+    url, _, _ = _copied(tmp_path)
+    frame = (cluster_spark.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
+             .options(startingOffsets="earliest", failOnDataLoss="false").load())  # fmt: skip
+    offsets: list[int] = []
+    lost: list[str] = []
+
+    def lose_then_read(batch: Any, _: int) -> None:
+        # The micro-batch's partitions are planned with its physical plan; the executors then run this plan.
+        batch._jdf.queryExecution().executedPlan()
+        if not lost:
+            first = min((tmp_path / "store").rglob("*.log"))
+            lost.append(str(first.relative_to(tmp_path / "store")))
+            first.unlink()
+        offsets.extend(row.offset for row in batch.select("offset").collect())
+
+    query = (frame.writeStream.foreachBatch(lose_then_read).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())  # fmt: skip
+    query.awaitTermination()
+    assert sorted(offsets) == list(range(100, 200))
+    (row,) = (
+        skipped_objects(cluster_spark).where(f"store = '{url}'").select("key", "first_offset", "last_offset").collect()
+    )
+    assert (row.key, row.first_offset, row.last_offset) == (lost[0], 0, 99)
