@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..redaction import redact_url
+from .source import SkipRecords
 
 __all__ = [
     "CAPTURE_CONF",
@@ -68,19 +69,6 @@ _COLUMNS = (("source", "string"), ("store", "string"), ("key", "string"), ("topi
             ("partition", "int"), ("first_offset", "bigint"), ("last_offset", "bigint"),
             ("reason", "string"), ("ledger_id", "bigint"), ("first_entry", "bigint"),
             ("last_entry", "bigint"))  # fmt: skip
-
-
-class SkipRecords:
-    """The accumulator parameter of the skips a read's tasks record: a
-    list of each skip's fields (the log record's ``context``, with its
-    ``ts`` in epoch seconds and its ``message``), tasks' lists joined."""
-
-    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return []
-
-    def addInPlace(self, value1: list[dict[str, Any]], value2: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802 - PySpark's name
-        value1 += value2
-        return value1
 
 
 def skip_accumulator(spark: Any) -> Any:
