@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -60,6 +61,8 @@ class InstrumentedDriver(WrappingDriver):
         self._bytes_read = 0
         self._bytes_written = 0
         self._emit = emit
+        # Read-ahead and listings read through one driver from several threads: ``+=`` is a read and a write.
+        self._bytes_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"InstrumentedDriver({self.inner!r})"
@@ -82,7 +85,9 @@ class InstrumentedDriver(WrappingDriver):
             return result
         finally:
             if self._emit is not None:
-                sent = self.inner.request_counts - before
+                # Of a copy: the live counts gain a key when another thread sends a first request of its kind,
+                # which a subtraction iterating over them would fail on.
+                sent = Counter(self.inner.request_counts) - before
                 self._emit(Event("storage.request", {"op": op, "key": key, "bytes": moved, "ok": ok,
                                                      "requests": sum(sent.values()), "requests_by_op": dict(sent),
                                                      "driver": self.name,
@@ -99,12 +104,15 @@ class InstrumentedDriver(WrappingDriver):
         info = self._measured("write", key, lambda: self.inner.write(key, counted(), metadata=metadata,
                                                                       if_absent=if_absent),
                               lambda _: sent[0])  # fmt: skip
-        self._bytes_written += sent[0]
+        with self._bytes_lock:
+            self._bytes_written += sent[0]
         return info
 
     def _read(self, key: str, start: int, end: int | None) -> bytes:
         data = self._measured("read", key, lambda: self.inner.read(key, start, end), len)
-        self._bytes_read += len(data)
+        size = len(data)
+        with self._bytes_lock:
+            self._bytes_read += size
         return data
 
     def _stat(self, key: str) -> ObjectInfo:

@@ -12,8 +12,12 @@ in every case). Two channels bring the skips to the driver, where
   :func:`~offload_core.spark.register_sources` or
   :func:`~offload_core.spark.get_session` carry to every task: batch reads
   and ``readStream`` micro-batches alike. A task's records reach the driver
-  when it succeeds (a failed attempt's do not; a retried stage's, or a
-  micro-batch run again after a restart, count again).
+  when it runs to its end and succeeds: not a failed attempt's, nor those
+  of a task Spark stopped before its end (a ``limit``, ``show`` or
+  ``take`` that had its rows), whose skips come back through the log
+  capture below alone (a batch read's). A skip that comes back through
+  both is counted once (each skip has an id); a retried stage's, or a
+  micro-batch run again after a restart, count again.
 * A skip in planning runs in Spark's planning worker, not in a task, so no
   accumulator reaches it: it comes back through Spark's Python worker log
   capture (Spark 4.1 and later, on with
@@ -33,11 +37,13 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
 from ..redaction import redact_url
+from .source import SkipRecords
 
 __all__ = [
     "CAPTURE_CONF",
@@ -54,7 +60,8 @@ LOGGER = "offload_core.spark.data_loss"
 CAPTURE_CONF = "spark.sql.pyspark.worker.logging.enabled"
 # Where the application's skip accumulator is kept: on its SparkContext, whose life it shares.
 _ACCUMULATOR_ATTRIBUTE = "_offload_core_skips"
-_COUNTED = "counted_by"
+# Each skip's id, in its log record and its accumulated record: one that comes back both ways counts once.
+_SKIP_ID = "skip_id"
 
 _LOG = logging.getLogger(LOGGER)
 # The record's context keys, and the Spark type each is read back as.
@@ -62,19 +69,6 @@ _COLUMNS = (("source", "string"), ("store", "string"), ("key", "string"), ("topi
             ("partition", "int"), ("first_offset", "bigint"), ("last_offset", "bigint"),
             ("reason", "string"), ("ledger_id", "bigint"), ("first_entry", "bigint"),
             ("last_entry", "bigint"))  # fmt: skip
-
-
-class SkipRecords:
-    """The accumulator parameter of the skips a read's tasks record: a
-    list of each skip's fields (the log record's ``context``, with its
-    ``ts`` in epoch seconds and its ``message``), tasks' lists joined."""
-
-    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return []
-
-    def addInPlace(self, value1: list[dict[str, Any]], value2: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802 - PySpark's name
-        value1 += value2
-        return value1
 
 
 def skip_accumulator(spark: Any) -> Any:
@@ -90,12 +84,11 @@ def skip_accumulator(spark: Any) -> Any:
 
 
 def _skipped(skips: Any, context: dict[str, str], message: str, *args: object) -> None:
-    if skips is None:
-        _LOG.warning(message, *args, extra={"context": context})
-        return
-    skips.add([{**context, "ts": time.time(), "message": message % args}])
-    # Marked, for skipped_objects to count it once: from the accumulator, not from the log too.
-    _LOG.warning(message, *args, extra={"context": {**context, _COUNTED: "accumulator"}})
+    if skips is not None:
+        # The log capture misses a stream's tasks, the accumulator a task Spark stops early: both are sent.
+        context = {**context, _SKIP_ID: uuid.uuid4().hex}
+        skips.add([{**context, "ts": time.time(), "message": message % args}])
+    _LOG.warning(message, *args, extra={"context": context})
 
 
 def log_vanished_segment(
@@ -170,22 +163,25 @@ def skipped_objects(spark: Any) -> Any:
         raise ConfigError(f"skipped_objects reads the Python workers' logs, and this session does not collect them: "
                           f"set {CAPTURE_CONF}=true before reading (offload_core.spark.get_session does)")  # fmt: skip
     logs = spark.tvf.python_worker_logs()
-    logged = logs.where((sf.col("logger") == LOGGER) & sf.col("context").getItem(_COUNTED).isNull()).select(
+    logged = logs.where(sf.col("logger") == LOGGER).select(
         "ts",
         *(sf.col("context").getItem(name).cast(kind).alias(name) for name, kind in _COLUMNS),
         sf.col("msg").alias("message"),
+        sf.col("context").getItem(_SKIP_ID).alias(_SKIP_ID),
     )
     context = getattr(spark, "_sc", None)  # a Spark Connect session has no accumulators
     skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)
     if skips is None:
-        return logged
-    return logged.unionByName(spark.createDataFrame([_row(record) for record in skips.value], logged.schema))
+        return logged.drop(_SKIP_ID)
+    accumulated = spark.createDataFrame([_row(record) for record in skips.value], logged.schema)
+    seen = logged.select(_SKIP_ID).where(sf.col(_SKIP_ID).isNotNull())
+    return logged.unionByName(accumulated.join(seen, _SKIP_ID, "left_anti")).drop(_SKIP_ID)
 
 
 def _row(record: dict[str, Any]) -> tuple[Any, ...]:
-    """An accumulated skip as a row of :func:`skipped_objects`."""
+    """An accumulated skip as a row of :func:`skipped_objects` (with its id)."""
     fields: list[Any] = [datetime.fromtimestamp(record["ts"])]
     for name, kind in _COLUMNS:
         value = record.get(name)
         fields.append(value if value is None or kind == "string" else int(value))
-    return (*fields, record["message"])
+    return (*fields, record["message"], record[_SKIP_ID])

@@ -39,6 +39,7 @@ __all__ = [
     "UNUSABLE_WORKER",
     "KafkaRemoteDataSource",
     "PulsarOffloadDataSource",
+    "SkipRecords",
     "WorkerEnvironmentError",
     "guarded_partition",
 ]
@@ -96,6 +97,22 @@ def _reader_module(name: str = "pulsar_offload") -> Any:
             "offload_core.spark.get_session(), which does"
         ) from None
     return module
+
+
+class SkipRecords:
+    """The accumulator parameter of the skips a read's tasks record (see
+    :mod:`offload_core.spark.data_loss`): a list of each skip's fields (the
+    log record's ``context``, with its ``ts`` in epoch seconds and its
+    ``message``), tasks' lists joined. Here, as the sources carry it, so
+    that it travels by value: a worker that cannot import offload-core
+    still unpickles them and says so with :class:`WorkerEnvironmentError`."""
+
+    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return []
+
+    def addInPlace(self, value1: list[dict[str, Any]], value2: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802 - PySpark's name
+        value1 += value2
+        return value1
 
 
 #: Tags the one result of a job's task whose worker cannot import offload-core.

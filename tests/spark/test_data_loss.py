@@ -75,3 +75,13 @@ def test_a_stream_skips_a_segment_gone_after_planning_and_counts_it(collecting: 
 def test_skipped_objects_refuses_a_session_that_does_not_collect_its_workers_logs(spark: Any) -> None:
     with pytest.raises(ConfigError, match=f"set {CAPTURE_CONF}=true"):
         skipped_objects(spark)
+
+
+def test_a_skip_in_a_task_a_limit_stops_early_is_counted(collecting: Any, tmp_path: Path) -> None:
+    # The task skips the first segment, then a limit has its rows from the second: Spark stops the
+    # task before its end, where its accumulator updates would have been sent.
+    url, _, _ = _copied(tmp_path)
+    frame, lost = _planned_then_lost(collecting, tmp_path, url, failOnDataLoss="false")
+    assert len(frame.select("offset").limit(5).collect()) == 5
+    skipped = skipped_objects(collecting).where(f"store = '{url}'")
+    assert [row.key for row in skipped.collect()] == [lost]

@@ -18,12 +18,15 @@ WRONG_WORKER = textwrap.dedent(
     import sys, uuid
     from pyspark.sql import SparkSession
     from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, open_driver
-    from offload_core.spark import PulsarOffloadDataSource
-    root = sys.argv[1]
+    from offload_core.spark import PulsarOffloadDataSource, register_sources
+    root, registration = sys.argv[1:]
     BlobStoreLedgerOffloader(open_driver("file://" + root)).offload(InMemoryReadHandle(1, [b"a"]), uuid.uuid4())
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
-    spark.dataSource.register(PulsarOffloadDataSource)
+    if registration == "class":
+        spark.dataSource.register(PulsarOffloadDataSource)
+    else:
+        register_sources(spark)  # the sources carrying the skip accumulator, as get_session registers them
     try:
         spark.read.format("pulsar-offload").load("file://" + root).count()
     except Exception as exc:
@@ -42,12 +45,13 @@ def worker_environment(python: Path) -> dict[str, str]:
     return environment
 
 
-def test_a_worker_without_offload_core_names_its_interpreter_and_the_fix(tmp_path: Path) -> None:
+@pytest.mark.parametrize("registration", ["class", "register_sources"])
+def test_a_worker_without_offload_core_names_its_interpreter_and_the_fix(tmp_path: Path, registration: str) -> None:
     bare = Path(sys.base_prefix) / "bin" / "python3"
     probe = subprocess.run([str(bare), "-c", "import offload_core.spark"], capture_output=True, cwd=tmp_path)
     assert probe.returncode != 0, f"{bare} can import offload-core; this test needs an interpreter that cannot"
     environment = worker_environment(bare)
-    result = subprocess.run([sys.executable, "-c", WRONG_WORKER, str(tmp_path / "bucket")],
+    result = subprocess.run([sys.executable, "-c", WRONG_WORKER, str(tmp_path / "bucket"), registration],
                             capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=300)  # fmt: skip
     assert "WorkerEnvironmentError" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"this Spark worker runs {bare}" in result.stdout
