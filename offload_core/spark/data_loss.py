@@ -72,10 +72,13 @@ _COLUMNS = (("source", "string"), ("store", "string"), ("key", "string"), ("topi
 
 
 def skip_accumulator(spark: Any) -> Any:
-    """The skip accumulator of ``spark``'s application (a classic session),
-    made on first use: one for every session of the application, as the
-    accumulator is the SparkContext's."""
-    context = spark.sparkContext
+    """The skip accumulator of ``spark``'s application, made on first use:
+    one for every session of the application, as the accumulator is the
+    SparkContext's; ``None`` for a Spark Connect session, which has no
+    accumulators (its tasks' skips come back through the log capture)."""
+    context = getattr(spark, "_sc", None)  # a classic session's SparkContext; a Connect one has none
+    if context is None:
+        return None
     skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)
     if skips is None:
         skips = context.accumulator([], SkipRecords())
@@ -169,8 +172,7 @@ def skipped_objects(spark: Any) -> Any:
         sf.col("msg").alias("message"),
         sf.col("context").getItem(_SKIP_ID).alias(_SKIP_ID),
     )
-    context = getattr(spark, "_sc", None)  # a Spark Connect session has no accumulators
-    skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)
+    skips = skip_accumulator(spark)
     if skips is None:
         return logged.drop(_SKIP_ID)
     accumulated = spark.createDataFrame([_row(record) for record in skips.value], logged.schema)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 __all__ = ["choose_master", "choose_python", "get_session", "register_sources"]
 
 T = TypeVar("T")
-# Marks a session register_sources registered the sources with (its accumulator).
+# Marks a session register_sources registered the sources with.
 _REGISTERED = "_offload_core_sources"
 
 
@@ -82,21 +82,22 @@ def get_session(
 
 def register_sources(spark: Any) -> None:
     """Register the ``pulsar-offload`` and ``kafka-remote`` sources with
-    ``spark`` (a classic session) carrying the application's skip
-    accumulator, so :func:`~offload_core.spark.skipped_objects` counts
-    what their read tasks skip, in batch and ``readStream`` reads alike.
+    ``spark`` carrying the application's skip accumulator, so
+    :func:`~offload_core.spark.skipped_objects` counts what their read
+    tasks skip, in batch and ``readStream`` reads alike (a Spark Connect
+    session has no accumulators: there they are registered without one).
     They replace the sources PySpark finds installed (which carry none;
     Spark logs a warning for each replacement), once a session: a second
     call on the same session does nothing."""
     from .data_loss import skip_accumulator
     from .source import KafkaRemoteDataSource, PulsarOffloadDataSource
 
-    skips = skip_accumulator(spark)
-    if getattr(spark, _REGISTERED, None) is skips:
+    if getattr(spark, _REGISTERED, False):
         return
+    skips = skip_accumulator(spark)
     for source in (PulsarOffloadDataSource, KafkaRemoteDataSource):
-        spark.dataSource.register(_counting_skips(source, skips))
-    setattr(spark, _REGISTERED, skips)
+        spark.dataSource.register(source if skips is None else _counting_skips(source, skips))
+    setattr(spark, _REGISTERED, True)
 
 
 def _counting_skips(source: type[T], skips: Any) -> type[T]:

@@ -74,3 +74,13 @@ def test_a_client_may_register_the_source_itself(connect: Any, tmp_path: Path) -
     BlobStoreLedgerOffloader(open_driver(url)).offload(InMemoryReadHandle(3, [b"a", b"b"]), uuid.uuid4())
     connect.dataSource.register(PulsarOffloadDataSource)  # shipped to the server by value
     assert [bytes(row.payload) for row in connect.read.format("pulsar-offload").load(url).collect()] == [b"a", b"b"]
+
+
+def test_register_sources_registers_them_through_a_connect_session(connect: Any, tmp_path: Path) -> None:
+    from offload_core.spark import register_sources
+
+    url = f"file://{tmp_path / 'pulsar'}"
+    BlobStoreLedgerOffloader(open_driver(url)).offload(InMemoryReadHandle(4, [b"c", b"d"]), uuid.uuid4())
+    register_sources(connect)  # no accumulators on Connect: the sources go without one
+    register_sources(connect)  # once a session
+    assert [bytes(row.payload) for row in connect.read.format("pulsar-offload").load(url).collect()] == [b"c", b"d"]
