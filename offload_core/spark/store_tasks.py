@@ -49,7 +49,7 @@ class Store:
 
     url: str
     options: tuple[tuple[str, Any], ...] = ()
-    skips: Any = field(default=None, compare=False)
+    skips: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
