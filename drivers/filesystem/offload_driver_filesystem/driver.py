@@ -122,30 +122,31 @@ class FilesystemDriver(FsspecDriver):
         directory) are skipped, and so is a file deleted while its
         directory is listed."""
         base = os.path.join(self.root, directory) if directory else self.root
+        # What a name at this level must start with (or, a directory's, be the start of).
+        wanted = prefix[len(directory) + 1 :] if directory else prefix
         self._count_request("list")  # one directory scan
         try:
             with os.scandir(base) as scan:
-                # Names only: a scan's entries (and the stat each caches once asked) cost ten times
-                # a name, and a store's directory may hold every object of a listing.
+                # Names only, and only those the prefix wants: a scan's entries (and the stat each caches
+                # once asked) cost ten times a name, and a store's directory may hold every object.
                 names = sorted(
-                    entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name
-                    for entry in scan
-                    if not entry.name.startswith(RESERVED_SEGMENT_PREFIX)
-                    and (entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False))
+                    name
+                    for name in map(_listed_name, scan)
+                    if name is not None
+                    and (name.startswith(wanted) or (name.endswith("/") and wanted.startswith(name)))
                 )
         except (FileNotFoundError, NotADirectoryError):
             return
         for name in names:
             key = f"{directory}/{name}" if directory else name
             if name.endswith("/"):
-                if key.startswith(prefix) or prefix.startswith(key):
-                    yield from self._walk(key[:-1], prefix)
-            elif key.startswith(prefix):
-                try:
-                    size = os.lstat(os.path.join(base, name)).st_size
-                except FileNotFoundError:
-                    continue  # deleted since the scan: listed as a store lists it after the delete
-                yield ObjectInfo(key=key, size=size)
+                yield from self._walk(key[:-1], prefix)
+                continue
+            try:
+                size = os.lstat(os.path.join(base, name)).st_size
+            except FileNotFoundError:
+                continue  # deleted since the scan: listed as a store lists it after the delete
+            yield ObjectInfo(key=key, size=size)
 
     def _create_file(self, path: str) -> BinaryIO:
         out = open(path, "xb")  # noqa: SIM115 - the caller closes it (a context manager around the writes)
@@ -280,3 +281,15 @@ def _flag(name: str, value: object) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise ConfigError(f"filesystem driver option {name!r} is true or false, not {value!r}")
+
+
+def _listed_name(entry: os.DirEntry[str]) -> str | None:
+    """A scanned entry as the listing sorts it: a file's name, a
+    directory's with ``/`` (so that ``a-b`` comes before ``a/x``, as the
+    keys do), ``None`` for a reserved name, a symbolic link or anything
+    else."""
+    if entry.name.startswith(RESERVED_SEGMENT_PREFIX):
+        return None
+    if entry.is_dir(follow_symlinks=False):
+        return entry.name + "/"
+    return entry.name if entry.is_file(follow_symlinks=False) else None
