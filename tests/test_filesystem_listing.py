@@ -8,7 +8,12 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from offload_driver_filesystem import FilesystemDriver
+
+from offload_core.errors import OffloadError
 
 
 def test_listing_streams_in_key_order_across_directories(tmp_path: Path) -> None:
@@ -56,3 +61,40 @@ def test_an_object_deleted_while_its_directory_is_listed_is_left_out(tmp_path: P
     assert next(listing).key == "a"  # the directory's names are read: "b" goes after the scan
     driver.delete("b")
     assert [info.key for info in listing] == ["c"]
+
+
+def test_a_prefix_listing_holds_only_the_names_it_lists(tmp_path: Path) -> None:
+    """Reading one ledger of a flat store lists its key as a prefix: the
+    directory's other names are left before they are sorted, not held."""
+    count = 3000
+    for number in range(count):
+        (tmp_path / f"object-{number:05d}").write_bytes(b"x")
+    driver = FilesystemDriver(str(tmp_path))
+    tracemalloc.start()
+    try:
+        listed = [info.key for info in driver.list("object-01234")]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert listed == ["object-01234"]
+    assert peak < count * sys.getsizeof("object-01234") / 10
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.sets(st.text("ab/-", min_size=1, max_size=5).filter(lambda k: "//" not in k and k[0] != "/"
+                                                                   and k[-1] != "/"), max_size=12),  # fmt: skip
+       prefix=st.text("ab/-", max_size=4))  # fmt: skip
+def test_a_prefix_lists_what_filtering_the_whole_listing_gives(
+    tmp_path_factory: pytest.TempPathFactory, keys: set[str], prefix: str
+) -> None:
+    driver = FilesystemDriver(str(tmp_path_factory.mktemp("store")))
+    written = set()
+    for key in keys:
+        try:
+            driver.write(key, b"1")
+            written.add(key)
+        except OffloadError:
+            pass  # a key that is another's directory ("a" beside "a/b"): a directory store cannot hold both
+    if prefix.startswith("/") or "//" in prefix:
+        return
+    assert [info.key for info in driver.list(prefix)] == sorted(k for k in written if k.startswith(prefix))
