@@ -29,8 +29,9 @@ in every case). Two channels bring the skips to the driver, where
   driver's log.
 
 Sources registered without the accumulator (``spark.dataSource.register``
-of the classes themselves) report their tasks' skips through the log
-capture alone, which Spark 4.3 gives batch reads only.
+of the classes themselves, or any registration on a Spark Connect
+session, which has no accumulators) report their tasks' skips through the
+log capture alone, which Spark 4.3 gives batch reads only.
 """
 
 from __future__ import annotations
