@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ConfigError
@@ -183,7 +183,8 @@ def skipped_objects(spark: Any) -> Any:
 
 def _row(record: dict[str, Any]) -> tuple[Any, ...]:
     """An accumulated skip as a row of :func:`skipped_objects` (with its id)."""
-    fields: list[Any] = [datetime.fromtimestamp(record["ts"])]
+    # Aware: a naive local time is ambiguous in the hour clocks repeat, and PySpark would take the first.
+    fields: list[Any] = [datetime.fromtimestamp(record["ts"], UTC)]
     for name, kind in _COLUMNS:
         value = record.get(name)
         fields.append(value if value is None or kind == "string" else int(value))
