@@ -16,8 +16,9 @@ in every case). Two channels bring the skips to the driver, where
   of a task Spark stopped before its end (a ``limit``, ``show`` or
   ``take`` that had its rows), whose skips come back through the log
   capture below alone (a batch read's). A skip that comes back through
-  both is counted once (each skip has an id); a retried stage's, or a
-  micro-batch run again after a restart, count again.
+  both is counted once (each skip has an id). A failed attempt's skips
+  are counted from its log, so a retried task's count again, as do a
+  retried stage's and a micro-batch's run again after a restart.
 * A skip in planning runs in Spark's planning worker, not in a task, so no
   accumulator reaches it: it comes back through Spark's Python worker log
   capture (Spark 4.1 and later, on with
@@ -177,8 +178,10 @@ def skipped_objects(spark: Any) -> Any:
     if skips is None:
         return logged.drop(_SKIP_ID)
     accumulated = spark.createDataFrame([_row(record) for record in skips.value], logged.schema)
-    seen = logged.select(_SKIP_ID).where(sf.col(_SKIP_ID).isNotNull())
-    return logged.unionByName(accumulated.join(seen, _SKIP_ID, "left_anti")).drop(_SKIP_ID)
+    # The logs read once (a second read could see a record the first did not): a skip that came back both
+    # ways keeps one row, and each row without an id (planning's, a plain source's) is its own.
+    once = sf.coalesce(sf.col(_SKIP_ID), sf.expr("uuid()"))
+    return logged.unionByName(accumulated).withColumn("once", once).dropDuplicates(["once"]).drop("once", _SKIP_ID)
 
 
 def _row(record: dict[str, Any]) -> tuple[Any, ...]:

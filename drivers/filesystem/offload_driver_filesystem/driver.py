@@ -122,19 +122,15 @@ class FilesystemDriver(FsspecDriver):
         directory) are skipped, and so is a file deleted while its
         directory is listed."""
         base = os.path.join(self.root, directory) if directory else self.root
-        # What a name at this level must start with (or, a directory's, be the start of).
+        # What a name at this level must start with: the prefix's last segment where the listing starts
+        # (_list starts at the prefix's directory), nothing below it (a directory entered matched it).
         wanted = prefix[len(directory) + 1 :] if directory else prefix
         self._count_request("list")  # one directory scan
         try:
             with os.scandir(base) as scan:
                 # Names only, and only those the prefix wants: a scan's entries (and the stat each caches
                 # once asked) cost ten times a name, and a store's directory may hold every object.
-                names = sorted(
-                    name
-                    for name in map(_listed_name, scan)
-                    if name is not None
-                    and (name.startswith(wanted) or (name.endswith("/") and wanted.startswith(name)))
-                )
+                names = sorted(name for name in map(_listed_name, scan) if name is not None and name.startswith(wanted))
         except (FileNotFoundError, NotADirectoryError):
             return
         for name in names:
