@@ -7,6 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from ..errors import ConfigError
+
 __all__ = ["choose_master", "choose_python", "get_session", "register_sources"]
 
 T = TypeVar("T")
@@ -47,13 +49,23 @@ def get_session(
     process (set here) and ``spark-submit`` takes ``spark.pyspark.python``
     (a session builder's setting of it is not read), so both are set to the same path. On
     a cluster, that path must hold offload-core on every worker host. A
-    local session also binds to 127.0.0.1."""
+    local session also binds to 127.0.0.1.
+
+    With ``SPARK_REMOTE`` set (or ``spark.remote`` in ``config``) and no
+    session running, the new session is a Spark Connect client of that
+    server, with the sources registered (without the skip accumulator:
+    Connect has none); the server's own configuration decides its master,
+    its workers' Python and whether their logs are collected.
+    :class:`ConfigError` if ``master`` is given too."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     from .data_loss import CAPTURE_CONF
 
     active = SparkSession.getActiveSession()
+    remote = (config or {}).get("spark.remote") or os.environ.get("SPARK_REMOTE")
+    if active is None and remote:
+        return _connect_session(remote, master, app_name, config or {})
     if active is None:
         # Start the JVM first, so the conf holds what spark-submit,
         # PYSPARK_SUBMIT_ARGS and spark-defaults.conf set (the master among them).
@@ -77,6 +89,26 @@ def get_session(
         conf.setIfMissing(CAPTURE_CONF, "true")
         active = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
         register_sources(active)
+    return active
+
+
+def _connect_session(remote: str, master: str | None, app_name: str, config: Mapping[str, str]) -> Any:
+    """A Spark Connect client session on ``remote``, with the sources
+    registered: the server holds the master and its workers' Python, so
+    neither is set here. :class:`ConfigError` when a master is asked for
+    too."""
+    from pyspark.sql import SparkSession
+
+    if master is not None:
+        # The remote is not named: a Connect URL may hold a token.
+        raise ConfigError(f"a master ({master!r}) and a Spark Connect server (SPARK_REMOTE or spark.remote) were "
+                          "both given: the server runs its own master; give one of them")  # fmt: skip
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    for name, value in config.items():
+        if name != "spark.remote":
+            builder = builder.config(name, value)
+    active = builder.getOrCreate()
+    register_sources(active)
     return active
 
 

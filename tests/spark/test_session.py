@@ -50,3 +50,13 @@ def test_a_new_session_takes_its_master_from_spark_configuration() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180,
                           check=True)  # fmt: skip
     assert done.stdout.splitlines() == ["local[1] false true true", "['ledger_id', 'entry_id']"]
+
+
+def test_a_master_and_a_connect_server_together_are_refused_naming_neither_secret() -> None:
+    env = {**os.environ, "SPARK_REMOTE": "sc://127.0.0.1:1/;token=s3cret"}
+    code = "from offload_core.spark import get_session; get_session('local[1]')"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180,
+                          check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert "ConfigError: a master ('local[1]') and a Spark Connect server (SPARK_REMOTE or spark.remote)" in done.stderr
+    assert "s3cret" not in done.stderr

@@ -9,6 +9,7 @@ session is stopped by then."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -25,9 +26,8 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A client session on a fresh Connect server; the process is left as
-    it was (the client marks it as in Connect mode)."""
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    """A fresh Connect server, its Python workers on this interpreter."""
     from pyspark.sql import SparkSession
 
     classic = SparkSession.getActiveSession()
@@ -37,13 +37,22 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if os.environ.get("PYTHONPATH"):
         extra["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the server imports the code under test
     server = ConnectServer.start(tmp_path_factory.mktemp("connect"), sys.executable, extra)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def connect(connect_server: ConnectServer) -> Iterator[Any]:
+    """A client session on the Connect server; the process is left as it
+    was (the client marks it as in Connect mode)."""
+    from pyspark.sql import SparkSession
+
     saved = {name: os.environ.get(name) for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     try:
-        session = SparkSession.builder.remote(server.url).getOrCreate()
+        session = SparkSession.builder.remote(connect_server.url).getOrCreate()
         yield session
         session.stop()
     finally:
-        server.stop()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -84,3 +93,24 @@ def test_register_sources_registers_them_through_a_connect_session(connect: Any,
     register_sources(connect)  # no accumulators on Connect: the sources go without one
     register_sources(connect)  # once a session
     assert [bytes(row.payload) for row in connect.read.format("pulsar-offload").load(url).collect()] == [b"c", b"d"]
+
+
+GET_SESSION_AND_READ = """
+import sys
+from offload_core.spark import get_session
+spark = get_session()
+rows = spark.read.format("pulsar-offload").option("decode", "none").load(sys.argv[1]).collect()
+print(type(spark).__module__, sorted(bytes(row.payload) for row in rows))
+"""
+
+
+def test_get_session_with_spark_remote_set_is_a_connect_client(connect_server: ConnectServer, tmp_path: Path) -> None:
+    """A process of its own: no session running, SPARK_REMOTE naming the server."""
+    url = f"file://{tmp_path / 'pulsar'}"
+    BlobStoreLedgerOffloader(open_driver(url)).offload(InMemoryReadHandle(6, [b"e", b"f"]), uuid.uuid4())
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("SPARK_", "PYSPARK_"))}
+    env["SPARK_REMOTE"] = connect_server.url
+    done = subprocess.run([sys.executable, "-c", GET_SESSION_AND_READ, url], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "pyspark.sql.connect.session [b'e', b'f']"
