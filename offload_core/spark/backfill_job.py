@@ -43,6 +43,7 @@ from ..managed_ledger import (
 )
 from ..managed_ledger.lifecycle.offloaders import describe_store
 from .progress import Progress, run_with_progress
+from .session import classic_context
 from .store_tasks import TaskFailure, collect_guarded
 
 __all__ = ["BackfillResult", "LedgerOutcome", "SegmentOutcome", "backfill"]
@@ -119,7 +120,10 @@ def backfill(
     recorded setting, a task's :class:`AccessDeniedError` /
     :class:`ConfigError` as :meth:`TaskFailure.for_driver` (naming the
     store and what to fix), and whatever Spark raises if the job itself
-    fails (every prepared offload is abandoned first)."""
+    fails (every prepared offload is abandoned first), and
+    :class:`ConfigError` for a Spark Connect session (before anything is
+    prepared)."""
+    context = classic_context(spark, "backfill")
     with Broker(data_dir, config, driver_options=driver_options) as broker:
         existing = broker.topics()
         names = [TopicName.parse(name) for name in topics] if topics is not None else existing
@@ -140,7 +144,7 @@ def backfill(
             def write_all() -> list[tuple[int, str | None, dict[int, int]]]:
                 if not tickets:
                     return []
-                rdd = spark.sparkContext.parallelize([ticket for _, ticket in tickets], len(tickets))
+                rdd = context.parallelize([ticket for _, ticket in tickets], len(tickets))
                 return collect_guarded(rdd, functools.partial(_write_each, dict(driver_options or {})))
 
             streamed = sum(1 for _, ticket in tickets if isinstance(ticket, SegmentTicket))

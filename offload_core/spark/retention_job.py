@@ -30,6 +30,7 @@ from ..offload.stored.retention import RetentionDecision, decide, delete_offload
 from ..plugins import PluginManager
 from ..storage import StorageDriver
 from .progress import Progress
+from .session import classic_context
 from .store_tasks import Found, Store, installed_kinds, map_with_driver
 
 __all__ = ["RETENTION_SCHEMA", "RetentionDecision", "RetentionResult", "retention"]
@@ -70,9 +71,11 @@ def retention(
     referred to by ``metadata``; with ``delete_orphans``, every orphan goes
     whatever its age. Deletes only when ``dry_run`` is false.
 
-    Raises :class:`ValueError` for a naive ``cutoff``, and driver errors if
+    Raises :class:`ValueError` for a naive ``cutoff``,
+    :class:`ConfigError` for a Spark Connect session, and driver errors if
     the store cannot be listed. An offload whose deletion fails is reported
     as ``failed``; the others still go."""
+    classic_context(spark, "retention")
     if cutoff.tzinfo is None:
         raise ValueError("cutoff must be timezone-aware, e.g. datetime(2026, 1, 1, tzinfo=UTC)")
     cutoff_ms = int(cutoff.timestamp() * 1000)

@@ -18,6 +18,7 @@ from typing import Any
 from ..offload.stored.kinds import OffloadPlan, OffloadReport, StoredKind
 from ..plugins import PluginManager
 from .progress import Progress
+from .session import classic_context
 from .store_tasks import Found, Store, installed_kinds, map_with_driver
 
 __all__ = ["DEFECT_SCHEMA", "VerifyResult", "verify_store"]
@@ -55,7 +56,9 @@ def verify_store(
     are reported as defects.
 
     Raises :class:`ConfigError` / :class:`DriverNotInstalledError` for a
-    bad URL or options, and storage errors if the store cannot be listed."""
+    bad URL or options or a Spark Connect session, and storage errors if
+    the store cannot be listed."""
+    classic_context(spark, "verify")
     store = Store.of(url, driver_options)
     wanted = None if ledgers is None else set(ledgers)
     found = [

@@ -114,3 +114,20 @@ def test_get_session_with_spark_remote_set_is_a_connect_client(connect_server: C
                           text=True, timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split("\n")[-2] == "pyspark.sql.connect.session [b'e', b'f']"
+
+
+def test_the_bulk_jobs_refuse_a_connect_session_naming_the_fix(connect: Any, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from offload_core.errors import ConfigError
+    from offload_core.spark import backfill, retention, verify_store
+
+    url = f"file://{tmp_path / 'store'}"
+    fix = "Spark Connect does not offer: run it on a classic session"
+    with pytest.raises(ConfigError, match=f"backfill runs Spark tasks on RDDs, which {fix}"):
+        backfill(connect, tmp_path / "data")
+    with pytest.raises(ConfigError, match=f"verify runs Spark tasks on RDDs, which {fix}"):
+        verify_store(connect, url)
+    with pytest.raises(ConfigError, match=f"retention runs Spark tasks on RDDs, which {fix}"):
+        retention(connect, url, cutoff=datetime.now(UTC))
+    assert not (tmp_path / "data").exists()  # refused before anything was made
