@@ -46,9 +46,12 @@ def test_a_segment_gone_between_planning_and_reading_fails_the_query_naming_it(c
         frame.collect()
 
 
-def test_a_stream_skips_a_segment_gone_after_planning_and_counts_it(collecting: Any, tmp_path: Path) -> None:
+def stream_losing_a_segment(spark: Any, tmp_path: Path) -> tuple[str, str, list[int]]:
+    """A kafka-remote readStream (failOnDataLoss=false, trigger availableNow) of orders-0, whose first
+    segment's .log is deleted once the first micro-batch is planned: the store's URL, the lost key and
+    the offsets the query read."""
     url, _, _ = _copied(tmp_path)
-    frame = (collecting.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
+    frame = (spark.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
              .options(startingOffsets="earliest", failOnDataLoss="false").load())  # fmt: skip
     offsets: list[int] = []
     lost: list[str] = []
@@ -65,9 +68,14 @@ def test_a_stream_skips_a_segment_gone_after_planning_and_counts_it(collecting: 
     query = (frame.writeStream.foreachBatch(lose_then_read).option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(availableNow=True).start())  # fmt: skip
     query.awaitTermination()
+    return url, lost[0], offsets
+
+
+def test_a_stream_skips_a_segment_gone_after_planning_and_counts_it(collecting: Any, tmp_path: Path) -> None:
+    url, lost, offsets = stream_losing_a_segment(collecting, tmp_path)
     assert sorted(offsets) == list(range(100, 200))
     (row,) = skipped_objects(collecting).where(f"store = '{url}'").drop("ts", "message").collect()
-    assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost[0], "topic": "orders", "partition": 0,
+    assert row.asDict() == {"source": "kafka-remote", "store": url, "key": lost, "topic": "orders", "partition": 0,
                             "first_offset": 0, "last_offset": 99, "reason": "vanished", "ledger_id": None,
                             "first_entry": None, "last_entry": None}  # fmt: skip
 

@@ -20,7 +20,7 @@ from offload_core.errors import AccessDeniedError, ConfigError
 from offload_core.managed_ledger import Broker, parse_config
 from offload_core.spark import WorkerEnvironmentError, backfill, skipped_objects, verify_store
 from tests.emulators import MotoS3
-from tests.spark.test_kafka_remote_options import _copied
+from tests.spark.test_data_loss import stream_losing_a_segment
 
 pytestmark = pytest.mark.spark
 
@@ -112,26 +112,9 @@ def test_a_wrong_secret_fails_the_backfill_once_naming_the_store_and_the_setting
 
 
 def test_a_stream_on_the_cluster_counts_a_segment_gone_after_planning(cluster_spark: Any, tmp_path: Path) -> None:
-    url, _, _ = _copied(tmp_path)
-    frame = (cluster_spark.readStream.format("kafka-remote").options(url=url, prefix="tiered", subscribe="orders")
-             .options(startingOffsets="earliest", failOnDataLoss="false").load())  # fmt: skip
-    offsets: list[int] = []
-    lost: list[str] = []
-
-    def lose_then_read(batch: Any, _: int) -> None:
-        # The micro-batch's partitions are planned with its physical plan; the executors then run this plan.
-        batch._jdf.queryExecution().executedPlan()
-        if not lost:
-            first = min((tmp_path / "store").rglob("*.log"))
-            lost.append(str(first.relative_to(tmp_path / "store")))
-            first.unlink()
-        offsets.extend(row.offset for row in batch.select("offset").collect())
-
-    query = (frame.writeStream.foreachBatch(lose_then_read).option("checkpointLocation", str(tmp_path / "checkpoint"))
-             .trigger(availableNow=True).start())  # fmt: skip
-    query.awaitTermination()
+    url, lost, offsets = stream_losing_a_segment(cluster_spark, tmp_path)  # its tasks run on the executors
     assert sorted(offsets) == list(range(100, 200))
     (row,) = (
         skipped_objects(cluster_spark).where(f"store = '{url}'").select("key", "first_offset", "last_offset").collect()
     )
-    assert (row.key, row.first_offset, row.last_offset) == (lost[0], 0, 99)
+    assert (row.key, row.first_offset, row.last_offset) == (lost, 0, 99)
