@@ -45,7 +45,6 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..redaction import redact_url
-from .session import spark_context_of
 from .source import SkipRecords
 
 __all__ = [
@@ -79,7 +78,7 @@ def skip_accumulator(spark: Any) -> Any:
     one for every session of the application, as the accumulator is the
     SparkContext's; ``None`` for a Spark Connect session, which has no
     accumulators (its tasks' skips come back through the log capture)."""
-    context = spark_context_of(spark)
+    context = getattr(spark, "_sc", None)  # a classic session's SparkContext; a Connect one has none
     if context is None:
         return None
     skips = getattr(context, _ACCUMULATOR_ATTRIBUTE, None)

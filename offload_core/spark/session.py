@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ..errors import ConfigError
 
-__all__ = ["choose_master", "choose_python", "classic_context", "get_session", "register_sources", "spark_context_of"]
+__all__ = ["choose_master", "choose_python", "classic_context", "get_session", "register_sources"]
 
 T = TypeVar("T")
 # Marks a session register_sources registered the sources with.
@@ -112,16 +112,10 @@ def _connect_session(remote: str, master: str | None, app_name: str, config: Map
     return active
 
 
-def spark_context_of(spark: Any) -> Any:
-    """``spark``'s SparkContext, or ``None`` for a Spark Connect session,
-    which has none."""
-    return getattr(spark, "_sc", None)  # asking a Connect session for sparkContext raises
-
-
 def classic_context(spark: Any, job: str) -> Any:
     """``spark``'s SparkContext, which ``job`` runs its RDDs on.
     :class:`ConfigError` for a Spark Connect session, which has none."""
-    context = spark_context_of(spark)
+    context = getattr(spark, "_sc", None)  # a Connect session has no SparkContext
     if context is None:
         raise ConfigError(f"{job} runs Spark tasks on RDDs, which Spark Connect does not offer: run it on a classic "
                           "session (get_session() with SPARK_REMOTE unset, or spark-submit)")  # fmt: skip
