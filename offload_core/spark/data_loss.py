@@ -20,14 +20,18 @@ in every case). Two channels bring the skips to the driver, where
   are counted from its log, so a retried task's count again, as do a
   retried stage's and a micro-batch's run again after a restart.
 * A skip in planning runs in Spark's planning worker, not in a task, so no
-  accumulator reaches it: it comes back through Spark's Python worker log
-  capture (Spark 4.1 and later, on with
+  accumulator reaches it there. A batch read's comes back through Spark's
+  Python worker log capture (Spark 4.1 and later, on with
   ``spark.sql.pyspark.worker.logging.enabled``, which
   :func:`~offload_core.spark.get_session` turns on), queryable as
-  ``spark.tvf.python_worker_logs()``. Spark 4.3 captures the planning of
-  batch reads only: a ``readStream`` trigger's planning skip (an index
-  deleted in the moment between its listing and its read) reaches only the
-  driver's log.
+  ``spark.tvf.python_worker_logs()``. Spark 4.3 does not capture a
+  ``readStream``'s planning, so a trigger's planning skip (an index
+  deleted in the moment between its listing and its read) is carried to a
+  task instead: the micro-batch that follows gets one more partition,
+  :class:`PlanningSkipsPartition`, whose task records it on the
+  accumulator (and the trigger's offset counts it, so that micro-batch
+  runs even when nothing new was read). A query stopped before that
+  micro-batch's task ends loses the count, not the log line.
 
 Sources registered without the accumulator (``spark.dataSource.register``
 of the classes themselves, or any registration on a Spark Connect
@@ -40,8 +44,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from pyspark.sql.datasource import InputPartition
 
 from ..errors import ConfigError
 from ..redaction import redact_url
@@ -50,6 +57,7 @@ from .source import SkipRecords
 __all__ = [
     "CAPTURE_CONF",
     "LOGGER",
+    "PlanningSkipsPartition",
     "SkipRecords",
     "skip_accumulator",
     "log_vanished_ledger",
@@ -88,12 +96,31 @@ def skip_accumulator(spark: Any) -> Any:
     return skips
 
 
-def _skipped(skips: Any, context: dict[str, str], message: str, *args: object) -> None:
+def _skipped(skips: Any, context: dict[str, str], message: str, *args: object) -> dict[str, Any]:
+    """Log a skip and record it on ``skips`` if given; the record (its
+    fields, ``ts`` in epoch seconds, ``message`` and its id)."""
+    # The log capture misses a stream's tasks, the accumulator a task Spark stops early: both are sent, one id.
+    context = {**context, _SKIP_ID: uuid.uuid4().hex}
+    record = {**context, "ts": time.time(), "message": message % args}
     if skips is not None:
-        # The log capture misses a stream's tasks, the accumulator a task Spark stops early: both are sent.
-        context = {**context, _SKIP_ID: uuid.uuid4().hex}
-        skips.add([{**context, "ts": time.time(), "message": message % args}])
+        skips.add([record])
     _LOG.warning(message, *args, extra={"context": context})
+    return record
+
+
+@dataclass(frozen=True)
+class PlanningSkipsPartition(InputPartition):
+    """A ``readStream`` micro-batch's partition that reads nothing: its
+    task records on the skip accumulator the skips the stream's planning
+    found (records of :func:`log_vanished_object`), which Spark's
+    streaming planner cannot send itself. Run again (a retried task, a
+    micro-batch run again), each counts once: it keeps its id."""
+
+    records: tuple[dict[str, Any], ...]
+
+    def record(self, skips: Any) -> None:
+        """Add the records to ``skips``, the task's skip accumulator."""
+        skips.add(list(self.records))
 
 
 def log_vanished_segment(
@@ -127,13 +154,14 @@ def log_vanished_ledger(
              "skipped, as failOnDataLoss=false", key, ledger_id, entry_span(first_entry, last_entry))  # fmt: skip
 
 
-def log_vanished_object(url: str, key: str) -> None:
+def log_vanished_object(url: str, key: str) -> dict[str, Any]:
     """Log that a ``pulsar-offload`` read's planning on the driver left out
     object ``key`` of store ``url`` (printed without secrets), deleted
-    between its listing and its read."""
+    between its listing and its read; the skip's record, for a stream's
+    planning to carry to a task (:class:`PlanningSkipsPartition`)."""
     context = {"source": "pulsar-offload", "store": redact_url(url), "key": key, "reason": "vanished"}
-    _LOG.warning("pulsar-offload: %s vanished while the read was planned; left out, as failOnDataLoss=false", key,
-                 extra={"context": context})  # fmt: skip
+    return _skipped(None, context, "pulsar-offload: %s vanished while the read was planned; left out, as "
+                    "failOnDataLoss=false", key)  # fmt: skip
 
 
 def entry_span(first: int, last: int | None) -> str:
@@ -152,7 +180,8 @@ def skipped_objects(spark: Any) -> Any:
     inclusive; null for ``kafka-remote``, and ``last_entry`` null for a
     skip to the ledger's end) and ``message``. Read tasks' skips of every
     read of the application, batch and ``readStream``, through its skip
-    accumulator; planning's skips of this session's batch reads, through
+    accumulator, as are a ``readStream`` trigger's planning skips, carried
+    to a task; planning's skips of this session's batch reads, through
     its workers' logs (see the module's docstring for what each channel
     reaches, and when a skip counts twice).
 

@@ -154,7 +154,8 @@ def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[by
     own driver), with what is fetched or held ahead of the caller bounded
     as :func:`~offload_core.reads_ahead.map_ahead` bounds it; ``keys`` (an
     iterator will do) is taken as far as that. A key no longer there (deleted since
-    it was listed) gives ``None`` with ``failOnDataLoss=false`` (logged)
+    it was listed) gives ``None`` with ``failOnDataLoss=false`` (logged,
+    and recorded on ``options.planning_skips`` if it is a list)
     and raises :class:`NotFoundError` naming it with the default, true (see
     :func:`vanished_while_planning`). Raises what a read or ``decode``
     raised."""
@@ -189,9 +190,11 @@ def vanished_while_planning(options: ReadOptions, key: str, exc: NotFoundError) 
     run, an operator): raise :class:`NotFoundError` naming it, or, with
     ``failOnDataLoss=false``, log it on the data-loss logger (see
     :mod:`offload_core.spark.data_loss`) for the caller to plan without
-    it."""
+    it, and add its record to ``options.planning_skips`` if that is a list."""
     if options.fail_on_data_loss:
         raise NotFoundError(f"{key} vanished while the read was planned ({exc}): what it indexed is lost to this "
                             "read (a new read plans without it, its offload no longer complete); set "
                             "failOnDataLoss=false to plan without it and log it") from None  # fmt: skip
-    log_vanished_object(options.url, key)
+    record = log_vanished_object(options.url, key)
+    if options.planning_skips is not None:
+        options.planning_skips.append(record)  # one append: safe from the reading threads

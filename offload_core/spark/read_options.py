@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from ..errors import ConfigError
 from ..read_transforms import with_read_transforms
@@ -79,6 +80,8 @@ class ReadOptions:
     driver_options: tuple[tuple[str, str], ...]
     ledger_uuids: frozenset[tuple[int, str]] | None = None  # the v1 objects to read; None: every complete one
     fail_on_data_loss: bool = True  # an object deleted after planning fails the task; false: skipped, logged
+    # Where planning adds the record of each object it left out (a stream's, for a task to count them).
+    planning_skips: list[dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
 
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:

@@ -13,9 +13,11 @@ the last (see :class:`offload_core.spark.ledger_extents.IndexedBlocks`).
 order, one block at least); ``trigger(availableNow=True)`` reads what is
 in the store when the query starts and stops. The ``ledgers`` and
 ``entries`` options narrow what is followed, as in a batch read, and
-``failOnDataLoss`` applies to a micro-batch's reads as to a batch read's
-(its skips are logged to the executor's log only: see
-:mod:`offload_core.spark.data_loss`)."""
+``failOnDataLoss`` applies to a micro-batch's reads as to a batch read's.
+A trigger's planning skips (``failOnDataLoss=false``) are carried to the
+micro-batch that follows, to be counted (see
+:mod:`offload_core.spark.data_loss`); the offset then also holds how many
+this query's triggers found (``"skipped": 1``), so that micro-batch runs."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
 from ..redaction import redact_url
+from .data_loss import PlanningSkipsPartition
 from .ledger_extents import Block, IndexedBlocks, ledger_extents
 from .pulsar_offload import PulsarOffloadReader, plan_partitions
 from .read_options import EntrySelection, positive_option
@@ -42,14 +45,17 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def __init__(self, options: Mapping[str, str], schema: StructType, skips: Any = None) -> None:
         self.batch = PulsarOffloadReader(options, schema, skips)
-        self.options = self.batch.options
+        # What the planning of triggers left out, until a micro-batch's partitions carry it to a task.
+        self.planning_skips: list[dict[str, Any]] = []
+        self.counted = 0  # how many of them an offset given to Spark counts already
+        self.options = replace(self.batch.options, planning_skips=self.planning_skips)
         self.max_bytes = positive_option(options, "maxBytesPerTrigger", 1) if "maxBytesPerTrigger" in options else None
         self.target: dict[int, int] | None = None
         # Spark keeps one reader for a query's run, so each trigger reads only the indexes new since the last.
         self.indexed = IndexedBlocks()
 
     def initialOffset(self) -> dict[str, Any]:
-        return self._offset({})
+        return self._offset({}, 0)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable() if self.max_bytes is None else ReadMaxBytes(self.max_bytes)
@@ -71,7 +77,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             if taken > first:
                 ends[ledger_id] = taken
                 any_taken = True
-        return self._offset(ends)
+        found, self.counted = len(self.planning_skips) - self.counted, len(self.planning_skips)
+        return self._offset(ends, _skip_count(start) + found)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[Any]:
         begin, stop = self._checked(start), self._checked(end)
@@ -82,32 +89,50 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
                 final = last - 1 if high is None else min(high, last - 1)
                 if first <= final:
                     ranges.append((ledger_id, first, final))
-        if not ranges:
-            return []
-        batch = replace(self.options, selection=EntrySelection(ranges=tuple(ranges)))
-        # A segment whose index latestOffset read holds none of these entries: its index is not read again.
-        return list(plan_partitions(batch, segment_wanted=self.indexed.segment_wanted(ranges)))
+        planned: list[Any] = []
+        if ranges:
+            batch = replace(self.options, selection=EntrySelection(ranges=tuple(ranges)))
+            # A segment whose index latestOffset read holds none of these entries: its index is not read again.
+            planned = list(plan_partitions(batch, segment_wanted=self.indexed.segment_wanted(ranges)))
+        if self.planning_skips and self.batch.store.skips is not None:
+            planned.append(PlanningSkipsPartition(tuple(self.planning_skips)))
+        self.planning_skips.clear()  # without an accumulator, the log has them: nothing to carry
+        self.counted = 0
+        return planned
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        if isinstance(partition, PlanningSkipsPartition):
+            partition.record(self.batch.store.skips)
+            return iter(())
         return self.batch.read(partition)
 
     def _store(self) -> str:
         return redact_url(self.options.url)
 
-    def _offset(self, ledgers: Mapping[int, int]) -> dict[str, Any]:
-        return {"store": self._store(), "ledgers": {str(ledger_id): end for ledger_id, end in sorted(ledgers.items())}}
+    def _offset(self, ledgers: Mapping[int, int], skipped: int) -> dict[str, Any]:
+        by_ledger = {str(ledger_id): end for ledger_id, end in sorted(ledgers.items())}
+        offset: dict[str, Any] = {"store": self._store(), "ledgers": by_ledger}
+        if skipped:  # absent until a trigger's planning skips: checkpoints of earlier versions read the same
+            offset["skipped"] = skipped
+        return offset
 
     def _checked(self, offset: Mapping[str, Any]) -> dict[int, int]:
         """The per-ledger offsets of a checkpointed offset of this query's
         store; :class:`ConfigError` naming both stores if it is another's."""
         theirs = offset.get("store")
-        if theirs != self._store() or not isinstance(offset.get("ledgers"), dict):
+        if (theirs != self._store() or not isinstance(offset.get("ledgers"), dict)
+                or not isinstance(offset.get("skipped", 0), int)):  # fmt: skip
             raise ConfigError(
                 f"this query's checkpoint holds offsets of pulsar-offload store {theirs}, but the query reads "
                 f"{self._store()}: give the query a new checkpointLocation, or read the store the checkpoint "
                 "belongs to"
             )
         return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
+
+
+def _skip_count(offset: Mapping[str, Any]) -> int:
+    """How many objects the planning of this query's triggers left out, up to ``offset``."""
+    return int(offset.get("skipped", 0))
 
 
 def _taken(blocks: list[Block], first: int, cap: int, budget: int | None, *, any_taken: bool) -> tuple[int, int | None]:

@@ -1,7 +1,9 @@
 """``pulsar-offload``'s planning on the driver when an index it listed is
 deleted before it reads it (a retention run racing the planning): with
 ``failOnDataLoss`` true the planning fails naming the object; with false
-the object is left out of the plan and logged, and the rest is planned."""
+the object is left out of the plan and logged, and the rest is planned; a
+stream's trigger carries it to a task of the next micro-batch, which
+counts it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -18,8 +21,8 @@ from offload_core.errors import InvalidKeyError, NotFoundError
 from offload_core.formats import pulsar_v1 as v1
 from offload_core.fsspec_driver import FsspecDriver
 from offload_core.model import Entry
-from offload_core.spark import plan_partitions
-from offload_core.spark.data_loss import LOGGER
+from offload_core.spark import plan_partitions, skipped_objects
+from offload_core.spark.data_loss import LOGGER, PlanningSkipsPartition, skip_accumulator
 from offload_core.spark.source import SCHEMA
 from offload_core.spark.streaming_pulsar import make_stream_reader
 from tests.spark.planned_blocks import block_partitions
@@ -103,9 +106,47 @@ def test_a_stream_trigger_leaves_an_index_gone_out_with_fail_on_data_loss_false(
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         offset = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     assert offset["ledgers"] == {"5": 100}
+    assert offset["skipped"] == 2  # so that a micro-batch runs to count them
     assert sorted(_logged(caplog)) == sorted(gone)
     # The next trigger lists neither (an index gone leaves its data object incomplete): nothing more to read.
     assert reader.latestOffset(offset, ReadAllAvailable()) == offset
+
+
+def test_a_stream_trigger_skip_is_carried_to_a_task_of_the_next_micro_batch_and_counted(
+    collecting: Any, store: str, doomed: set[str]
+) -> None:
+    """Spark's streaming planner sends no accumulator updates: a task of the micro-batch does."""
+    gone = [v1.index_key(LARGE, 3), _segment_index_of(store, 6)]
+    doomed.update(gone)
+    reader = make_stream_reader({"path": store, "failOnDataLoss": "false"}, SCHEMA, skip_accumulator(collecting))
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    planned = reader.partitions(start, end)
+    carried = [p for p in planned if isinstance(p, PlanningSkipsPartition)]
+    assert len(carried) == 1 and sorted(record["key"] for record in carried[0].records) == sorted(gone)
+    assert reader.partitions(start, end) == [p for p in planned if p not in carried]  # carried once
+
+    def run(number: int) -> None:
+        list(reader.read(planned[number]))
+
+    tasks = collecting.sparkContext.parallelize(range(len(planned)), len(planned))
+    tasks.foreach(run)
+    tasks.foreach(run)  # a micro-batch run again: its skips keep their ids
+    counted = skipped_objects(collecting).where(f"store = '{store}'")
+    assert sorted(row.key for row in counted.collect()) == sorted(gone)
+
+
+def test_a_stream_trigger_skip_makes_the_next_micro_batch_run_with_nothing_new_to_read(
+    store: str, doomed: set[str]
+) -> None:
+    reader = make_stream_reader({"path": store, "failOnDataLoss": "false"}, SCHEMA)
+    start = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert "skipped" not in start
+    stream(store, [Entry(7, e, d) for e, d in enumerate(entries_of(7, 10))])
+    (segment,) = {p.data_key for p in block_partitions(store, plan_partitions({"path": store})) if p.ledger_id == 7}
+    doomed.add(segment + "-index")
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["ledgers"] == start["ledgers"] and end["skipped"] == 1
 
 
 def test_a_large_ledger_whose_index_is_gone_is_read_from_its_segment_with_fail_on_data_loss_false(

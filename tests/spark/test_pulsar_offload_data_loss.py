@@ -7,6 +7,7 @@ on the data-loss logger per skipped partition; batch, Arrow and streaming."""
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,7 +98,9 @@ def test_an_object_gone_mid_partition_keeps_what_was_read_and_logs_the_rest(
                 "first_entry": str(second_block), "reason": "vanished"}  # fmt: skip
     if last is not None:
         expected["last_entry"] = str(last)
-    assert record.context == expected  # type: ignore[attr-defined]
+    context = dict(record.context)  # type: ignore[attr-defined]
+    assert re.fullmatch("[0-9a-f]{32}", context.pop("skip_id"))  # the skip's id, as accumulated too
+    assert context == expected
 
 
 def test_the_arrow_path_fails_or_skips_alike(store: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -127,8 +130,10 @@ def test_a_mapfile_ledger_gone_fails_or_is_skipped(tmp_path: Path, caplog: pytes
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert list(read_partition(Store.of(url), partition, Decode.NONE, fail_on_data_loss=False)) == []
     (record,) = caplog.records
-    assert record.context == {"source": "pulsar-offload", "store": url, "key": directory,  # type: ignore[attr-defined]
-                              "ledger_id": "8", "first_entry": "10", "reason": "vanished"}  # fmt: skip
+    context = dict(record.context)  # type: ignore[attr-defined]
+    assert re.fullmatch("[0-9a-f]{32}", context.pop("skip_id"))
+    assert context == {"source": "pulsar-offload", "store": url, "key": directory,
+                       "ledger_id": "8", "first_entry": "10", "reason": "vanished"}  # fmt: skip
 
 
 def test_fail_on_data_loss_is_true_or_false() -> None:
