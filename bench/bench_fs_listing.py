@@ -4,7 +4,10 @@ prefix naming one object in it, against a bare ``os.scandir`` of the same
 directory (the limit: a listing must look at every name).
 
 Reports, for ``--objects`` empty files: seconds per listing and the
-traced peak of each (``tracemalloc``). Nothing asserts on time.
+traced peak of each (``tracemalloc``). Nothing asserts on time. The files
+are named as whole ledgers (``{uuid}-ledger-{id}``), their uuids
+``sequential`` (``UUID(int=n * 7919)``, mostly zeros: runs F and G) or
+``random`` (``uuid4``, as a broker gives them: run G).
 
 Run: ``.venv/bin/python bench/bench_fs_listing.py`` (``--help``).
 """
@@ -41,9 +44,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=50_000)
     parser.add_argument("--dir", default=None, help="where the store is built (default: a temporary directory)")
+    parser.add_argument("--uuids", choices=("sequential", "random"), default="sequential")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as root:
-        names = [f"{uuid.UUID(int=n * 7919)}-ledger-{n}" for n in range(args.objects)]
+        made = (lambda n: uuid.UUID(int=n * 7919)) if args.uuids == "sequential" else (lambda n: uuid.uuid4())
+        names = [f"{made(n)}-ledger-{n}" for n in range(args.objects)]
         for name in names:
             open(os.path.join(root, name), "wb").close()  # noqa: SIM115 - created empty, closed at once
         driver = open_driver(f"file://{root}")
@@ -56,7 +61,7 @@ def main() -> None:
         rows = [("bare os.scandir", *timed(scan)),
                 ("list(\"\")", *timed(lambda: sum(1 for _ in driver.list("")))),
                 ("list(one object's key)", *timed(lambda: sum(1 for _ in driver.list(one))))]  # fmt: skip
-        print(f"{args.objects} objects in one directory")
+        print(f"{args.objects} objects in one directory, {args.uuids} uuids")
         print("listing | s per listing | / bare scan | peak MB | objects")
         for name, seconds, peak, got in rows:
             print(f"{name} | {seconds:.4f} | {seconds / rows[0][1]:.2f} | {peak:.2f} | {got}")

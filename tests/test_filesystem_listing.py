@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offload_driver_filesystem import FilesystemDriver
+from offload_driver_filesystem import FilesystemDriver, sorted_names
 
 from offload_core.errors import OffloadError
 
@@ -80,13 +80,15 @@ def test_a_prefix_listing_holds_only_the_names_it_lists(tmp_path: Path) -> None:
     assert peak < count * sys.getsizeof("object-01234") / 10
 
 
+@pytest.mark.parametrize("run", [sorted_names.RUN, 2], ids=["one run", "merged runs"])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=st.sets(st.text("ab/-", min_size=1, max_size=5).filter(lambda k: "//" not in k and k[0] != "/"
                                                                    and k[-1] != "/"), max_size=12),  # fmt: skip
        prefix=st.text("ab/-", max_size=4))  # fmt: skip
 def test_a_prefix_lists_what_filtering_the_whole_listing_gives(
-    tmp_path_factory: pytest.TempPathFactory, keys: set[str], prefix: str
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, keys: set[str], prefix: str, run: int
 ) -> None:
+    monkeypatch.setattr(sorted_names, "RUN", run)
     driver = FilesystemDriver(str(tmp_path_factory.mktemp("store")))
     written = set()
     for key in keys:

@@ -19,6 +19,8 @@ from offload_core.keys import RESERVED_SEGMENT_PREFIX
 from offload_core.model import ObjectInfo
 from offload_core.urls import redact_url
 
+from .sorted_names import sorted_names
+
 __all__ = ["FilesystemDriver"]
 
 _LOCK_FILE = RESERVED_SEGMENT_PREFIX + "lock"
@@ -116,7 +118,8 @@ class FilesystemDriver(FsspecDriver):
 
     def _walk(self, directory: str, prefix: str) -> Iterator[ObjectInfo]:
         """Objects below ``directory`` whose keys start with ``prefix``, in
-        key order, one directory's names in memory at a time. A directory's
+        key order, the names of each directory entered held compactly
+        (:func:`~offload_driver_filesystem.sorted_names.sorted_names`). A directory's
         entries sort as ``name/`` so that ``a-b`` comes before ``a/x``, as
         the keys do; symbolic links (and whatever is neither a file nor a
         directory) are skipped, and so is a file deleted while its
@@ -130,7 +133,9 @@ class FilesystemDriver(FsspecDriver):
             with os.scandir(base) as scan:
                 # Names only, and only those the prefix wants: a scan's entries (and the stat each caches
                 # once asked) cost ten times a name, and a store's directory may hold every object.
-                names = sorted(name for name in map(_listed_name, scan) if name is not None and name.startswith(wanted))
+                names = sorted_names(
+                    name for name in map(_listed_name, scan) if name is not None and name.startswith(wanted)
+                )
         except (FileNotFoundError, NotADirectoryError):
             return
         for name in names:
