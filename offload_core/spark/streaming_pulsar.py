@@ -95,7 +95,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             # A segment whose index latestOffset read holds none of these entries: its index is not read again.
             planned = list(plan_partitions(batch, segment_wanted=self.indexed.segment_wanted(ranges)))
         if self.planning_skips and self.batch.store.skips is not None:
-            planned.append(PlanningSkipsPartition(tuple(self.planning_skips)))
+            # First: a sink that takes a few rows (limit, take, show) runs the first tasks only, until it has them.
+            planned.insert(0, PlanningSkipsPartition(tuple(self.planning_skips)))
         self.planning_skips.clear()  # without an accumulator, the log has them: nothing to carry
         self.counted = 0
         return planned

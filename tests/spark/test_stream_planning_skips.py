@@ -113,3 +113,13 @@ def test_a_stream_counts_an_index_gone_while_its_trigger_was_planned(
          "partition": None, "first_offset": None, "last_offset": None, "reason": "vanished", "ledger_id": None,
          "first_entry": None, "last_entry": None}
     ]  # fmt: skip
+
+
+def test_a_stream_counts_the_skip_when_its_sink_takes_a_few_rows_of_the_micro_batch(
+    vanishing: Any, doomed_store: DoomedStore, tmp_path: Path
+) -> None:
+    """A ``limit``, ``take`` or ``show`` runs a micro-batch's first tasks only, until it has its rows."""
+    taken: list[Any] = []
+    _run(vanishing, doomed_store, tmp_path / "checkpoint", lambda batch, _: taken.extend(batch.take(1)), now=True)
+    assert len(taken) == 1
+    assert [row["key"] for row in _counted(vanishing, doomed_store)] == [doomed_store.gone]
