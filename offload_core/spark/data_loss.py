@@ -210,7 +210,7 @@ def skipped_objects(spark: Any) -> Any:
         return logged.drop(_SKIP_ID)
     accumulated = spark.createDataFrame([_row(record) for record in skips.value], logged.schema)
     # The logs read once (a second read could see a record the first did not): a skip that came back both
-    # ways keeps one row, and each row without an id (planning's, a plain source's) is its own.
+    # ways keeps one row, and each row without an id (logged by an offload-core before ids) is its own.
     once = sf.coalesce(sf.col(_SKIP_ID), sf.expr("uuid()"))
     return logged.unionByName(accumulated).withColumn("once", once).dropDuplicates(["once"]).drop("once", _SKIP_ID)
 
