@@ -27,11 +27,13 @@ in every case). Two channels bring the skips to the driver, where
   ``spark.tvf.python_worker_logs()``. Spark 4.3 does not capture a
   ``readStream``'s planning, so a trigger's planning skip (an index
   deleted in the moment between its listing and its read) is carried to a
-  task instead: the micro-batch that follows gets one more partition,
-  :class:`PlanningSkipsPartition`, whose task records it on the
+  task instead: the micro-batch that follows gets one more partition, its
+  first (a sink that takes a few rows runs the first tasks until it has
+  them), :class:`PlanningSkipsPartition`, whose task records it on the
   accumulator (and the trigger's offset counts it, so that micro-batch
-  runs even when nothing new was read). A query stopped before that
-  micro-batch's task ends loses the count, not the log line.
+  runs even when nothing new was read). A query stopped before that task
+  ends, or a ``foreachBatch`` function that runs nothing of the
+  micro-batch, loses the count, not the log line.
 
 Sources registered without the accumulator (``spark.dataSource.register``
 of the classes themselves, or any registration on a Spark Connect
@@ -110,7 +112,7 @@ def _skipped(skips: Any, context: dict[str, str], message: str, *args: object) -
 
 @dataclass(frozen=True)
 class PlanningSkipsPartition(InputPartition):
-    """A ``readStream`` micro-batch's partition that reads nothing: its
+    """A ``readStream`` micro-batch's first partition, which reads nothing: its
     task records on the skip accumulator the skips the stream's planning
     found (records of :func:`log_vanished_object`), which Spark's
     streaming planner cannot send itself. Run again (a retried task, a
@@ -208,7 +210,7 @@ def skipped_objects(spark: Any) -> Any:
         return logged.drop(_SKIP_ID)
     accumulated = spark.createDataFrame([_row(record) for record in skips.value], logged.schema)
     # The logs read once (a second read could see a record the first did not): a skip that came back both
-    # ways keeps one row, and each row without an id (planning's, a plain source's) is its own.
+    # ways keeps one row, and each row without an id (logged by an offload-core before ids) is its own.
     once = sf.coalesce(sf.col(_SKIP_ID), sf.expr("uuid()"))
     return logged.unionByName(accumulated).withColumn("once", once).dropDuplicates(["once"]).drop("once", _SKIP_ID)
 

@@ -95,7 +95,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             # A segment whose index latestOffset read holds none of these entries: its index is not read again.
             planned = list(plan_partitions(batch, segment_wanted=self.indexed.segment_wanted(ranges)))
         if self.planning_skips and self.batch.store.skips is not None:
-            planned.append(PlanningSkipsPartition(tuple(self.planning_skips)))
+            # First: a sink that takes a few rows (limit, take, show) runs the first tasks only, until it has them.
+            planned.insert(0, PlanningSkipsPartition(tuple(self.planning_skips)))
         self.planning_skips.clear()  # without an accumulator, the log has them: nothing to carry
         self.counted = 0
         return planned
@@ -118,15 +119,24 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def _checked(self, offset: Mapping[str, Any]) -> dict[int, int]:
         """The per-ledger offsets of a checkpointed offset of this query's
-        store; :class:`ConfigError` naming both stores if it is another's."""
+        store; :class:`ConfigError` naming both stores if it is another's,
+        or naming what is wrong with one this version cannot read."""
         theirs = offset.get("store")
-        if (theirs != self._store() or not isinstance(offset.get("ledgers"), dict)
-                or not isinstance(offset.get("skipped", 0), int)):  # fmt: skip
+        if theirs != self._store():
             raise ConfigError(
                 f"this query's checkpoint holds offsets of pulsar-offload store {theirs}, but the query reads "
                 f"{self._store()}: give the query a new checkpointLocation, or read the store the checkpoint "
                 "belongs to"
             )
+        skipped = offset.get("skipped", 0)
+        wrong = None
+        if not isinstance(offset.get("ledgers"), dict):
+            wrong = "its 'ledgers' is not a map of ledger ids to entry ids"
+        elif type(skipped) is not int or skipped < 0:  # a JSON true is a bool, which is an int
+            wrong = f"its 'skipped' is {skipped!r}, not a count"
+        if wrong is not None:
+            raise ConfigError(f"this query's checkpoint holds an offset of pulsar-offload store {theirs} that this "
+                              f"version cannot read: {wrong}; give the query a new checkpointLocation")  # fmt: skip
         return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
 
 

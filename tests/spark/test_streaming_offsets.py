@@ -4,6 +4,7 @@ where a query starts, how a micro-batch is capped, and that
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +201,21 @@ def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
         entry_id for p in partitions for batch in reader.read(p) for entry_id in batch.column("entry_id").to_pylist()
     ]
     assert sorted(rows) == list(range(320, 400))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [("skipped", "2", "its 'skipped' is '2', not a count"), ("skipped", 1.5, "its 'skipped' is 1.5, not a count"),
+     ("skipped", -1, "its 'skipped' is -1, not a count"), ("skipped", True, "its 'skipped' is True, not a count"),
+     ("ledgers", [], "its 'ledgers' is not a map of ledger ids to entry ids")],
+)  # fmt: skip
+def test_pulsar_a_malformed_checkpointed_offset_is_named_as_such(
+    tmp_path: Path, field: str, value: object, named: str
+) -> None:
+    """Not blamed on another store: it is this query's."""
+    url = f"file://{tmp_path / 'bucket'}"
+    reader = pulsar_stream({"path": url}, SCHEMA)
+    offset = {**reader.initialOffset(), field: value}
+    expected = f"checkpoint holds an offset of pulsar-offload store {url} that this version cannot read: {named}; "
+    with pytest.raises(ConfigError, match=re.escape(expected + "give the query a new checkpointLocation")):
+        reader.latestOffset(offset, ReadAllAvailable())
