@@ -15,9 +15,10 @@ in the store when the query starts and stops. The ``ledgers`` and
 ``entries`` options narrow what is followed, as in a batch read, and
 ``failOnDataLoss`` applies to a micro-batch's reads as to a batch read's.
 A trigger's planning skips (``failOnDataLoss=false``) are carried to the
-micro-batch that follows, to be counted (see
-:mod:`offload_core.spark.data_loss`); the offset then also holds how many
-this query's triggers found (``"skipped": 1``), so that micro-batch runs."""
+micro-batch that follows, to be counted on the skip accumulator (see
+:mod:`offload_core.spark.data_loss`); when the source has one, the offset
+then also holds how many this query's triggers found (``"skipped": 1``),
+so that micro-batch runs."""
 
 from __future__ import annotations
 
@@ -77,6 +78,8 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             if taken > first:
                 ends[ledger_id] = taken
                 any_taken = True
+        if self.batch.store.skips is None:
+            self.planning_skips.clear()  # logged; with no accumulator to count them on, no micro-batch carries them
         found, self.counted = len(self.planning_skips) - self.counted, len(self.planning_skips)
         return self._offset(ends, _skip_count(start) + found)
 
@@ -97,7 +100,7 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if self.planning_skips and self.batch.store.skips is not None:
             # First: a sink that takes a few rows (limit, take, show) runs the first tasks only, until it has them.
             planned.insert(0, PlanningSkipsPartition(tuple(self.planning_skips)))
-        self.planning_skips.clear()  # without an accumulator, the log has them: nothing to carry
+        self.planning_skips.clear()
         self.counted = 0
         return planned
 
