@@ -112,16 +112,24 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _checked(self, offset: Mapping[str, Any]) -> Offsets:
         """The offsets of a checkpointed offset of this query's store;
-        :class:`ConfigError` naming both stores if it is another's."""
+        :class:`ConfigError` naming both stores if it is another's, or
+        naming what is wrong with one this version cannot read."""
         ours = self._store()
         theirs = {"store": offset.get("store"), "prefix": offset.get("prefix")}
-        if theirs != ours or not isinstance(offset.get("offsets"), dict):
+        if theirs != ours:
             raise ConfigError(
                 f"this query's checkpoint holds offsets of kafka-remote store {theirs['store']} (prefix "
                 f"{theirs['prefix']!r}), but the query reads {ours['store']} (prefix {ours['prefix']!r}): give the "
                 "query a new checkpointLocation, or read the store the checkpoint belongs to"
             )
-        return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offset["offsets"].items()}
+        try:
+            return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offset["offsets"].items()}
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise ConfigError(
+                f"this query's checkpoint holds an offset of kafka-remote store {ours['store']} (prefix "
+                f"{ours['prefix']!r}) that this version cannot read: its 'offsets' is {offset.get('offsets')!r}, not "
+                "a map of topics to partitions to offsets; give the query a new checkpointLocation"
+            ) from None
 
 
 def _limited(spans: Mapping[tuple[str, str], tuple[int, int]], most: int | None) -> dict[tuple[str, str], int]:

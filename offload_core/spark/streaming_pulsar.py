@@ -137,10 +137,13 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             wrong = "its 'ledgers' is not a map of ledger ids to entry ids"
         elif type(skipped) is not int or skipped < 0:  # a JSON true is a bool, which is an int
             wrong = f"its 'skipped' is {skipped!r}, not a count"
-        if wrong is not None:
-            raise ConfigError(f"this query's checkpoint holds an offset of pulsar-offload store {theirs} that this "
-                              f"version cannot read: {wrong}; give the query a new checkpointLocation")  # fmt: skip
-        return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
+        else:
+            try:
+                return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
+            except (TypeError, ValueError):
+                wrong = f"its 'ledgers' is {offset['ledgers']!r}, not a map of ledger ids to entry ids"
+        raise ConfigError(f"this query's checkpoint holds an offset of pulsar-offload store {theirs} that this "
+                          f"version cannot read: {wrong}; give the query a new checkpointLocation")  # fmt: skip
 
 
 def _skip_count(offset: Mapping[str, Any]) -> int:

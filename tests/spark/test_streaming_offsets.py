@@ -92,6 +92,18 @@ def test_kafka_streaming_options(tiered: tuple[str, Any]) -> None:
         reader.latestOffset({"store": "file:///elsewhere", "prefix": "tiered", "offsets": {}}, ReadAllAvailable())
 
 
+@pytest.mark.parametrize("offsets", [[], {"orders": [1]}, {"orders": {"0": "x"}}, None])
+def test_kafka_a_malformed_checkpointed_offset_is_named_as_such(tiered: tuple[str, Any], offsets: object) -> None:
+    """Not blamed on another store, nor a bare Python error: it is this query's."""
+    url, _ = tiered
+    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders"}, KAFKA_SCHEMA)
+    expected = (f"checkpoint holds an offset of kafka-remote store {url} (prefix 'tiered') that this version cannot "
+                f"read: its 'offsets' is {offsets!r}, not a map of topics to partitions to offsets; give the query a "
+                "new checkpointLocation")  # fmt: skip
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        reader.latestOffset({**reader.initialOffset(), "offsets": offsets}, ReadAllAvailable())
+
+
 def test_pulsar_max_bytes_per_trigger_takes_whole_blocks(tmp_path: Path) -> None:
     url = f"file://{tmp_path / 'bucket'}"
     entries = entries_of(3, 80)
@@ -207,7 +219,8 @@ def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
     ("field", "value", "named"),
     [("skipped", "2", "its 'skipped' is '2', not a count"), ("skipped", 1.5, "its 'skipped' is 1.5, not a count"),
      ("skipped", -1, "its 'skipped' is -1, not a count"), ("skipped", True, "its 'skipped' is True, not a count"),
-     ("ledgers", [], "its 'ledgers' is not a map of ledger ids to entry ids")],
+     ("ledgers", [], "its 'ledgers' is not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": "x"}, "its 'ledgers' is {'3': 'x'}, not a map of ledger ids to entry ids")],
 )  # fmt: skip
 def test_pulsar_a_malformed_checkpointed_offset_is_named_as_such(
     tmp_path: Path, field: str, value: object, named: str
