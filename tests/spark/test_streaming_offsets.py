@@ -92,9 +92,15 @@ def test_kafka_streaming_options(tiered: tuple[str, Any]) -> None:
         reader.latestOffset({"store": "file:///elsewhere", "prefix": "tiered", "offsets": {}}, ReadAllAvailable())
 
 
-@pytest.mark.parametrize("offsets", [[], {"orders": [1]}, {"orders": {"0": "x"}}, None])
+@pytest.mark.parametrize(
+    "offsets",
+    [[], {"orders": [1]}, {"orders": {"0": "x"}}, None, {"orders": {"0": float("inf")}}, {"orders": {"0": 1.5}},
+     {"orders": {"0": True}}, {"orders": {"x": 5}}],
+)  # fmt: skip
 def test_kafka_a_malformed_checkpointed_offset_is_named_as_such(tiered: tuple[str, Any], offsets: object) -> None:
-    """Not blamed on another store, nor a bare Python error: it is this query's."""
+    """Not blamed on another store, nor a bare Python error, nor misread (an
+    offset 1.5 or true taken as 1, a partition ``x`` failing the micro-batch's
+    planning): it is this query's. Python's ``json`` reads 1e999 as inf."""
     url, _ = tiered
     reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders"}, KAFKA_SCHEMA)
     expected = (f"checkpoint holds an offset of kafka-remote store {url} (prefix 'tiered') that this version cannot "
