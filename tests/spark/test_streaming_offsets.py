@@ -226,12 +226,18 @@ def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
     [("skipped", "2", "its 'skipped' is '2', not a count"), ("skipped", 1.5, "its 'skipped' is 1.5, not a count"),
      ("skipped", -1, "its 'skipped' is -1, not a count"), ("skipped", True, "its 'skipped' is True, not a count"),
      ("ledgers", [], "its 'ledgers' is not a map of ledger ids to entry ids"),
-     ("ledgers", {"3": "x"}, "its 'ledgers' is {'3': 'x'}, not a map of ledger ids to entry ids")],
+     ("ledgers", {"3": "x"}, "its 'ledgers' is {'3': 'x'}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": float("inf")}, "its 'ledgers' is {'3': inf}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": 1.5}, "its 'ledgers' is {'3': 1.5}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": True}, "its 'ledgers' is {'3': True}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": -1}, "its 'ledgers' is {'3': -1}, not a map of ledger ids to entry ids")],
 )  # fmt: skip
 def test_pulsar_a_malformed_checkpointed_offset_is_named_as_such(
     tmp_path: Path, field: str, value: object, named: str
 ) -> None:
-    """Not blamed on another store: it is this query's."""
+    """Not blamed on another store, nor a bare Python error, nor misread (an
+    end 1.5 or true taken as entry 1): it is this query's. Python's ``json``
+    reads 1e999 as inf."""
     url = f"file://{tmp_path / 'bucket'}"
     reader = pulsar_stream({"path": url}, SCHEMA)
     offset = {**reader.initialOffset(), field: value}
