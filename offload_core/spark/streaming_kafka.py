@@ -123,13 +123,18 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 "query a new checkpointLocation, or read the store the checkpoint belongs to"
             )
         try:
-            return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offset["offsets"].items()}
+            # A partition as partitions() takes it (an int); an offset as this version writes it, a JSON integer
+            # (a float or a bool would be misread as a position, 1e999 overflows int()).
+            offsets = {str(t): {str(int(p)): o for p, o in parts.items()} for t, parts in offset["offsets"].items()}
         except (AttributeError, KeyError, TypeError, ValueError):
+            offsets = None
+        if offsets is None or any(type(o) is not int for parts in offsets.values() for o in parts.values()):
             raise ConfigError(
                 f"this query's checkpoint holds an offset of kafka-remote store {ours['store']} (prefix "
                 f"{ours['prefix']!r}) that this version cannot read: its 'offsets' is {offset.get('offsets')!r}, not "
                 "a map of topics to partitions to offsets; give the query a new checkpointLocation"
-            ) from None
+            )
+        return offsets
 
 
 def _limited(spans: Mapping[tuple[str, str], tuple[int, int]], most: int | None) -> dict[tuple[str, str], int]:

@@ -139,9 +139,14 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             wrong = f"its 'skipped' is {skipped!r}, not a count"
         else:
             try:
-                return {int(ledger_id): int(end) for ledger_id, end in offset["ledgers"].items()}
+                begin = {int(ledger_id): end for ledger_id, end in offset["ledgers"].items()}
             except (TypeError, ValueError):
-                wrong = f"its 'ledgers' is {offset['ledgers']!r}, not a map of ledger ids to entry ids"
+                begin = None
+            # An end as this version writes it, a JSON integer: a float or a bool would be misread as an entry id
+            # (and 1e999 overflows int()).
+            if begin is not None and all(type(end) is int and end >= 0 for end in begin.values()):
+                return begin
+            wrong = f"its 'ledgers' is {offset['ledgers']!r}, not a map of ledger ids to entry ids"
         raise ConfigError(f"this query's checkpoint holds an offset of pulsar-offload store {theirs} that this "
                           f"version cannot read: {wrong}; give the query a new checkpointLocation")  # fmt: skip
 

@@ -92,9 +92,15 @@ def test_kafka_streaming_options(tiered: tuple[str, Any]) -> None:
         reader.latestOffset({"store": "file:///elsewhere", "prefix": "tiered", "offsets": {}}, ReadAllAvailable())
 
 
-@pytest.mark.parametrize("offsets", [[], {"orders": [1]}, {"orders": {"0": "x"}}, None])
+@pytest.mark.parametrize(
+    "offsets",
+    [[], {"orders": [1]}, {"orders": {"0": "x"}}, None, {"orders": {"0": float("inf")}}, {"orders": {"0": 1.5}},
+     {"orders": {"0": True}}, {"orders": {"x": 5}}],
+)  # fmt: skip
 def test_kafka_a_malformed_checkpointed_offset_is_named_as_such(tiered: tuple[str, Any], offsets: object) -> None:
-    """Not blamed on another store, nor a bare Python error: it is this query's."""
+    """Not blamed on another store, nor a bare Python error, nor misread (an
+    offset 1.5 or true taken as 1, a partition ``x`` failing the micro-batch's
+    planning): it is this query's. Python's ``json`` reads 1e999 as inf."""
     url, _ = tiered
     reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders"}, KAFKA_SCHEMA)
     expected = (f"checkpoint holds an offset of kafka-remote store {url} (prefix 'tiered') that this version cannot "
@@ -220,12 +226,18 @@ def test_pulsar_a_micro_batch_plans_only_the_segment_holding_its_entries(
     [("skipped", "2", "its 'skipped' is '2', not a count"), ("skipped", 1.5, "its 'skipped' is 1.5, not a count"),
      ("skipped", -1, "its 'skipped' is -1, not a count"), ("skipped", True, "its 'skipped' is True, not a count"),
      ("ledgers", [], "its 'ledgers' is not a map of ledger ids to entry ids"),
-     ("ledgers", {"3": "x"}, "its 'ledgers' is {'3': 'x'}, not a map of ledger ids to entry ids")],
+     ("ledgers", {"3": "x"}, "its 'ledgers' is {'3': 'x'}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": float("inf")}, "its 'ledgers' is {'3': inf}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": 1.5}, "its 'ledgers' is {'3': 1.5}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": True}, "its 'ledgers' is {'3': True}, not a map of ledger ids to entry ids"),
+     ("ledgers", {"3": -1}, "its 'ledgers' is {'3': -1}, not a map of ledger ids to entry ids")],
 )  # fmt: skip
 def test_pulsar_a_malformed_checkpointed_offset_is_named_as_such(
     tmp_path: Path, field: str, value: object, named: str
 ) -> None:
-    """Not blamed on another store: it is this query's."""
+    """Not blamed on another store, nor a bare Python error, nor misread (an
+    end 1.5 or true taken as entry 1): it is this query's. Python's ``json``
+    reads 1e999 as inf."""
     url = f"file://{tmp_path / 'bucket'}"
     reader = pulsar_stream({"path": url}, SCHEMA)
     offset = {**reader.initialOffset(), field: value}

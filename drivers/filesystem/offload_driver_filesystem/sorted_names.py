@@ -20,8 +20,9 @@ from itertools import islice
 __all__ = ["RUN", "sorted_names"]
 
 RUN = 8192
-"""Names sorted together in one list: a directory of at most this many is
-sorted as a plain list; a larger one is merged from runs this long."""
+"""Names sorted together in one list: a directory of fewer than this many is
+sorted as a plain list; one of this many or more is merged from runs this
+long (a full batch is deflated before the scan is known to have ended)."""
 
 _SEPARATOR = b"\0"  # no file name holds it
 # Raw deflate with a 4 KiB window: a sorted name shares most with the names just before it, and each run being
