@@ -16,6 +16,7 @@ is in the store when the query starts and stops."""
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -129,10 +130,11 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         except (AttributeError, KeyError, TypeError, ValueError):
             offsets = None
         if offsets is None or any(type(o) is not int for parts in offsets.values() for o in parts.values()):
+            shown = reprlib.repr(offset.get("offsets"))  # bounded: a checkpoint may hold thousands of partitions
             raise ConfigError(
                 f"this query's checkpoint holds an offset of kafka-remote store {ours['store']} (prefix "
-                f"{ours['prefix']!r}) that this version cannot read: its 'offsets' is {offset.get('offsets')!r}, not "
-                "a map of topics to partitions to offsets; give the query a new checkpointLocation"
+                f"{ours['prefix']!r}) that this version cannot read: its 'offsets' is {shown}, not a map of topics "
+                "to partitions to offsets; give the query a new checkpointLocation"
             )
         return offsets
 

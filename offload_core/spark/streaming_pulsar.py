@@ -22,6 +22,7 @@ so that micro-batch runs."""
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -136,7 +137,7 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if not isinstance(offset.get("ledgers"), dict):
             wrong = "its 'ledgers' is not a map of ledger ids to entry ids"
         elif type(skipped) is not int or skipped < 0:  # a JSON true is a bool, which is an int
-            wrong = f"its 'skipped' is {skipped!r}, not a count"
+            wrong = f"its 'skipped' is {reprlib.repr(skipped)}, not a count"
         else:
             try:
                 begin = {int(ledger_id): end for ledger_id, end in offset["ledgers"].items()}
@@ -146,7 +147,7 @@ class PulsarOffloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
             # (and 1e999 overflows int()).
             if begin is not None and all(type(end) is int and end >= 0 for end in begin.values()):
                 return begin
-            wrong = f"its 'ledgers' is {offset['ledgers']!r}, not a map of ledger ids to entry ids"
+            wrong = f"its 'ledgers' is {reprlib.repr(offset['ledgers'])}, not a map of ledger ids to entry ids"
         raise ConfigError(f"this query's checkpoint holds an offset of pulsar-offload store {theirs} that this "
                           f"version cannot read: {wrong}; give the query a new checkpointLocation")  # fmt: skip
 

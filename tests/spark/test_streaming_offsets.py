@@ -92,6 +92,23 @@ def test_kafka_streaming_options(tiered: tuple[str, Any]) -> None:
         reader.latestOffset({"store": "file:///elsewhere", "prefix": "tiered", "offsets": {}}, ReadAllAvailable())
 
 
+def test_a_malformed_checkpoint_of_many_partitions_or_ledgers_is_shown_in_part(
+    tiered: tuple[str, Any], tmp_path: Path
+) -> None:
+    """A query's checkpoint may hold thousands of them: the error shows a few."""
+    url, _ = tiered
+    reader = kafka_stream({"url": url, "prefix": "tiered", "topic": "orders"}, KAFKA_SCHEMA)
+    offsets = {"orders": {str(partition): 1.5 for partition in range(5000)}}
+    with pytest.raises(ConfigError, match="cannot read: its 'offsets' is ") as raised:
+        reader.latestOffset({**reader.initialOffset(), "offsets": offsets}, ReadAllAvailable())
+    assert len(str(raised.value)) < 400
+    pulsar = pulsar_stream({"path": f"file://{tmp_path / 'bucket'}"}, SCHEMA)
+    ledgers = {str(ledger_id): 1.5 for ledger_id in range(5000)}
+    with pytest.raises(ConfigError, match="cannot read: its 'ledgers' is ") as raised:
+        pulsar.latestOffset({**pulsar.initialOffset(), "ledgers": ledgers}, ReadAllAvailable())
+    assert len(str(raised.value)) < 400
+
+
 @pytest.mark.parametrize(
     "offsets",
     [[], {"orders": [1]}, {"orders": {"0": "x"}}, None, {"orders": {"0": float("inf")}}, {"orders": {"0": 1.5}},
