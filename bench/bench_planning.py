@@ -149,14 +149,15 @@ def mapfile_ledgers(root: str, count: int) -> None:
             store.write(f"{directory}/{name}", data, meta)
 
 
-def kafka_segments(root: str, count: int) -> None:
+def kafka_segments(root: str, count: int, first: int = 0) -> None:
     """``count`` committed segments over ``KAFKA_PARTITIONS`` partitions of
     one topic: a ``.log``, an ``.index`` and the manifest each (planning
     reads only the manifests), leader epoch 0 from each segment's base
-    offset on, so every segment serves its own offsets."""
+    offset on, so every segment serves its own offsets. ``first``: the
+    number of segments already there, which these follow."""
     store = RawStore(root)
     log, offsets = b"\0" * 2000, 100
-    for number in range(count):
+    for number in range(first, first + count):
         partition, base = number % KAFKA_PARTITIONS, (number // KAFKA_PARTITIONS) * offsets
         tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", partition))
         segment_id = RemoteLogSegmentId(tp, uuid.uuid4().bytes.hex()[:22])

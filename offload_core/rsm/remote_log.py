@@ -9,11 +9,11 @@ import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, FormatError, NotFoundError
-from ..reads_ahead import map_ahead
+from ..errors import ConfigError, FormatError
 from ..storage import StorageDriver
 from .epoch_state import ServedRange, epoch_states, served_ranges
 from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_stored_manifest, parse_name, partition_prefix
+from .manifest_bytes import ManifestBytes, read_manifests
 from .types import UNKNOWN_TOPIC_ID, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, check_uuid
 
 __all__ = [
@@ -111,9 +111,13 @@ def resolve_partition(
     return TopicIdPartition(topic_id, topic_partition)
 
 
-def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: TopicIdPartition) -> PartitionListing:
-    """The committed segments and uncommitted attempts of one partition.
-    Raises :class:`FormatError` naming the key of a damaged manifest."""
+def list_partition(
+    driver: StorageDriver, prefix: str, topic_id_partition: TopicIdPartition, manifests: ManifestBytes | None = None
+) -> PartitionListing:
+    """The committed segments and uncommitted attempts of one partition;
+    with ``manifests``, a manifest it holds is not read again (see
+    :mod:`.manifest_bytes`). Raises :class:`FormatError` naming the key of
+    a damaged manifest."""
     base_prefix = partition_prefix(prefix, topic_id_partition)
     attempts: dict[tuple[int, str], list[tuple[str, int, str]]] = defaultdict(list)
     for info in driver.list(base_prefix):
@@ -124,21 +128,16 @@ def list_partition(driver: StorageDriver, prefix: str, topic_id_partition: Topic
     uncommitted = []
     legacy_empty = []
     manifest_keys = []
+    listed = []
     for (base, segment_id), objects in sorted(attempts.items()):
-        manifest_key = next((key for suffix, _, key in objects if suffix == MANIFEST_SUFFIX), None)
-        if manifest_key is None:
+        manifest_object = next(((key, size) for suffix, size, key in objects if suffix == MANIFEST_SUFFIX), None)
+        if manifest_object is None:
             uncommitted.append(_summary(base, segment_id, objects))
         else:
-            manifest_keys.append((manifest_key, base, segment_id, objects))
-
-    def read(key: str) -> bytes | None:
-        try:
-            return driver.read(key)
-        except NotFoundError:
-            return None  # deleted since the listing
-
-    # Threads only wait on the store: decoding there would contend for the GIL with the loop below.
-    with contextlib.closing(map_ahead(read, (named[0] for named in manifest_keys))) as stored:
+            manifest_keys.append((manifest_object[0], base, segment_id, objects))
+            listed.append(manifest_object)
+    stored = read_manifests(driver, listed, kept=manifests, group=base_prefix)
+    with contextlib.closing(stored):
         for (manifest_key, base, segment_id, objects), data in zip(manifest_keys, stored, strict=True):
             if data is None:
                 continue

@@ -24,6 +24,7 @@ from ..storage import StorageDriver
 from .epoch_state import ServedRange
 from .index_check import decoded_offset_index
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
+from .manifest_bytes import ManifestBytes
 from .metadata_manager import RemoteLogMetadataManager
 from .segment_copy import remove_attempt, upload_segment
 from .segment_stream import RemoteSegmentStream
@@ -49,7 +50,12 @@ class ShippedRemoteStorageManager:
     plugins see them), every store request is a ``storage.request`` event
     and every segment copied, failed, deleted or fetched (when its stream is
     closed) an ``rsm.segment`` event (``step``, ``topic_partition``, ``topic_id``,
-    ``segment_id``, ``base_offset``, ``bytes``, ``seconds``)."""
+    ``segment_id``, ``base_offset``, ``bytes``, ``seconds``).
+
+    With ``manifest_bytes`` (a reader that lists the store again and
+    again, as a ``kafka-remote`` ``readStream`` does), the listing of what
+    serves each offset without a metadata manager reads only the manifests
+    ``manifest_bytes`` does not hold yet (see :mod:`.manifest_bytes`)."""
 
     def __init__(
         self,
@@ -64,6 +70,7 @@ class ShippedRemoteStorageManager:
         max_decompressed_bytes: int = kafka.DEFAULT_DECOMPRESSED_LIMIT,
         clock: Callable[[], float] = time.time,
         emit: Callable[[Event], None] | None = None,
+        manifest_bytes: ManifestBytes | None = None,
     ) -> None:
         self._emit = emit
         self._driver = InstrumentedDriver(driver, emit) if driver is not None and emit is not None else driver
@@ -75,6 +82,7 @@ class ShippedRemoteStorageManager:
         self.read_ahead = read_ahead
         self.max_decompressed_bytes = positive("max.decompressed.bytes", max_decompressed_bytes)
         self._clock = clock
+        self.manifest_bytes = manifest_bytes
         self._owned: list[Any] = []
         self._lock = threading.Lock()
         self._copying: dict[TopicIdPartition, set[threading.Event]] = {}

@@ -119,7 +119,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         if self.metadata_manager is not None:
             served = self.metadata_manager.served_ranges(topic_id_partition)
         else:
-            listing = list_partition(self.driver, self.prefix, topic_id_partition)
+            listing = list_partition(self.driver, self.prefix, topic_id_partition, self.manifest_bytes)
             for manifest in listing.segments:
                 self._manifests[manifest.metadata.segment_id] = manifest
             served = listing.served()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from ..errors import ConfigError, NotFoundError
 from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.log_reader import RemoteLogReader
+from ..rsm.manifest_bytes import ManifestBytes
 from ..rsm.remote_log import list_partitions, one_topic_id
 from ..rsm.storage_manager import RemoteStorageManager
 from ..storage import StorageDriver
@@ -21,13 +22,18 @@ __all__ = ["available_end", "checked_start", "selected_logs", "starting_offset",
 _LOG = logging.getLogger(__name__)
 
 
-def selected_logs(parsed: KafkaReadOptions, driver: StorageDriver) -> Iterator[RemoteLogReader]:
+def selected_logs(
+    parsed: KafkaReadOptions, driver: StorageDriver, manifests: ManifestBytes | None = None
+) -> Iterator[RemoteLogReader]:
     """A reader for each remote log the options select, in topic-partition
-    order. :class:`ConfigError` for a topic with several topic ids in the
-    store and no ``topicId`` option to pick one."""
+    order; with ``manifests``, one they hold is not read again (see
+    :mod:`offload_core.rsm.manifest_bytes`). :class:`ConfigError` for a
+    topic with several topic ids in the store and no ``topicId`` option to
+    pick one."""
     aiven = None
     if parsed.aiven is not None:
-        aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys)
+        aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys,
+                                   manifest_bytes=manifests)  # fmt: skip
     listed = aiven.listing.partitions() if aiven is not None else list_partitions(driver, parsed.prefix)
     for tp in listed:
         if not parsed.selection.wants(tp.topic, tp.partition):
@@ -39,7 +45,8 @@ def selected_logs(parsed: KafkaReadOptions, driver: StorageDriver) -> Iterator[R
         # The CLI's reader: where copies overlap, each offset is read from
         # the one segment serving it; read_committed reads the producer
         # snapshot and .txnindex objects through fetch_index's size check.
-        yield RemoteLogReader(aiven if aiven is not None else RemoteStorageManager(driver, prefix=parsed.prefix), tp)
+        source = aiven or RemoteStorageManager(driver, prefix=parsed.prefix, manifest_bytes=manifests)
+        yield RemoteLogReader(source, tp)
 
 
 def starting_offset(parsed: KafkaReadOptions, reader: RemoteLogReader) -> int:

@@ -74,6 +74,7 @@ from ..rsm.aiven.storage import AivenRemoteStorage
 from ..rsm.layout import SegmentManifest
 from ..rsm.log_batches import read_batches
 from ..rsm.log_reader import RemoteLogReader
+from ..rsm.manifest_bytes import ManifestBytes
 from ..rsm.segment_stream import RemoteSegmentStream
 from ..rsm.storage_manager import DEFAULT_BUFFER_SIZE, RemoteStorageManager
 from ..rsm.types import RemoteLogIndexEntry, RemoteLogSegmentMetadata, TopicIdPartition
@@ -100,7 +101,10 @@ _Cut = tuple[TopicIdPartition, SegmentRange, tuple[kafka.AbortedTxn, ...], Aiven
 
 
 def plan_partitions(
-    options: Mapping[str, str] | KafkaReadOptions, *, ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None
+    options: Mapping[str, str] | KafkaReadOptions,
+    *,
+    ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
+    manifests: ManifestBytes | None = None,
 ) -> list[SegmentRangePartition]:
     """Consecutive small segments of one topic-partition packed into one
     partition up to ``bytesPerPartition`` (each counting its bytes and
@@ -110,7 +114,8 @@ def plan_partitions(
     another. With ``ranges`` (a streaming micro-batch: ``[first, end)`` by
     topic and partition, ``first`` -2 for the log's start), exactly those
     offsets of the partitions named, else those the starting and ending
-    options name. Raises :class:`ConfigError` for bad options,
+    options name; with ``manifests`` (a streaming query's), a manifest it
+    holds is not read again. Raises :class:`ConfigError` for bad options,
     :class:`NotFoundError` for offsets lost with ``failOnDataLoss``."""
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
     planned: list[SegmentRangePartition] = []
@@ -120,7 +125,7 @@ def plan_partitions(
     pieces: list[_Piece] = []
     keep_pieces = bool(parsed.min_partitions)
     with open_planning_driver(parsed.url, parsed.driver_options) as driver:
-        for reader in selected_logs(parsed, driver):
+        for reader in selected_logs(parsed, driver, manifests):
             tp = reader.topic_id_partition
             if ranges is None:
                 first, end = starting_offset(parsed, reader), ending_offset(parsed, reader)

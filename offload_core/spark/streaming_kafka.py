@@ -11,7 +11,10 @@ first seen after the query started is read from its log start (Spark's
 Kafka source reads new partitions from earliest too). ``maxOffsetsPerTrigger``
 caps the offsets a micro-batch takes, shared among the partitions by how
 far each is behind, as in Spark; ``trigger(availableNow=True)`` reads what
-is in the store when the query starts and stops."""
+is in the store when the query starts and stops. The reader keeps the
+bytes of the segment manifests it has read for the query's run (see
+:mod:`offload_core.rsm.manifest_bytes`), so a trigger and its micro-batch
+read only the manifests tiered since the last."""
 
 from __future__ import annotations
 
@@ -25,11 +28,12 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError
-from ..plugins import open_driver
 from ..redaction import redact_url
+from ..rsm.manifest_bytes import ManifestBytes
 from .kafka_options import EARLIEST, KafkaReadOptions
 from .kafka_positions import available_end, selected_logs, starting_offset
 from .kafka_remote import KafkaRemoteReader, plan_partitions
+from .planning_reads import open_planning_driver
 
 __all__ = ["KafkaRemoteStreamReader", "make_stream_reader"]
 
@@ -44,13 +48,14 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.batch = KafkaRemoteReader(options, schema, streaming=True, skips=skips)
         self.options: KafkaReadOptions = self.batch.options
         self.target: Offsets | None = None
+        # Spark keeps one reader for a query's run, so each trigger reads only the manifests new since the last.
+        self.manifests = ManifestBytes()
 
     def initialOffset(self) -> dict[str, Any]:
         parsed = self.options
         offsets: Offsets = {}
-        driver_options: dict[str, Any] = dict(parsed.driver_options)
-        with open_driver(parsed.url, **driver_options) as driver:
-            for reader in selected_logs(parsed, driver):
+        with open_planning_driver(parsed.url, parsed.driver_options) as driver:
+            for reader in selected_logs(parsed, driver, self.manifests):
                 tp = reader.topic_id_partition
                 first = starting_offset(parsed, reader)
                 if parsed.starting.kind == "latest":
@@ -88,7 +93,7 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         ranges = {(topic, int(partition)): (begin.get(topic, {}).get(partition, EARLIEST), last)
                   for topic, parts in stop.items() for partition, last in parts.items()}  # fmt: skip
         ranges = {key: (first, last) for key, (first, last) in ranges.items() if first < last}
-        return list(plan_partitions(self.options, ranges=ranges)) if ranges else []
+        return list(plan_partitions(self.options, ranges=ranges, manifests=self.manifests)) if ranges else []
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         return self.batch.read(partition)
@@ -97,9 +102,8 @@ class KafkaRemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """Per topic and partition, the log's start and the end a read may reach now."""
         parsed = self.options
         found: dict[str, dict[str, tuple[int, int]]] = {}
-        driver_options: dict[str, Any] = dict(parsed.driver_options)
-        with open_driver(parsed.url, **driver_options) as driver:
-            for reader in selected_logs(parsed, driver):
+        with open_planning_driver(parsed.url, parsed.driver_options) as driver:
+            for reader in selected_logs(parsed, driver, self.manifests):
                 tp = reader.topic_id_partition
                 found.setdefault(tp.topic, {})[str(tp.partition)] = (reader.log_start_offset or 0,
                                                                       available_end(parsed, reader))  # fmt: skip

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ConfigError, FormatError, NotFoundError
-from ...reads_ahead import map_ahead
+from ...errors import ConfigError, FormatError
 from ...storage import StorageDriver
 from ..epoch_state import ServedRange, epoch_states, served_ranges
+from ..manifest_bytes import ManifestBytes, read_manifests
 from ..types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -89,10 +89,12 @@ _UNFINISHED = "incomplete (no manifest: uploading, failed, or being deleted)"
 _DELETING = "incomplete (manifest without its {missing}: being deleted)"
 
 
-def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
+def list_store(driver: StorageDriver, prefix: str = "", manifests: ManifestBytes | None = None) -> AivenListing:
     """The segments under ``prefix`` (the plugin's ``key.prefix``, verbatim).
-    Manifests are read and checked; :class:`FormatError` naming the key of
-    one the plugin would not read or that describes another segment."""
+    Manifests are read and checked (with ``manifests``, one it holds is not
+    read again: see :mod:`..manifest_bytes`); :class:`FormatError` naming
+    the key of one the plugin would not read or that describes another
+    segment."""
     objects: dict[tuple[str, str, int, int, str], dict[str, tuple[ObjectKey, int]]] = defaultdict(dict)
     for info in driver.list(prefix):
         parsed = parse_key(info.key, prefix)
@@ -116,14 +118,9 @@ def list_store(driver: StorageDriver, prefix: str = "") -> AivenListing:
             continue
         complete.append((partition, found, size))
 
-    def read(key: str) -> bytes | None:
-        try:
-            return driver.read(key)
-        except NotFoundError:
-            return None  # deleted since the listing
-
-    with contextlib.closing(map_ahead(read, (found["rsm-manifest"][0].key for _, found, _ in complete))) as manifests:
-        for (partition, found, size), raw in zip(complete, manifests, strict=True):
+    listed = [(found["rsm-manifest"][0].key, found["rsm-manifest"][1]) for _, found, _ in complete]
+    with contextlib.closing(read_manifests(driver, listed, kept=manifests, group=prefix)) as stored:
+        for (partition, found, size), raw in zip(complete, stored, strict=True):
             if raw is None:
                 continue
             manifest_key = found["rsm-manifest"][0]

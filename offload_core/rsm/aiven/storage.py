@@ -17,6 +17,7 @@ from ...offload.reading.read_ahead import ReadAheadPool
 from ...storage import StorageDriver
 from ..epoch_state import ServedRange
 from ..index_check import decoded_offset_index
+from ..manifest_bytes import ManifestBytes
 from ..settings import DEFAULT_BUFFER_SIZE
 from ..types import IndexType, RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition
 from .listing import AivenListing, AivenSegment, list_store
@@ -34,8 +35,8 @@ _KINDS = {IndexType.OFFSET: IndexKind.OFFSET, IndexType.TIMESTAMP: IndexKind.TIM
 class AivenRemoteStorage:
     """The plugin's segments under ``prefix`` (its ``key.prefix``,
     verbatim) in ``driver``; ``private_keys`` (key-pair id -> private key
-    PEM) decrypt encrypted ones. ``read_ahead``: as for our layout.
-    Not for concurrent use from several threads."""
+    PEM) decrypt encrypted ones. ``read_ahead`` and ``manifest_bytes``:
+    as for our layout. Not for concurrent use from several threads."""
 
     def __init__(
         self,
@@ -46,8 +47,10 @@ class AivenRemoteStorage:
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         read_ahead: ReadAheadPool | None = None,
         cache_bytes: int = DEFAULT_DECODED_CACHE_BYTES,
+        manifest_bytes: ManifestBytes | None = None,
     ) -> None:
         self.driver = driver
+        self.manifest_bytes = manifest_bytes
         self.prefix = prefix
         self.read_ahead = read_ahead
         self._private_keys = dict(private_keys or {})
@@ -68,7 +71,7 @@ class AivenRemoteStorage:
     @functools.cached_property
     def listing(self) -> AivenListing:
         """The store's segments and leftovers, listed on first use."""
-        return list_store(self.driver, self.prefix)
+        return list_store(self.driver, self.prefix, self.manifest_bytes)
 
     def resolve(self, topic_partition: TopicPartition, topic_id: str | None, *, option: str) -> TopicIdPartition:
         """The partition ``topic_partition`` (of ``topic_id``, if given)

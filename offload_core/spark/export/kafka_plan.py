@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from ...plugins import open_driver
 from ..kafka_options import parse_options
 from ..kafka_positions import selected_logs
+from ..planning_reads import open_planning_driver
 from .watermarks import REPLACED_TOPIC_IDS, TOPIC_IDS, TopicIds, Watermarks, topic_ids_json
 
 __all__ = ["KafkaStart", "kafka_start", "store_topic_ids"]
@@ -70,7 +69,6 @@ def store_topic_ids(url: str | None, topic: str, options: Mapping[str, str]) -> 
     ``topicId`` to pick one."""
     given = {**options, "topic": topic} | ({"url": url} if url is not None else {})
     parsed = parse_options(given)
-    driver_options: dict[str, Any] = dict(parsed.driver_options)
-    with open_driver(parsed.url, **driver_options) as driver:
+    with open_planning_driver(parsed.url, parsed.driver_options) as driver:
         return {(topic, reader.topic_id_partition.partition): reader.topic_id_partition.topic_id
                 for reader in selected_logs(parsed, driver)}  # fmt: skip
