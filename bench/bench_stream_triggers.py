@@ -9,7 +9,8 @@ streaming reader takes its first offset, then N / 100 more of each kind
 are added and the second trigger runs:
 
 * ``trigger s``: ``latestOffset`` of the second trigger (wall time);
-* ``trigger GETs``: the objects it reads (every driver it opens counted);
+* ``trigger GETs``: the objects it reads (every driver it opens counted),
+  and ``trigger other requests`` the rest but listings (stats);
 * ``batch plan s`` / ``batch plan GETs``: ``partitions`` of that
   micro-batch (the new objects only);
 * ``cold trigger s`` / ``cold GETs``: the same ``latestOffset`` by a reader
@@ -42,12 +43,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_planning import counted_requests, kafka_segments, v1_ledgers, v2_segments  # noqa: E402
 
 
-def timed_gets(work: Any) -> tuple[float, int, Any]:
+def timed_gets(work: Any) -> tuple[float, int, Any, int]:
+    """Seconds, GETs, what ``work`` returned, and the other requests but listings (stats)."""
     with counted_requests() as requests:
         started = time.perf_counter()
         result = work()
         seconds = time.perf_counter() - started
-    return seconds, requests["read"], result
+    return seconds, requests["read"], result, sum(n for op, n in requests.items() if op not in ("read", "list"))
 
 
 def pulsar_store(root: str, count: int) -> tuple[Callable[[], Any], Callable[[], None]]:
@@ -81,16 +83,16 @@ def measure(source: str, count: int, work: str) -> dict[str, Any]:
     reader = made()
     first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     more()
-    trigger_s, trigger_gets, second = timed_gets(lambda: reader.latestOffset(first, ReadAllAvailable()))
-    plan_s, plan_gets, _ = timed_gets(lambda: reader.partitions(first, second))
+    trigger_s, trigger_gets, second, trigger_other = timed_gets(lambda: reader.latestOffset(first, ReadAllAvailable()))
+    plan_s, plan_gets, _, _ = timed_gets(lambda: reader.partitions(first, second))
     cold = made()
-    cold_s, cold_gets, _ = timed_gets(lambda: cold.latestOffset(first, ReadAllAvailable()))
+    cold_s, cold_gets, _, _ = timed_gets(lambda: cold.latestOffset(first, ReadAllAvailable()))
     with open_driver(url) as driver:
         started = time.perf_counter()
         sum(1 for _ in driver.list(""))
         listing_s = time.perf_counter() - started
     return {"source": source, "objects": objects, "added": objects // 100, "trigger s": trigger_s,
-            "trigger GETs": trigger_gets,
+            "trigger GETs": trigger_gets, "trigger other requests": trigger_other,
             "batch plan s": plan_s, "batch plan GETs": plan_gets, "cold trigger s": cold_s, "cold GETs": cold_gets,
             "listing s": listing_s}  # fmt: skip
 
@@ -101,8 +103,8 @@ def main() -> None:
     parser.add_argument("--sources", default=",".join(SOURCES), help=f"of {', '.join(SOURCES)}")
     parser.add_argument("--dir", default=None, help="where the stores are built (default: a temporary directory)")
     args = parser.parse_args()
-    columns = ["source", "objects", "added", "trigger s", "trigger GETs", "batch plan s", "batch plan GETs",
-               "cold trigger s", "cold GETs", "listing s"]  # fmt: skip
+    columns = ["source", "objects", "added", "trigger s", "trigger GETs", "trigger other requests", "batch plan s",
+               "batch plan GETs", "cold trigger s", "cold GETs", "listing s"]  # fmt: skip
     with tempfile.TemporaryDirectory(dir=args.dir) as work:
         print(" | ".join(columns))
         for source, size in ((s, int(n)) for s in args.sources.split(",") for n in args.sizes.split(",")):
