@@ -6,7 +6,9 @@ written (the chain comes from its metadata, one stat per object), a plain
 one as it is. ``none`` opens the bare driver (stored bytes as they are);
 a chain (``zstd,crc32c``) also writes through it. The Spark sources'
 planning lists the store below the transforms (keys alone: no stat per
-object listed) and stats only the objects it reads."""
+object listed) and stats only the objects it reads (and, in Aiven's
+layout, a segment's ``.log`` and ``.indexes`` listed at another size than
+its manifest gives: written through transforms, their stored size)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from offload_core import BlobStoreLedgerOffloader, InMemoryReadHandle, PluginManager
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
+from offload_core.spark.kafka_remote import plan_partitions
+from offload_core.spark.source import KAFKA_SCHEMA
+from offload_core.spark.streaming_kafka import make_stream_reader
+from tests.aiven_vectors import aiven_runs
+from tests.rsm.aiven.stores import put_run
 from tests.rsm.segments import numbered_segments, write_partition
 
 pytestmark = pytest.mark.spark
@@ -66,3 +72,21 @@ def test_the_spark_verify_job_checks_every_chunk(spark: Any, tmp_path: Path) -> 
     inner.write(key, [bytes(stored)], metadata=dict(inner.stat(key).metadata))
     defects = verify_store(spark, url).defects.collect()
     assert defects and "CRC-32C" in defects[0].problem
+
+
+def test_kafka_remote_reads_an_aiven_layout_store_written_through_transforms(tmp_path: Path) -> None:
+    """Planning lists below the transforms (stored sizes, no stat per
+    object): an Aiven segment's ``.log`` and ``.indexes`` written through
+    zstd are listed at other sizes than the manifest's, which the listing
+    must not take for objects cut or replaced (``offload kafka read``,
+    listing through the transforms, reads them)."""
+    url = f"file://{tmp_path / 'store'}"
+    put_run(PluginManager().open_driver(url, transforms="zstd,crc32c", transform_chunk_size=4096), aiven_runs()[0])
+    options = {"url": url, "layout": "aiven", "topic": "oracle-a", "startingOffsets": "earliest"}
+    reader = make_stream_reader(options, KAFKA_SCHEMA)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["offsets"] == {"oracle-a": {"0": 52}}
+    offset = KAFKA_SCHEMA.fieldNames().index("offset")
+    assert sorted(row[offset] for p in reader.partitions(start, end) for row in reader.read(p)) == list(range(52))
+    assert [len(p.ranges) for p in plan_partitions(options)] == [1]

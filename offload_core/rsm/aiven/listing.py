@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ConfigError, FormatError
+from ...errors import ConfigError, FormatError, NotFoundError
 from ...storage import StorageDriver
 from ..epoch_state import ServedRange, epoch_states, served_ranges
 from ..manifest_bytes import ManifestBytes, read_manifests
@@ -125,7 +125,10 @@ def list_store(driver: StorageDriver, prefix: str = "", manifests: ManifestBytes
                 continue
             manifest_key = found["rsm-manifest"][0]
             manifest = decode_manifest(raw, manifest_key.key)
-            _check_sizes(manifest, found["log"], found["indexes"])
+            try:
+                _check_sizes(driver, manifest, found["log"], found["indexes"])
+            except NotFoundError:
+                continue  # deleted since the listing
             metadata = segment_metadata(manifest.remote_log_segment_metadata, manifest_key, manifest)
             segment = AivenSegment(manifest_key, manifest, raw, metadata, size)
             listing.segments.setdefault(partition, []).append(segment)
@@ -136,18 +139,33 @@ def list_store(driver: StorageDriver, prefix: str = "", manifests: ManifestBytes
     return listing
 
 
-def _check_sizes(manifest: SegmentManifest, log: tuple[ObjectKey, int], indexes: tuple[ObjectKey, int]) -> None:
+def _check_sizes(
+    driver: StorageDriver, manifest: SegmentManifest, log: tuple[ObjectKey, int], indexes: tuple[ObjectKey, int]
+) -> None:
     """:class:`FormatError` naming the object whose size is not what the
-    manifest's chunk index (``.log``) or index places (``.indexes``) add up to."""
+    manifest's chunk index (``.log``) or index places (``.indexes``) add up
+    to; :class:`NotFoundError` for one deleted since the listing."""
     expected = stored_size(manifest.chunk_index, log[0].key)
-    if log[1] != expected:
-        raise FormatError(f"{log[0].key!r} is {log[1]} bytes but its manifest's chunk index adds up to {expected}: "
+    size = _read_size(driver, log, expected)
+    if size != expected:
+        raise FormatError(f"{log[0].key!r} is {size} bytes but its manifest's chunk index adds up to {expected}: "
                           "the object was cut, grown or replaced")  # fmt: skip
     places = [place for place in manifest.indexes.values() if place is not None]
     end = max((place.position + place.size for place in places), default=0)
-    if indexes[1] != end:
-        raise FormatError(f"{indexes[0].key!r} is {indexes[1]} bytes but its manifest places indexes up to byte "
+    size = _read_size(driver, indexes, end)
+    if size != end:
+        raise FormatError(f"{indexes[0].key!r} is {size} bytes but its manifest places indexes up to byte "
                           f"{end}: the object was cut, grown or replaced")  # fmt: skip
+
+
+def _read_size(driver: StorageDriver, listed: tuple[ObjectKey, int], expected: int) -> int:
+    """The listed object's size as a read sees it: its listed size when that
+    is ``expected``, else its stat's. A listing below chunk transforms
+    (Spark's planning: :func:`offload_core.spark.planning_reads.open_planning_driver`)
+    gives an object written through them at its stored size, and only the
+    stat, through them, tells its size as read."""
+    key, size = listed
+    return size if size == expected else driver.stat(key.key).size
 
 
 def segment_metadata(fields: Any, key: ObjectKey, manifest: SegmentManifest) -> RemoteLogSegmentMetadata:
