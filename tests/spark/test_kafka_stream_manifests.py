@@ -105,6 +105,24 @@ def test_a_manifest_listed_at_another_size_is_read_again() -> None:
     assert kept.held("p/") == {"p/m": (7, b"second!")}
 
 
+def test_what_is_kept_stays_within_the_budget() -> None:
+    """Past the budget, the manifests a listing finds last are read again each time."""
+    driver = MemoryDriver()
+    for key in ("a/1", "a/2", "b/1"):
+        driver.write(key, [b"123456"], metadata={})
+    kept = ManifestBytes(budget=15)
+    assert list(read_manifests(driver, [("a/1", 6), ("a/2", 6)], kept=kept, group="a/")) == [b"123456"] * 2
+    assert list(read_manifests(driver, [("b/1", 6)], kept=kept, group="b/")) == [b"123456"]
+    assert set(kept.held("a/")) == {"a/1", "a/2"} and kept.held("b/") == {}  # 12 bytes held: no room for 6 more
+    driver.write("a/2", [b"12"], metadata={})
+    assert list(read_manifests(driver, [("a/2", 2)], kept=kept, group="a/")) == [b"12"]  # a/1 gone, a/2 shrunk
+    assert list(read_manifests(driver, [("b/1", 6)], kept=kept, group="b/")) == [b"123456"]
+    assert set(kept.held("b/")) == {"b/1"}  # now there is room: 2 + 6 bytes held
+    driver.delete(["b/1"])
+    assert list(read_manifests(driver, [("b/1", 6)], kept=kept, group="b/")) == [b"123456"]  # kept: not read
+    assert kept.room("a/") == 15 - 6
+
+
 def test_an_aiven_stream_reads_its_manifests_once(tmp_path: Path, manifest_reads: list[str]) -> None:
     config = server_properties(tmp_path / "server.properties", aiven_runs()[0])
     options = {"layout": "aiven", "config": str(config), "topic": "oracle-a", "startingOffsets": "earliest"}
