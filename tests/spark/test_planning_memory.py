@@ -112,8 +112,8 @@ def test_kafka_planning_lets_each_partitions_reader_go_before_the_next_but_one(
     alive: list[weakref.ref[Any]] = []
     held_when_yielded: list[int] = []
 
-    def watched(parsed: Any, driver: Any) -> Iterator[Any]:
-        for reader in selected(parsed, driver):
+    def watched(parsed: Any, driver: Any, manifests: Any = None) -> Iterator[Any]:
+        for reader in selected(parsed, driver, manifests):
             gc.collect()
             held_when_yielded.append(sum(1 for ref in alive if ref() is not None))
             alive.append(weakref.ref(reader))
