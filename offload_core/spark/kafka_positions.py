@@ -32,8 +32,9 @@ def selected_logs(
     pick one."""
     aiven = None
     if parsed.aiven is not None:
+        # Only the selected partitions' manifests are read: a store may hold many topics under its prefix.
         aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys,
-                                   manifest_bytes=manifests)  # fmt: skip
+                                   manifest_bytes=manifests, wanted=parsed.selection.wants)  # fmt: skip
     listed = aiven.listing.partitions() if aiven is not None else list_partitions(driver, parsed.prefix)
     for tp in listed:
         if not parsed.selection.wants(tp.topic, tp.partition):

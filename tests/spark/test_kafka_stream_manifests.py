@@ -18,9 +18,11 @@ from offload_core.model import ObjectInfo
 from offload_core.rsm import RemoteStorageManager, read_partition_dir
 from offload_core.rsm.layout import MANIFEST_SUFFIX, partition_prefix
 from offload_core.rsm.manifest_bytes import ManifestBytes, read_manifests
+from offload_core.spark.kafka_remote import plan_partitions
 from offload_core.spark.source import KAFKA_SCHEMA
 from offload_core.spark.streaming_kafka import make_stream_reader
 from tests.aiven_vectors import aiven_runs, server_properties
+from tests.rsm.aiven.stores import put_run
 from tests.rsm.segments import numbered_segments, write_partition
 
 pytestmark = pytest.mark.spark
@@ -133,3 +135,21 @@ def test_an_aiven_stream_reads_its_manifests_once(tmp_path: Path, manifest_reads
     assert end["offsets"] == {"oracle-a": {"0": 52}}
     assert reader.partitions(start, end)
     assert len(manifest_reads) == 1
+
+
+def test_an_aiven_read_reads_the_manifests_of_its_topics_only(tmp_path: Path, manifest_reads: list[str]) -> None:
+    """A prefix may hold many topics: a read of one does not read the others' manifests."""
+    url = f"file://{tmp_path / 'store'}"
+    with open_driver(url) as driver:
+        ours = put_run(driver, aiven_runs()[0])
+        for number in range(3):
+            put_run(driver, aiven_runs()[0], topic=f"other-{number}")
+    options = {"url": url, "layout": "aiven", "topic": ours.topic, "startingOffsets": "earliest"}
+    assert [p.partition for p in plan_partitions(options)] == [0]
+    assert manifest_reads == [ours.key]
+    manifest_reads.clear()
+    reader = make_stream_reader(options, KAFKA_SCHEMA)
+    assert reader.latestOffset(reader.initialOffset(), ReadAllAvailable())["offsets"] == {ours.topic: {"0": 52}}
+    assert manifest_reads == [ours.key]
+    other = make_stream_reader({**options, "topic": "other-1"}, KAFKA_SCHEMA)
+    assert other.latestOffset(other.initialOffset(), ReadAllAvailable())["offsets"] == {"other-1": {"0": 52}}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,8 +89,15 @@ _UNFINISHED = "incomplete (no manifest: uploading, failed, or being deleted)"
 _DELETING = "incomplete (manifest without its {missing}: being deleted)"
 
 
-def list_store(driver: StorageDriver, prefix: str = "", manifests: ManifestBytes | None = None) -> AivenListing:
-    """The segments under ``prefix`` (the plugin's ``key.prefix``, verbatim).
+def list_store(
+    driver: StorageDriver,
+    prefix: str = "",
+    manifests: ManifestBytes | None = None,
+    wanted: Callable[[str, int], bool] | None = None,
+) -> AivenListing:
+    """The segments under ``prefix`` (the plugin's ``key.prefix``, verbatim);
+    with ``wanted`` (a topic and a partition: true to list it), those of
+    the partitions it wants only, the others' manifests left unread.
     Manifests are read and checked (with ``manifests``, one it holds is not
     read again: see :mod:`..manifest_bytes`); :class:`FormatError` naming
     the key of one the plugin would not read or that describes another
@@ -98,7 +105,7 @@ def list_store(driver: StorageDriver, prefix: str = "", manifests: ManifestBytes
     objects: dict[tuple[str, str, int, int, str], dict[str, tuple[ObjectKey, int]]] = defaultdict(dict)
     for info in driver.list(prefix):
         parsed = parse_key(info.key, prefix)
-        if parsed is not None:
+        if parsed is not None and (wanted is None or wanted(parsed.topic, parsed.partition)):
             group = (parsed.topic, parsed.topic_id, parsed.partition, parsed.start_offset, parsed.segment_id)
             objects[group][parsed.suffix] = (parsed, info.size)
     listing = AivenListing()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Self
 
 from ...errors import ConfigError, FormatError, InvalidRangeError, NoSuchIndexError, NotFoundError
@@ -36,7 +36,9 @@ class AivenRemoteStorage:
     """The plugin's segments under ``prefix`` (its ``key.prefix``,
     verbatim) in ``driver``; ``private_keys`` (key-pair id -> private key
     PEM) decrypt encrypted ones. ``read_ahead`` and ``manifest_bytes``:
-    as for our layout. Not for concurrent use from several threads."""
+    as for our layout. ``wanted`` (a topic and a partition: true to see it)
+    narrows what it sees to those partitions, whose manifests alone are
+    read. Not for concurrent use from several threads."""
 
     def __init__(
         self,
@@ -48,9 +50,11 @@ class AivenRemoteStorage:
         read_ahead: ReadAheadPool | None = None,
         cache_bytes: int = DEFAULT_DECODED_CACHE_BYTES,
         manifest_bytes: ManifestBytes | None = None,
+        wanted: Callable[[str, int], bool] | None = None,
     ) -> None:
         self.driver = driver
         self.manifest_bytes = manifest_bytes
+        self.wanted = wanted
         self.prefix = prefix
         self.read_ahead = read_ahead
         self._private_keys = dict(private_keys or {})
@@ -71,7 +75,7 @@ class AivenRemoteStorage:
     @functools.cached_property
     def listing(self) -> AivenListing:
         """The store's segments and leftovers, listed on first use."""
-        return list_store(self.driver, self.prefix, self.manifest_bytes)
+        return list_store(self.driver, self.prefix, self.manifest_bytes, self.wanted)
 
     def resolve(self, topic_partition: TopicPartition, topic_id: str | None, *, option: str) -> TopicIdPartition:
         """The partition ``topic_partition`` (of ``topic_id``, if given)

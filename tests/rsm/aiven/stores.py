@@ -19,15 +19,18 @@ SEGMENT_ID = "XpoAAAAAQACAAAAAAAAAAQ"
 
 def put_run(driver: StorageDriver, run: AivenRun, prefix: str = "", **changes: Any) -> ObjectKey:
     """Write ``run``'s three objects under ``prefix``; ``changes``
-    (``topic_id``, ``segment_id``, ``event_ms``, ``epochs``, ``skip``: the
-    suffixes to leave out) make it another copy. Returns its manifest key."""
+    (``topic``, ``topic_id``, ``segment_id``, ``event_ms``, ``epochs``,
+    ``skip``: the suffixes to leave out) make it another copy (``topic``:
+    of another topic). Returns its manifest key."""
     original = require_key(run.object_key("rsm-manifest"), run.prefix)
-    key = replace(original, prefix=prefix, topic_id=changes.get("topic_id", TOPIC_ID),
+    key = replace(original, prefix=prefix, topic=changes.get("topic", original.topic),
+                  topic_id=changes.get("topic_id", TOPIC_ID),
                   segment_id=changes.get("segment_id", SEGMENT_ID))  # fmt: skip
     manifest = decode_manifest(run.object_bytes("rsm-manifest"), original.key)
     metadata = copy.deepcopy(manifest.remote_log_segment_metadata)
     metadata["remoteLogSegmentId"]["id"] = key.segment_id
     metadata["remoteLogSegmentId"]["topicIdPartition"]["topicId"] = key.topic_id
+    metadata["remoteLogSegmentId"]["topicIdPartition"]["topicPartition"]["topic"] = key.topic
     metadata["eventTimestampMs"] = changes.get("event_ms", metadata["eventTimestampMs"])
     metadata["segmentLeaderEpochs"] = changes.get("epochs", metadata["segmentLeaderEpochs"])
     objects = {
