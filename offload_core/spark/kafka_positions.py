@@ -14,10 +14,11 @@ from ..rsm.log_reader import RemoteLogReader
 from ..rsm.manifest_bytes import ManifestBytes
 from ..rsm.remote_log import list_partitions, one_topic_id
 from ..rsm.storage_manager import RemoteStorageManager
+from ..rsm.types import TopicIdPartition
 from ..storage import StorageDriver
 from .kafka_options import EARLIEST, LATEST, KafkaReadOptions, OffsetBound
 
-__all__ = ["available_end", "checked_start", "selected_logs", "starting_offset", "ending_offset"]
+__all__ = ["available_end", "checked_start", "selected_logs", "selected_partitions", "starting_offset", "ending_offset"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -30,11 +31,34 @@ def selected_logs(
     :mod:`offload_core.rsm.manifest_bytes`). :class:`ConfigError` for a
     topic with several topic ids in the store and no ``topicId`` option to
     pick one."""
-    aiven = None
-    if parsed.aiven is not None:
-        # Only the selected partitions' manifests are read: a store may hold many topics under its prefix.
-        aiven = AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys,
-                                   manifest_bytes=manifests, wanted=parsed.selection.wants)  # fmt: skip
+    aiven = _aiven_storage(parsed, driver, manifests)
+    for tp in _selected(parsed, driver, aiven):
+        # The CLI's reader: where copies overlap, each offset is read from
+        # the one segment serving it; read_committed reads the producer
+        # snapshot and .txnindex objects through fetch_index's size check.
+        source = aiven or RemoteStorageManager(driver, prefix=parsed.prefix, manifest_bytes=manifests)
+        yield RemoteLogReader(source, tp)
+
+
+def selected_partitions(parsed: KafkaReadOptions, driver: StorageDriver) -> list[TopicIdPartition]:
+    """The remote logs :func:`selected_logs` reads, without a reader each
+    (in our layout no manifest is read). :class:`ConfigError` as there."""
+    return list(_selected(parsed, driver, _aiven_storage(parsed, driver, None)))
+
+
+def _aiven_storage(
+    parsed: KafkaReadOptions, driver: StorageDriver, manifests: ManifestBytes | None
+) -> AivenRemoteStorage | None:
+    if parsed.aiven is None:
+        return None
+    # Only the selected partitions' manifests are read: a store may hold many topics under its prefix.
+    return AivenRemoteStorage(driver, prefix=parsed.prefix, private_keys=parsed.aiven.private_keys,
+                              manifest_bytes=manifests, wanted=parsed.selection.wants)  # fmt: skip
+
+
+def _selected(
+    parsed: KafkaReadOptions, driver: StorageDriver, aiven: AivenRemoteStorage | None
+) -> Iterator[TopicIdPartition]:
     listed = aiven.listing.partitions() if aiven is not None else list_partitions(driver, parsed.prefix)
     for tp in listed:
         if not parsed.selection.wants(tp.topic, tp.partition):
@@ -43,11 +67,7 @@ def selected_logs(
             one_topic_id(listed, tp.topic_partition, '.option("topicId", ID)')
         elif tp.topic_id not in parsed.topic_ids:
             continue
-        # The CLI's reader: where copies overlap, each offset is read from
-        # the one segment serving it; read_committed reads the producer
-        # snapshot and .txnindex objects through fetch_index's size check.
-        source = aiven or RemoteStorageManager(driver, prefix=parsed.prefix, manifest_bytes=manifests)
-        yield RemoteLogReader(source, tp)
+        yield tp
 
 
 def starting_offset(parsed: KafkaReadOptions, reader: RemoteLogReader) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..kafka_options import parse_options
-from ..kafka_positions import selected_logs
+from ..kafka_positions import selected_partitions
 from ..planning_reads import open_planning_driver
 from .watermarks import REPLACED_TOPIC_IDS, TOPIC_IDS, TopicIds, Watermarks, topic_ids_json
 
@@ -70,5 +70,4 @@ def store_topic_ids(url: str | None, topic: str, options: Mapping[str, str]) -> 
     given = {**options, "topic": topic} | ({"url": url} if url is not None else {})
     parsed = parse_options(given)
     with open_planning_driver(parsed.url, parsed.driver_options) as driver:
-        return {(topic, reader.topic_id_partition.partition): reader.topic_id_partition.topic_id
-                for reader in selected_logs(parsed, driver)}  # fmt: skip
+        return {(topic, tp.partition): tp.topic_id for tp in selected_partitions(parsed, driver)}
