@@ -95,10 +95,11 @@ def plan_kind_partitions(
     ``store`` lists, but ``skip_ledgers`` (read from Pulsar's objects
     already); with ``ledgerUuids``, of a ledger only the offload of the
     uuid it names (a copy an abandoned offload left is not read twice).
-    Consecutive offloads of a kind (in :meth:`find` order: a MapFile's by
-    ledger id) share a partition while their sizes, each plus
-    :data:`~.read_options.OPEN_COST_BYTES`, fit ``bytesPerPartition``; one
-    at least.
+    Consecutive offloads of a kind (in :meth:`located` order, a
+    :class:`LocatableKind`'s, else :meth:`find` order: MapFile ledgers as
+    their directories are listed) share a partition while their sizes,
+    each plus :data:`~.read_options.OPEN_COST_BYTES`, fit
+    ``bytesPerPartition``; one at least.
 
     Raises :class:`ConfigError` naming the uuids when, without
     ``ledgerUuids``, a wanted ledger has two complete offloads of these
@@ -136,9 +137,10 @@ def _uuids_of(kinds: Sequence[Any], store: StorageDriver, ledger_id: int) -> lis
 
 
 def _complete_offloads(kind: Any, store: StorageDriver) -> Iterator[tuple[Located, StoredOffload | None]]:
-    """Every complete offload of ``kind`` in ``store``, in :meth:`find`
-    order: of a :class:`LocatableKind` as it locates them alone, of
-    another kind with the offload itself, to carry whole."""
+    """Every complete offload of ``kind`` in ``store``: of a
+    :class:`LocatableKind` as it locates them alone (in :meth:`located`
+    order), of another kind in :meth:`find` order with the offload
+    itself, to carry whole."""
     if isinstance(kind, LocatableKind):
         yield from ((located, None) for located in kind.located(store, ""))
         return

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -20,6 +19,7 @@ from ..transforming_driver import TransformingDriver
 from ..wrapping_driver import WrappingDriver
 from .data_loss import log_vanished_object
 from .read_options import ReadOptions
+from .sorted_keys import SortedKeys
 
 __all__ = ["ListedOnce", "open_planning_driver", "read_objects", "vanished_while_planning"]
 
@@ -72,12 +72,18 @@ class ListedOnce(WrappingDriver, Generic[K]):
     :meth:`first_listing`, so the key is parsed once.
     The rest is kept as keys and sizes (the records are made again as they
     are served, with the metadata and etag the listing gave): a listed
-    record would cost several times its key."""
+    record would cost several times its key, and the keys are held
+    deflated (:class:`~.sorted_keys.SortedKeys`, some 25 bytes a key of
+    offloads named by random uuids), exactly as listed (names the
+    operating system could not decode included). A first listing out of
+    key order raises :class:`StateError`, a key holding a NUL byte
+    :class:`~offload_core.errors.InvalidKeyError` (see
+    :meth:`SortedKeys.append`): kept, they would be served wrongly."""
 
     def __init__(self, inner: StorageDriver, taken_by_first: Callable[[str], K] | None = None) -> None:
         super().__init__(inner)
         self._taken_by_first = taken_by_first
-        self._keys: list[str] | None = None
+        self._keys: SortedKeys | None = None
         self._sizes = array("q")
         self._etags: dict[int, str] = {}
         self._metadata: dict[int, Mapping[str, str]] = {}
@@ -99,14 +105,12 @@ class ListedOnce(WrappingDriver, Generic[K]):
             for _ in self._first_listing():
                 pass
             assert self._keys is not None
-        keys, sizes = self._keys, self._sizes
-        at = bisect_left(keys, prefix)
-        while at < len(keys) and keys[at].startswith(prefix):
-            yield ObjectInfo(keys[at], sizes[at], self._metadata.get(at, _NO_METADATA), self._etags.get(at))
-            at += 1
+        sizes = self._sizes
+        for at, key in self._keys.starting_with(prefix):
+            yield ObjectInfo(key, sizes[at], self._metadata.get(at, _NO_METADATA), self._etags.get(at))
 
     def _first_listing(self) -> Iterator[tuple[ObjectInfo, K | None]]:
-        keys: list[str] = []
+        keys = SortedKeys()
         sizes = array("q")
         etags: dict[int, str] = {}
         metadata: dict[int, Mapping[str, str]] = {}

@@ -5,11 +5,10 @@ and summing one up from its metadata (key -1) and index."""
 from __future__ import annotations
 
 import re
-import struct
-from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ...errors import StateError
 from ...model import ObjectInfo
 from ...storage import StorageDriver
 from ..ledgers.inventory import OffloadedLedger
@@ -87,50 +86,55 @@ def _mapfile_files(objects: Iterable[ObjectInfo], prefix: str) -> Iterator[tuple
             yield int(match["ledger"]), info.key[len(prefix) : match.start()], match["uuid"], match["name"], info
 
 
-_COMPLETE = {DATA: 1, INDEX: 2}
-
-
 def complete_mapfile_sizes(objects: Iterable[ObjectInfo], prefix: str) -> Iterator[tuple[int, str, str, int]]:
     """``(ledger id, managed ledger, uuid, bytes of its files)`` of every
-    complete MapFile directory (``data`` and ``index`` both there), in
-    :func:`group_mapfiles`'s order, all of ``objects`` taken before the
-    first is given: what a read's plan needs of the listing, without a
-    record per file. A directory is held as one bytes key of its ledger
-    id, managed ledger (each name held once) and uuid (its 36 characters
-    as listed, so it comes back as it was), its size and parts in arrays:
-    some 240 bytes a directory at the peak, where a tuple key and a list
-    (and the list of tuples returned) were 360."""
-    names: dict[str, int] = {}
-    found: dict[bytes, int] = {}  # a directory's key -> its number in ``sizes`` and ``parts``
-    sizes = array("q")
-    parts = bytearray()  # which of data (1), index (2) are there
+    complete MapFile directory (``data`` and ``index`` both there) among
+    ``objects``, a listing sorted by key (as every driver lists), each as
+    soon as its ``index`` is listed, so in the order of the directories'
+    keys: what a read's plan needs of the listing, without a record per
+    file, holding only the directories the listing is in. ``index`` sorts
+    after a directory's other files (``.data.crc``, ``.index.crc``,
+    ``data``); a managed ledger whose name runs on inside another's
+    ledger directory (``a/7-{uuid}/b``) has its directories listed among
+    that one's files, so the open directories are a stack, each nested
+    in the one below it.
+
+    Raises :class:`StateError` if the listing is not sorted (a driver
+    breaking its contract), rather than miss a directory."""
+    open_directories: list[_OpenDirectory] = []  # the innermost last
+    previous = ""
     for ledger_id, managed_ledger, uuid, name, info in _mapfile_files(objects, prefix):
-        number = found.setdefault(_DIRECTORY.pack(ledger_id, names.setdefault(managed_ledger, len(names)),
-                                                  uuid.encode()), len(sizes))  # fmt: skip
-        if number == len(sizes):
-            sizes.append(0)
-            parts.append(0)
-        sizes[number] += info.size
-        parts[number] |= _COMPLETE.get(name, 0)
-    ranked = sorted(names)
-    rank = array("I", [0] * len(names))
-    for position, name in enumerate(ranked):
-        rank[names[name]] = position
-    # Fixed widths, big-endian: the bytes sort as (ledger id, managed ledger, uuid) do.
-    ordered = []
-    for directory, number in found.items():
-        if parts[number] == 3:
-            ledger_id, managed_ledger, uuid = _DIRECTORY.unpack(directory)
-            ordered.append(_ORDERED.pack(ledger_id, rank[managed_ledger], uuid, number))
-    found.clear()
-    ordered.sort()
-    for record in ordered:
-        ledger_id, position, uuid, number = _ORDERED.unpack(record)
-        yield ledger_id, ranked[position], uuid.decode(), sizes[number]
+        key = info.key
+        if key < previous:
+            raise StateError(
+                f"the store listed {key!r} after {previous!r}: MapFile directories are summed up from a listing "
+                "sorted by key, which every storage driver must give (StorageDriver.list; "
+                "offload_core.testing.DriverContract checks it): fix the driver's list()"
+            )
+        previous = key
+        directory = key[: len(key) - len(name)]
+        while open_directories and not key.startswith(open_directories[-1].directory):
+            open_directories.pop()  # left by the listing: it has no index (the last of its files)
+        if not open_directories or open_directories[-1].directory != directory:
+            open_directories.append(_OpenDirectory(directory))
+        held = open_directories[-1]
+        held.size += info.size
+        if name == DATA:
+            held.has_data = True
+        elif name == INDEX:
+            open_directories.pop()
+            if held.has_data:
+                yield ledger_id, managed_ledger, uuid, held.size
 
 
-_DIRECTORY = struct.Struct("<qI36s")  # ledger id, managed ledger's number, uuid
-_ORDERED = struct.Struct(">QI36sI")  # ledger id, managed ledger's rank, uuid, the directory's number
+@dataclass(slots=True)
+class _OpenDirectory:
+    """A MapFile directory whose ``index`` the listing has not reached:
+    its key prefix (``.../{ledgerId}-{uuid}/``) and what it has seen."""
+
+    directory: str
+    size: int = 0
+    has_data: bool = False
 
 
 def read_mapfile_ledger(driver: StorageDriver, ledger: MapFileLedger) -> MapFileReadHandle:

@@ -57,6 +57,15 @@ class MapFileLedgers:
         return [self.stored(ledger) for ledger in find_mapfile_ledgers(driver, prefix)]
 
     def located(self, driver: StorageDriver, prefix: str) -> Iterator[Located]:
+        """Every complete directory in the listing's order (of their keys:
+        by managed ledger, then the ledger id's digits as text), each as
+        the listing passes it (:func:`complete_mapfile_sizes`), not in
+        :meth:`find`'s ledger-id order, which would hold every directory
+        until the listing ends. A read's plan needs no order of ledgers: a
+        query's rows have none without an ORDER BY (Pulsar's whole-ledger
+        objects are planned in their listing's, uuid, order too), a
+        ledger's entries stay in order in its task, and a second copy of a
+        ledger is found from the planned ids in any order."""
         for ledger_id, managed_ledger, uuid, size in complete_mapfile_sizes(driver.list(prefix), prefix):
             yield Located(prefix + ledger_directory(managed_ledger, ledger_id, uuid), uuid, (ledger_id,), size)
 

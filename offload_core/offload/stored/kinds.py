@@ -153,9 +153,11 @@ class LocatableKind(ReadableKind, Protocol):
 
     def located(self, driver: StorageDriver, prefix: str) -> Iterable[Located]:
         """Every complete offload of this kind whose keys start with
-        ``prefix``, in :meth:`find`'s order, from a listing alone, with
-        its ``ledger_ids`` (described if the keys do not say), each held
-        as little as that: a plan over 100,000 of them holds only these.
+        ``prefix``, in an order of the kind's own (a read's plan needs
+        none; MapFile ledgers come as their directories are listed), from
+        a listing alone, with its ``ledger_ids`` (described if the keys do
+        not say), each held as little as that: a plan over 100,000 of
+        them holds only these.
         May raise storage errors when the store cannot be listed."""
         ...
 
