@@ -133,7 +133,7 @@ class TransformingDriver(WrappingDriver):
     # -- writing -------------------------------------------------------------
 
     def _write(self, key: str, parts: Iterator[BytesLike], metadata: dict[str, str], if_absent: bool) -> ObjectInfo:
-        self._forget(key)
+        self.forget(key)
         if not self.chain:
             return self.inner.write(key, parts, metadata=metadata, if_absent=if_absent)
         object_id = os.urandom(OBJECT_ID_SIZE)
@@ -267,7 +267,7 @@ class TransformingDriver(WrappingDriver):
         # The chain stays: it says how the bytes, which do not change, were written.
         chain = self.inner.stat(key).metadata.get(CHAIN_KEY)
         info = self.inner.replace_metadata(key, metadata if chain is None else {**metadata, CHAIN_KEY: chain})
-        self._forget(key)
+        self.forget(key)
         return self._logical(info)
 
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
@@ -282,10 +282,14 @@ class TransformingDriver(WrappingDriver):
 
     def _delete(self, keys: Sequence[str]) -> None:
         for key in keys:
-            self._forget(key)
+            self.forget(key)
         self.inner.delete(keys)
 
-    def _forget(self, key: str) -> None:
+    def forget(self, key: str) -> None:
+        """Drop what this driver keeps of ``key`` (its layout, its decoded
+        chunks): for a caller that reads many objects once each, whose keys
+        the layouts kept (up to 4096) would otherwise hold. A later read of
+        ``key`` learns its layout again."""
         with self._lock:
             self._layouts.pop(key, None)
             for cached in [c for c in self._decoded if c[0] == key]:

@@ -120,6 +120,24 @@ def test_a_ranged_read_costs_one_get_once_the_layout_is_known(tmp_path: Path) ->
     assert inner.request_counts["read"] - before == 2
 
 
+def test_a_forgotten_object_is_read_as_before_its_layout_learned_again() -> None:
+    inner = MemoryDriver()
+    data = bytes(range(256)) * 100
+    transforming(inner, ["zstd", "crc32c"], chunk_size=1000).write("k", [data], metadata={})
+    inner.write("plain", [b"as written"], metadata={})
+    reader = transforming(inner, [])
+    assert reader.read("k", 10, 20) == data[10:20] and reader.read("plain") == b"as written"
+    stats = inner.request_counts["stat"]
+    reader.read("k", 30, 40)
+    reader.read("plain")
+    assert inner.request_counts["stat"] == stats  # layouts known: no stat
+    reader.forget("k")
+    reader.forget("plain")
+    reader.forget("never-read")
+    assert reader.read("k", 2000, 2100) == data[2000:2100] and reader.read("plain") == b"as written"
+    assert inner.request_counts["stat"] == stats + 2  # each learned again
+
+
 def test_zstd_shrinks_compressible_objects() -> None:
     inner = MemoryDriver()
     transforming(inner, ["zstd"], 64 * 1024).write("k", [b"the same line again\n" * 50_000], metadata={})

@@ -1,7 +1,9 @@
 """Object keys collected on the Spark driver as a listing passes, held as
-one UTF-8 buffer and each key's end in it (8 bytes): about a key's length
-each, where a list of strings costs some 50 bytes more a key (the string
-object's header and the list's reference)."""
+one buffer of the keys packed (:mod:`~offload_core.spark.key_packing`: a
+segment's data key in 17 bytes, any other key in its UTF-8 bytes) and each
+key's end in it (8 bytes), where a list of strings costs some 50 bytes
+more a key than its length (the string object's header and the list's
+reference)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import overload
 
 from ..keys import validate_key
+from .key_packing import pack_key, unpack_key
 
 __all__ = ["KeyList"]
 
@@ -25,7 +28,7 @@ class KeyList(Sequence[str]):
         """Add ``key``. Raises :class:`InvalidKeyError` naming a key that is
         not UTF-8 text (a file name the filesystem driver listed as it found it)."""
         try:
-            encoded = key.encode()
+            encoded = pack_key(key)
         except UnicodeEncodeError:
             validate_key(key)
             raise
@@ -46,10 +49,10 @@ class KeyList(Sequence[str]):
             return [self[at] for at in range(*number.indices(len(self)))]
         end = self._ends[number]  # raises IndexError past either end, as a list does
         start = self._ends[number - 1] if number % len(self._ends) else 0
-        return self._blob[start:end].decode()
+        return unpack_key(self._blob[start:end])
 
     def __iter__(self) -> Iterator[str]:
         start = 0
         for end in self._ends:
-            yield self._blob[start:end].decode()
+            yield unpack_key(self._blob[start:end])
             start = end

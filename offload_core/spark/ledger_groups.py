@@ -17,9 +17,7 @@ once decompressed."""
 
 from __future__ import annotations
 
-import re
 import struct
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -31,6 +29,7 @@ from ..offload.ledgers.inventory import LedgerCopy, index_key_of
 from ..storage import StorageDriver
 from .block_ranges import BlockRangePartition, EntryRanges, ledger_partitions
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .key_packing import pack_key, unpack_key
 from .packing import packed
 from .read_options import OPEN_COST_BYTES
 
@@ -47,20 +46,18 @@ WHOLE: EntryRanges = ((0, None),)
 @dataclass(frozen=True)
 class PackedKeys:
     """A sequence of object keys held as one ``blob`` and each key's end in
-    it (little-endian uint32s): a key is its UTF-8 bytes, but one that ends
-    in a uuid as Pulsar writes it (``<uuid>``, ``<uuid>-ledger-<id>``: a
-    segment's data key, a v1 ledger's) is the text before the uuid, a
-    ``0xFF`` byte (never in UTF-8), the uuid's 16 bytes and the ledger id's
-    8, when decoding them gives the key back exactly (plain bytes
-    otherwise). About 25 bytes a key, pickled or not, where a tuple of
-    strings costs several times that."""
+    it (little-endian uint32s), each key packed
+    (:func:`~offload_core.spark.key_packing.pack_key`: a segment's or a v1
+    ledger's key as its prefix, its uuid's 16 bytes and its ledger id's 8).
+    About 25 bytes a key, pickled or not, where a tuple of strings costs
+    several times that."""
 
     blob: bytes
     ends: bytes
 
     @classmethod
     def of(cls, keys: Iterable[str]) -> PackedKeys:
-        encoded = [_encoded(key) for key in keys]
+        encoded = [pack_key(key) for key in keys]
         ends, at = [], 0
         for key in encoded:
             at += len(key)
@@ -73,38 +70,8 @@ class PackedKeys:
     def __iter__(self) -> Iterator[str]:
         start = 0
         for (end,) in struct.iter_unpack("<I", self.ends):
-            yield _decoded(self.blob[start:end])
+            yield unpack_key(self.blob[start:end])
             start = end
-
-
-_MARK = b"\xff"
-_UUID_TAIL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-ledger-[0-9]{1,20})?$")
-_LEDGER = struct.Struct("<Q")
-_LEDGER_INFIX = "-ledger-"
-
-
-def _encoded(key: str) -> bytes:
-    match = _UUID_TAIL.search(key)
-    if match is not None:
-        head = key[: match.start()]
-        uid = uuid.UUID(key[match.start() : match.start() + 36]).bytes
-        tail = key[match.start() + 36 :]
-        ledger = int(tail[len(_LEDGER_INFIX) :]) if tail else None
-        if ledger is None or ledger < 2**64:
-            packed = head.encode() + _MARK + uid + (b"" if ledger is None else _LEDGER.pack(ledger))
-            if _decoded(packed) == key:  # a ledger id with leading zeros would not come back
-                return packed
-    return key.encode()
-
-
-def _decoded(packed: bytes) -> str:
-    mark = packed.find(_MARK)
-    if mark < 0:
-        return packed.decode()
-    uid = str(uuid.UUID(bytes=packed[mark + 1 : mark + 17]))
-    rest = packed[mark + 17 :]
-    tail = f"{_LEDGER_INFIX}{_LEDGER.unpack(rest)[0]}" if rest else ""
-    return f"{packed[:mark].decode()}{uid}{tail}"
 
 
 @dataclass(frozen=True)

@@ -161,8 +161,9 @@ def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[by
     it was listed) gives ``None`` with ``failOnDataLoss=false`` (logged,
     and recorded on ``options.planning_skips`` if it is a list)
     and raises :class:`NotFoundError` naming it with the default, true (see
-    :func:`vanished_while_planning`). Raises what a read or ``decode``
-    raised."""
+    :func:`vanished_while_planning`). Nothing of an object is kept once
+    it is read (a transforms driver's layout of it is dropped: each is
+    read once). Raises what a read or ``decode`` raised."""
     local = threading.local()
     driver_options: dict[str, Any] = dict(options.driver_options)
     opened: list[StorageDriver] = []
@@ -179,6 +180,10 @@ def read_objects(options: ReadOptions, keys: Iterable[str], decode: Callable[[by
         except NotFoundError as exc:
             vanished_while_planning(options, key, exc)
             return None
+        finally:
+            if isinstance(driver, TransformingDriver):
+                # Kept, its layout would hold the key (some 150 bytes) to no use, up to 4,096 objects a thread.
+                driver.forget(key)
         return decode(data)
 
     try:

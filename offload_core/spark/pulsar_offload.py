@@ -141,12 +141,7 @@ def plan_partitions(
     try:
         read = LedgerIds()
         segment_keys = KeyList()
-
-        def found(data_key: str, _size: int) -> None:
-            if segment_wanted is None or segment_wanted(data_key):
-                segment_keys.append(data_key)
-
-        listing = pairing_segments(store.first_listing(), found)
+        listing = pairing_segments(store.first_listing(), _collecting(segment_keys, segment_wanted))
         partitions: list[Partition] = list(plan_whole_ledgers(parsed, listing, read,
                                                               ledger_bounds=ledger_bounds, entry_bounds=entry_bounds,
                                                               publish_time_bounds=publish_time_bounds))  # fmt: skip
@@ -154,6 +149,7 @@ def plan_partitions(
             pass
         runs = plan_segment_blocks(parsed, segment_keys, skip_ledgers=read.freeze(), ledger_bounds=ledger_bounds,
                                    entry_bounds=entry_bounds)  # fmt: skip
+        del segment_keys  # the segments' planning lets them go once it has read their indexes, before the plan
         segment_partitions = (
             BlockRangePartition(run.ledger_id, run.data_key, group, run.entry_ranges, entry_bounds, streaming=True,
                                 publish_time_bounds=publish_time_bounds, last_entry=last)
@@ -172,6 +168,17 @@ def plan_partitions(
         return partitions
     finally:
         store.close()
+
+
+def _collecting(keys: KeyList, wanted: Callable[[str], bool] | None) -> Callable[[str, int], None]:
+    """What :func:`pairing_segments` calls with each complete segment: its
+    data key added to ``keys`` if ``wanted`` (default: every one) takes it."""
+
+    def found(data_key: str, _size: int) -> None:
+        if wanted is None or wanted(data_key):
+            keys.append(data_key)
+
+    return found
 
 
 def _noting_ledgers(runs: Iterable[SegmentBlocks], read: LedgerIds) -> Iterator[SegmentBlocks]:

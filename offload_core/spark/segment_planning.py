@@ -12,6 +12,7 @@ a duplicate left by a crash, count once: the first by uuid)."""
 
 from __future__ import annotations
 
+import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -23,6 +24,7 @@ from ..model import ObjectInfo
 from ..offload.listing_pairs import INDEX_SUFFIX, ListingPairs
 from .block_ranges import overlaps
 from .column_bounds import ANY_VALUE, ColumnBounds
+from .key_packing import pack_key, unpack_key
 from .planning_reads import read_objects
 from .read_options import ReadOptions
 
@@ -54,41 +56,61 @@ def plan_segment_blocks(
     ledgers in ``skip_ledgers`` (read from v1 objects) and ledgers or
     entries the selection and bounds exclude are left out, and so is a
     segment deleted since it was listed if ``failOnDataLoss=false``
-    (:class:`NotFoundError` naming it otherwise)."""
-    # Per ledger, its runs as int64s: (first entry, data key's number, rows, (first entry, offset, end) * rows);
-    # as tuples of Python ints they were some 400 bytes a segment, held until the last index is read.
-    runs: dict[int, array[int]] = {}
+    (:class:`NotFoundError` naming it otherwise). ``data_keys`` is let go
+    once the indexes are read (each run holds its key from then on): a
+    caller that keeps no reference of its own has it freed before the
+    first blocks are given."""
+    # Per ledger, its runs packed: rows, key length, data key packed, (first entry, offset, end) * rows. As
+    # tuples of Python ints they were some 400 bytes a segment, held until the last index is read.
+    runs: dict[int, bytes | bytearray] = {}
     indexes = read_objects(options, (data_key + INDEX_SUFFIX for data_key in data_keys), v2.decode_index)
-    for number, index in zip(range(len(data_keys)), indexes, strict=True):
+    for data_key, index in zip(data_keys, indexes, strict=True):
         if index is None:
             continue
+        packed_key = b""
         for section in index.ledgers:
             ledger_id = section.ledger_id
             if ledger_id in skip_ledgers or not options.selection.wants_ledger(ledger_id):
                 continue
             if not ledger_bounds.admits(ledger_id):
                 continue
-            held = runs.setdefault(ledger_id, array("q"))
-            held.extend((section.first_entry_id, number, len(section.rows)))
-            for row in section.rows:
-                held.extend((row.first_entry_id, row.offset, index.block_end(row)))
-    for ledger_id in sorted(runs):
-        yield from _ledger_blocks(options, ledger_id, _runs_of(runs.pop(ledger_id), data_keys), entry_bounds)
+            packed_key = packed_key or pack_key(data_key)
+            rows = [_ROW.pack(row.first_entry_id, row.offset, index.block_end(row)) for row in section.rows]
+            run = b"".join((_RUN.pack(len(rows), len(packed_key)), packed_key, *rows))
+            held = runs.get(ledger_id)
+            if held is None:
+                runs[ledger_id] = run  # a ledger in one segment costs no buffer of its own
+            elif isinstance(held, bytearray):
+                held += run
+            else:
+                runs[ledger_id] = bytearray(held) + run
+    del data_keys, indexes  # what the caller let go of too is freed: the runs hold their keys
+    # Taken from the end of a list, each ledger's runs are freed as they are given; popped from the dict, its
+    # table and keys (a Python int a ledger: some 70 bytes a one-segment ledger) would stay to the last.
+    ledger_ids = array("q", sorted(runs, reverse=True))
+    in_order = [runs[ledger_id] for ledger_id in ledger_ids]
+    del runs
+    while ledger_ids:
+        yield from _ledger_blocks(options, ledger_ids.pop(), _runs_of(in_order.pop()), entry_bounds)
 
 
-def _runs_of(held: array[int], data_keys: Sequence[str]) -> list[tuple[int, str, str, list[tuple[int, int, int]]]]:
+_RUN = struct.Struct("<II")  # a run's rows, its packed data key's length
+_ROW = struct.Struct("<qqq")  # a block's first entry, offset, end
+
+
+def _runs_of(held: bytes | bytearray) -> list[tuple[int, str, str, list[tuple[int, int, int]]]]:
     """One ledger's runs as :func:`plan_segment_blocks` held them: (first
     entry, segment uuid, data key, its blocks' (first entry, offset, end))."""
     decoded = []
     at = 0
     while at < len(held):
-        first, number, count = held[at : at + 3]
-        at += 3
-        flat = held[at : at + 3 * count]
-        at += 3 * count
-        data_key = data_keys[number]
-        rows = list(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
-        decoded.append((first, data_key[-_UUID_LENGTH:], data_key, rows))
+        count, length = _RUN.unpack_from(held, at)
+        at += _RUN.size
+        data_key = unpack_key(held[at : at + length])
+        at += length
+        rows: list[tuple[int, int, int]] = list(_ROW.iter_unpack(held[at : at + _ROW.size * count]))
+        at += _ROW.size * count
+        decoded.append((rows[0][0], data_key[-_UUID_LENGTH:], data_key, rows))
     return decoded
 
 
