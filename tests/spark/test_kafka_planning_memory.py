@@ -1,0 +1,104 @@
+"""What planning a ``kafka-remote`` read holds on the Spark driver (issue
+42): a partition's listing as counts and sizes, not its keys; its
+manifests packed (:mod:`offload_core.rsm.packed_manifest`); and only the
+partition being planned, so that a partition holding every segment of a
+store costs little more than its plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from offload_core.errors import FormatError
+from offload_core.memory import MemoryDriver
+from offload_core.rsm.layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, encode_manifest, segment_key
+from offload_core.rsm.manifest_bytes import read_manifests
+from offload_core.rsm.packed_manifest import pack_manifest
+from offload_core.rsm.remote_log import list_partition
+from offload_core.rsm.types import (
+    RemoteLogIndexEntry,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+    TopicPartition,
+)
+
+SEGMENTS = 2_000
+OFFSETS = 100  # a segment's
+
+
+def _segment_id(number: int) -> str:
+    return f"seg{number:019d}"
+
+
+def _manifest(tp: TopicIdPartition, number: int, *, entries: int = 1) -> SegmentManifest:
+    base = number * OFFSETS
+    segment_id = RemoteLogSegmentId(tp, _segment_id(number))
+    meta = RemoteLogSegmentMetadata(segment_id, start_offset=base, end_offset=base + OFFSETS - 1,
+                                    max_timestamp_ms=1_700_000_000_000 + base, broker_id=0,
+                                    event_timestamp_ms=1_700_000_000_000 + number, segment_size_in_bytes=2000,
+                                    segment_leader_epochs={0: base},
+                                    state=RemoteLogSegmentState.COPY_SEGMENT_FINISHED)  # fmt: skip
+    step = OFFSETS // entries
+    index = tuple(RemoteLogIndexEntry(segment_id, base, base + n * step, base + (n + 1) * step - 1, -1, 1_700_000 + n,
+                                      n * 2000 // entries, 2000 // entries) for n in range(entries))  # fmt: skip
+    return SegmentManifest(meta, {LOG_SUFFIX: 2000, "index": 8 * entries}, index)
+
+
+def test_a_packed_manifest_unpacks_to_the_one_packed() -> None:
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 3))
+    manifest = _manifest(tp, 7, entries=5)
+    odd = SegmentManifest(manifest.metadata, {"log": 2**63 - 1, "txnindex": 0, "naïve": 3}, ())
+    for original in (manifest, odd):
+        packed = pack_manifest(original, key="k")
+        assert packed.unpacked() == original
+        assert packed.metadata is original.metadata
+        assert dict(packed.object_sizes) == dict(original.object_sizes)
+        assert packed.index_entries == original.index_entries
+    assert [e.first_timestamp for e in pack_manifest(manifest, key="k").index_entries] == [-1] * 5
+
+
+def test_a_manifest_past_kafkas_longs_is_refused_naming_its_key() -> None:
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 3))
+    manifest = _manifest(tp, 1)
+    huge = SegmentManifest(manifest.metadata, {"log": 2**63}, manifest.index_entries)
+    with pytest.raises(FormatError, match="p/m.rsm-manifest is not a segment manifest"):
+        pack_manifest(huge, key="p/m.rsm-manifest")
+
+
+def test_listing_gives_the_attempts_counts_and_bytes_without_keeping_keys() -> None:
+    driver = MemoryDriver()
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    committed = [_manifest(tp, number) for number in (0, 2)]
+    for manifest in committed:
+        meta = manifest.metadata
+        driver.write(segment_key("", meta.segment_id, meta.start_offset, LOG_SUFFIX), [b"x" * 7])
+        driver.write(segment_key("", meta.segment_id, meta.start_offset, MANIFEST_SUFFIX), [encode_manifest(manifest)])
+    half = RemoteLogSegmentId(tp, _segment_id(1))
+    driver.write(segment_key("", half, OFFSETS, LOG_SUFFIX), [b"x" * 5])
+    driver.write(segment_key("", half, OFFSETS, "index"), [b"y" * 3])
+    driver.write("orders-0-5fEBmixCR5-dMntYSLIr1g/not-ours.txt", [b"z"])
+    listing = list_partition(driver, "", tp)
+    assert [m.unpacked() for m in listing.segments] == committed
+    assert listing.uncommitted == [(OFFSETS, _segment_id(1), 2, 8)]
+    assert listing.legacy_empty == []
+
+
+def test_manifests_are_read_from_a_generator_only_as_far_as_the_reads_ahead() -> None:
+    driver = MemoryDriver()
+    for number in range(100):
+        driver.write(f"p/{number:03d}", [b"m" * number])
+    made: list[str] = []
+
+    def listed() -> Iterator[tuple[str, int]]:
+        for number in range(100):
+            made.append(f"p/{number:03d}")
+            yield made[-1], number
+
+    stored = read_manifests(driver, listed())
+    assert next(stored) == b""
+    assert len(made) < 100  # the keys are made as they are read, not all at once
+    assert list(stored) == [b"m" * number for number in range(1, 100)]
+    assert len(made) == 100
