@@ -6,12 +6,16 @@ store costs little more than its plan."""
 
 from __future__ import annotations
 
+import gc
+import pickle
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
 
 from offload_core.errors import FormatError
 from offload_core.memory import MemoryDriver
+from offload_core.plugins import open_driver
 from offload_core.rsm.layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, encode_manifest, segment_key
 from offload_core.rsm.manifest_bytes import read_manifests
 from offload_core.rsm.packed_manifest import pack_manifest
@@ -24,6 +28,7 @@ from offload_core.rsm.types import (
     TopicIdPartition,
     TopicPartition,
 )
+from offload_core.spark.kafka_remote import plan_partitions
 
 SEGMENTS = 2_000
 OFFSETS = 100  # a segment's
@@ -45,6 +50,38 @@ def _manifest(tp: TopicIdPartition, number: int, *, entries: int = 1) -> Segment
     index = tuple(RemoteLogIndexEntry(segment_id, base, base + n * step, base + (n + 1) * step - 1, -1, 1_700_000 + n,
                                       n * 2000 // entries, 2000 // entries) for n in range(entries))  # fmt: skip
     return SegmentManifest(meta, {LOG_SUFFIX: 2000, "index": 8 * entries}, index)
+
+
+@pytest.fixture(scope="module")
+def one_partition_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One partition holding every segment (the manifests only: planning reads nothing else)."""
+    url = f"file://{tmp_path_factory.mktemp('kafka') / 'store'}"
+    driver = open_driver(url, fsync="false")
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    for number in range(SEGMENTS):
+        manifest = _manifest(tp, number)
+        key = segment_key("", manifest.metadata.segment_id, manifest.metadata.start_offset, MANIFEST_SUFFIX)
+        driver.write(key, [encode_manifest(manifest)])
+    return url
+
+
+def test_planning_a_partition_of_every_segment_holds_little_more_than_its_plan(one_partition_store: str) -> None:
+    options = {"url": one_partition_store, "subscribe": "orders", "driver.fsync": "false"}
+    plan_partitions(options)  # imports and first-use caches out of the measure
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        planned = plan_partitions(options)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(len(p.ranges) for p in planned) == SEGMENTS
+    pickled = sum(len(pickle.dumps(p)) for p in planned) / SEGMENTS
+    # Some 1,100 bytes a segment more than the plan's pickled 60 (a segment's metadata, its packed manifest, its
+    # served range, and the transforms' bounded cache of keys); its manifest as objects and its listed keys held
+    # at once were over 5,000.
+    assert (peak - before) / SEGMENTS < pickled + 1_800
 
 
 def test_a_packed_manifest_unpacks_to_the_one_packed() -> None:
