@@ -154,7 +154,7 @@ def list_partition(
             if data is None:
                 continue
             key = manifest_key(base, segment_id)
-            manifest = decode_stored_manifest(data, key=key)
+            manifest = decode_stored_manifest(data, key=key, partition=topic_id_partition)
             if manifest is None:
                 legacy_empty.append((base, segment_id, count, size))
                 continue

@@ -10,13 +10,22 @@ import gc
 import pickle
 import tracemalloc
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from offload_core.errors import FormatError
 from offload_core.memory import MemoryDriver
 from offload_core.plugins import open_driver
-from offload_core.rsm.layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, encode_manifest, segment_key
+from offload_core.rsm.layout import (
+    LOG_SUFFIX,
+    MANIFEST_SUFFIX,
+    SegmentManifest,
+    decode_manifest,
+    encode_manifest,
+    segment_key,
+)
+from offload_core.rsm.leader_epochs import LeaderEpochStarts
 from offload_core.rsm.manifest_bytes import read_manifests
 from offload_core.rsm.packed_manifest import pack_manifest
 from offload_core.rsm.remote_log import list_partition
@@ -78,10 +87,10 @@ def test_planning_a_partition_of_every_segment_holds_little_more_than_its_plan(o
         tracemalloc.stop()
     assert sum(len(p.ranges) for p in planned) == SEGMENTS
     pickled = sum(len(pickle.dumps(p)) for p in planned) / SEGMENTS
-    # Some 1,100 bytes a segment more than the plan's pickled 60 (a segment's metadata, its packed manifest, its
-    # served range, and the transforms' bounded cache of keys); its manifest as objects and its listed keys held
-    # at once were over 5,000.
-    assert (peak - before) / SEGMENTS < pickled + 1_800
+    # Some 1,300 bytes a segment more than the plan's pickled 70: its metadata (with its leader epochs as a
+    # tuple), its packed manifest and served range, and the transforms' cache of keys (bounded, 4,096 keys);
+    # its manifest as objects, its listed keys and the reader before it held at once were over 2,100.
+    assert (peak - before) / SEGMENTS < pickled + 1_500
 
 
 def test_a_packed_manifest_unpacks_to_the_one_packed() -> None:
@@ -139,3 +148,34 @@ def test_manifests_are_read_from_a_generator_only_as_far_as_the_reads_ahead() ->
     assert len(made) < 100  # the keys are made as they are read, not all at once
     assert list(stored) == [b"m" * number for number in range(1, 100)]
     assert len(made) == 100
+
+
+def test_leader_epochs_decoded_from_a_manifest_read_as_the_dict_they_were_written_from() -> None:
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    written = _manifest(tp, 3)
+    epochs = {2: 300, 4: 310, 7: 350}
+    meta = replace(written.metadata, segment_leader_epochs=epochs)
+    decoded = decode_manifest(encode_manifest(SegmentManifest(meta, written.object_sizes, written.index_entries)))
+    starts = decoded.metadata.segment_leader_epochs
+    assert isinstance(starts, LeaderEpochStarts)
+    assert starts == epochs and [epochs] == [starts] and starts != {2: 300}  # a dict on either side
+    assert decoded.metadata == meta
+    assert list(starts.items()) == [(2, 300), (4, 310), (7, 350)] and len(starts) == 3 and max(starts) == 7
+    assert (starts[4], starts.get(5), 7 in starts, 5 in starts) == (310, None, True, False)
+    assert (4, 310) in starts.items() and (4, 300) not in starts.items() and starts.items() == epochs.items()
+    assert decoded.metadata.epoch_end_offset(2) == 309 and decoded.metadata.epoch_end_offset(7) == 399
+    with pytest.raises(KeyError):
+        starts[5]
+    assert pickle.loads(pickle.dumps(starts)) == starts and repr(starts) == "{2: 300, 4: 310, 7: 350}"
+
+
+def test_a_listing_names_its_partition_once() -> None:
+    driver = MemoryDriver()
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    for number in range(3):
+        meta = _manifest(tp, number).metadata
+        key = segment_key("", meta.segment_id, meta.start_offset, MANIFEST_SUFFIX)
+        driver.write(key, [encode_manifest(_manifest(tp, number))])
+    asked = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    listing = list_partition(driver, "", asked)
+    assert [m.metadata.topic_id_partition is asked for m in listing.segments] == [True] * 3
