@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FormatError
+from .leader_epochs import LeaderEpochStarts
 from .types import (
     UNKNOWN_TOPIC_ID,
     IndexType,
@@ -129,22 +130,26 @@ def decode_manifest(data: bytes, *, key: str = "manifest") -> SegmentManifest:
     return manifest
 
 
-def decode_stored_manifest(data: bytes, *, key: str = "manifest") -> SegmentManifest | None:
+def decode_stored_manifest(
+    data: bytes, *, key: str = "manifest", partition: TopicIdPartition | None = None
+) -> SegmentManifest | None:
     """As :func:`decode_manifest`, but ``None`` for the manifest of an empty
     (active) segment that versions before Kafka's copy contract tiered
     (``end_offset = start_offset - 1`` and no leader epochs, which
     :class:`RemoteLogSegmentMetadata` now refuses): it holds no offset, so
-    readers skip it rather than fail the whole partition."""
+    readers skip it rather than fail the whole partition. A manifest of
+    ``partition`` (when given) names that very object."""
     try:
         body = json.loads(data)
         if body.get("format") != MANIFEST_FORMAT:
             raise FormatError(f"{key}: format {body.get('format')!r} is not {MANIFEST_FORMAT!r}")
         if int(body["end_offset"]) == int(body["start_offset"]) - 1 and not body["segment_leader_epochs"]:
             return None
-        # A listing holds a partition's manifests at once: its names are held once, not once each.
+        # A listing holds a partition's manifests at once: its names (and partition) are held once, not once each.
         topic_partition = TopicPartition(sys.intern(body["topic"]), int(body["partition"]))
         topic_id = sys.intern(body.get("topic_id", UNKNOWN_TOPIC_ID))
-        segment_id = RemoteLogSegmentId(TopicIdPartition(topic_id, topic_partition), body["segment_id"])
+        named = TopicIdPartition(topic_id, topic_partition)
+        segment_id = RemoteLogSegmentId(partition if named == partition else named, body["segment_id"])
         metadata = RemoteLogSegmentMetadata(
             segment_id,
             start_offset=int(body["start_offset"]),
@@ -153,7 +158,7 @@ def decode_stored_manifest(data: bytes, *, key: str = "manifest") -> SegmentMani
             broker_id=int(body["broker_id"]),
             event_timestamp_ms=int(body["event_timestamp_ms"]),
             segment_size_in_bytes=int(body["segment_size_in_bytes"]),
-            segment_leader_epochs={int(e): int(o) for e, o in body["segment_leader_epochs"]},
+            segment_leader_epochs=LeaderEpochStarts({int(e): int(o) for e, o in body["segment_leader_epochs"]}),
             state=RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
         )
         sizes = {sys.intern(str(name)): int(size) for name, size in body["objects"].items()}

@@ -49,14 +49,28 @@ class RemoteLogReader:
         self.rsm = rsm
         self.topic_id_partition = topic_id_partition
         self.ranges = rsm.served_ranges(topic_id_partition)
-        self.segments: list[RemoteLogSegmentMetadata] = []
-        self._numbers: dict[RemoteLogSegmentId, int] = {}
-        for served in self.ranges:
-            if served.segment.segment_id not in self._numbers:
-                self._numbers[served.segment.segment_id] = len(self.segments)
-                self.segments.append(served.segment)
         self._txn_indexes: dict[RemoteLogSegmentId, list[kafka.AbortedTxn]] = {}
         self._aborted: dict[int, list[kafka.AbortedTxn]] = {}
+
+    @property
+    def segments(self) -> list[RemoteLogSegmentMetadata]:
+        return self._numbered[0]
+
+    @property
+    def _numbers(self) -> dict[RemoteLogSegmentId, int]:
+        return self._numbered[1]
+
+    @functools.cached_property
+    def _numbered(self) -> tuple[list[RemoteLogSegmentMetadata], dict[RemoteLogSegmentId, int]]:
+        """:attr:`segments`, and each one's number there. Made when first
+        asked: a read's planning that asks neither holds only the ranges."""
+        segments: list[RemoteLogSegmentMetadata] = []
+        numbers: dict[RemoteLogSegmentId, int] = {}
+        for served in self.ranges:
+            if served.segment.segment_id not in numbers:
+                numbers[served.segment.segment_id] = len(segments)
+                segments.append(served.segment)
+        return segments, numbers
 
     def batches(
         self,

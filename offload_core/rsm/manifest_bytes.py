@@ -14,7 +14,7 @@ again each time."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable
 
 from ..errors import NotFoundError
 from ..reads_ahead import map_ahead
@@ -61,11 +61,13 @@ class ManifestBytes:
 
 
 def read_manifests(
-    driver: StorageDriver, listed: Sequence[tuple[str, int]], *, kept: ManifestBytes | None = None, group: str = ""
+    driver: StorageDriver, listed: Iterable[tuple[str, int]], *, kept: ManifestBytes | None = None, group: str = ""
 ) -> Generator[bytes | None, None, None]:
     """The bytes of each manifest in ``listed`` (its key and its listed
     size), in order, read a few at a time
-    (:func:`~offload_core.reads_ahead.map_ahead`); ``None`` for one
+    (:func:`~offload_core.reads_ahead.map_ahead`; ``listed`` is taken only
+    as far as the reads ahead, so a generator may make the keys as they are
+    read rather than a listing hold them all); ``None`` for one
     deleted since the listing. With ``kept``, a manifest ``kept`` holds
     for ``group`` at that size is not read again, and once the last is
     given, ``kept`` holds what was found for ``group``, in order, as far
@@ -74,20 +76,20 @@ def read_manifests(
     held = kept.held(group) if kept is not None else {}
     room = kept.room(group) if kept is not None else 0
 
-    def read(item: tuple[str, int]) -> bytes | None:
+    def read(item: tuple[str, int]) -> tuple[str, int, bytes | None]:
         key, size = item
         hit = held.get(key)
         if hit is not None and hit[0] == size:
-            return hit[1]
+            return key, size, hit[1]
         try:
-            return driver.read(key)
+            return key, size, driver.read(key)
         except NotFoundError:
-            return None  # deleted since the listing
+            return key, size, None  # deleted since the listing
 
     found: dict[str, tuple[int, bytes]] = {}
     # Threads only wait on the store: the caller decodes, which would contend for the GIL there.
     with contextlib.closing(map_ahead(read, listed)) as stored:
-        for (key, size), data in zip(listed, stored, strict=True):
+        for key, size, data in stored:
             if data is not None and len(data) <= room:
                 found[key] = (size, data)
                 room -= len(data)

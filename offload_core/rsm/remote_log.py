@@ -6,14 +6,14 @@ the CLI on another machine, Spark executors."""
 from __future__ import annotations
 
 import contextlib
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, FormatError
 from ..storage import StorageDriver
 from .epoch_state import ServedRange, epoch_states, served_ranges
-from .layout import MANIFEST_SUFFIX, SegmentManifest, decode_stored_manifest, parse_name, partition_prefix
+from .layout import MANIFEST_SUFFIX, decode_stored_manifest, parse_name, partition_prefix
 from .manifest_bytes import ManifestBytes, read_manifests
+from .packed_manifest import PackedManifest, pack_manifest
 from .types import UNKNOWN_TOPIC_ID, RemoteLogSegmentMetadata, TopicIdPartition, TopicPartition, check_uuid
 
 __all__ = [
@@ -25,6 +25,9 @@ __all__ = [
     "resolve_partition",
 ]
 
+# Stands for a listed segment whose manifest list_partition has read.
+_READ = (0, "", 0, 0, 0)
+
 # How the unknown topic id (objects written before topic ids were kept) is named to users.
 UNKNOWN_NAME = "unknown"
 
@@ -35,10 +38,12 @@ class PartitionListing:
     where copies overlap) and the copy attempts without a manifest (in
     progress, failed, or half deleted) and the empty segments earlier
     versions tiered (:func:`.layout.decode_stored_manifest`: they hold no
-    offset), both as ``(base offset, segment id, object count, bytes)``."""
+    offset), both as ``(base offset, segment id, object count, bytes)``.
+    The segments' manifests are packed (:mod:`.packed_manifest`): a
+    partition may hold every segment of a store."""
 
     topic_id_partition: TopicIdPartition
-    segments: list[SegmentManifest]
+    segments: list[PackedManifest]
     uncommitted: list[tuple[int, str, int, int]] = field(default_factory=list)
     legacy_empty: list[tuple[int, str, int, int]] = field(default_factory=list)
 
@@ -50,10 +55,6 @@ class PartitionListing:
         later one)."""
         ordered = sorted((m.metadata for m in self.segments), key=_copy_order)
         return served_ranges(epoch_states(ordered), {s.segment_id: s for s in ordered})
-
-
-def _summary(base: int, segment_id: str, objects: list[tuple[str, int, str]]) -> tuple[int, str, int, int]:
-    return base, segment_id, len(objects), sum(size for _, size, _ in objects)
 
 
 def _copy_order(segment: RemoteLogSegmentMetadata) -> tuple[int, int, str]:
@@ -119,35 +120,47 @@ def list_partition(
     :mod:`.manifest_bytes`). Raises :class:`FormatError` naming the key of
     a damaged manifest."""
     base_prefix = partition_prefix(prefix, topic_id_partition)
-    attempts: dict[tuple[int, str], list[tuple[str, int, str]]] = defaultdict(list)
+    # Per copy attempt only its object count, bytes and manifest size (-1: none), not the listed keys: a
+    # partition may hold every segment, and its keys held at once cost more than the plan made from it. A key
+    # is its name under base_prefix, which parse_name reads back exactly, so each is made again when read.
+    attempts: dict[tuple[int, str], list[int]] = {}
     for info in driver.list(base_prefix):
         name = parse_name(info.key[len(base_prefix) :])
         if name is not None:
-            attempts[(name.base_offset, name.segment_id)].append((name.suffix, info.size, info.key))
+            seen = attempts.setdefault((name.base_offset, name.segment_id), [0, 0, -1])
+            seen[0] += 1
+            seen[1] += info.size
+            if name.suffix == MANIFEST_SUFFIX:
+                seen[2] = info.size
+    uncommitted = [(base, segment_id, count, size)
+                   for (base, segment_id), (count, size, manifest_size) in sorted(attempts.items())
+                   if manifest_size < 0]  # fmt: skip
+    manifested = sorted((base, segment_id, count, size, manifest_size)
+                        for (base, segment_id), (count, size, manifest_size) in attempts.items()
+                        if manifest_size >= 0)  # fmt: skip
+    del attempts
     committed = []
-    uncommitted = []
     legacy_empty = []
-    manifest_keys = []
-    listed = []
-    for (base, segment_id), objects in sorted(attempts.items()):
-        manifest_object = next(((key, size) for suffix, size, key in objects if suffix == MANIFEST_SUFFIX), None)
-        if manifest_object is None:
-            uncommitted.append(_summary(base, segment_id, objects))
-        else:
-            manifest_keys.append((manifest_object[0], base, segment_id, objects))
-            listed.append(manifest_object)
+
+    def manifest_key(base: int, segment_id: str) -> str:
+        return f"{base_prefix}{base:020d}-{segment_id}.{MANIFEST_SUFFIX}"
+
+    listed = ((manifest_key(base, segment_id), manifest_size) for base, segment_id, _, _, manifest_size in manifested)
     stored = read_manifests(driver, listed, kept=manifests, group=base_prefix)
     with contextlib.closing(stored):
-        for (manifest_key, base, segment_id, objects), data in zip(manifest_keys, stored, strict=True):
+        for at, data in enumerate(stored):
+            base, segment_id, count, size, _ = manifested[at]
+            manifested[at] = _READ  # what is listed of a segment goes once its manifest is decoded
             if data is None:
                 continue
-            manifest = decode_stored_manifest(data, key=manifest_key)
+            key = manifest_key(base, segment_id)
+            manifest = decode_stored_manifest(data, key=key, partition=topic_id_partition)
             if manifest is None:
-                legacy_empty.append(_summary(base, segment_id, objects))
+                legacy_empty.append((base, segment_id, count, size))
                 continue
             if (manifest.metadata.segment_id.id != segment_id
                     or manifest.metadata.topic_id_partition != topic_id_partition):  # fmt: skip
-                raise FormatError(f"{manifest_key} describes another segment: the store was edited by hand")
-            committed.append(manifest)
+                raise FormatError(f"{key} describes another segment: the store was edited by hand")
+            committed.append(pack_manifest(manifest, key=key))
     committed.sort(key=lambda m: (m.metadata.start_offset, _copy_order(m.metadata)))
     return PartitionListing(topic_id_partition, committed, uncommitted, legacy_empty)

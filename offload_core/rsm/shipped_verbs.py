@@ -26,6 +26,7 @@ from .index_check import decoded_offset_index
 from .layout import LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest, decode_manifest, segment_key
 from .manifest_bytes import ManifestBytes
 from .metadata_manager import RemoteLogMetadataManager
+from .packed_manifest import PackedManifest
 from .segment_copy import remove_attempt, upload_segment
 from .segment_stream import RemoteSegmentStream
 from .settings import DEFAULT_BUFFER_SIZE, DEFAULT_INDEX_ENTRY_BYTES, parse_settings, positive
@@ -86,7 +87,8 @@ class ShippedRemoteStorageManager:
         self._owned: list[Any] = []
         self._lock = threading.Lock()
         self._copying: dict[TopicIdPartition, set[threading.Event]] = {}
-        self._manifests: dict[RemoteLogSegmentId, SegmentManifest] = {}
+        # A listing's manifests are held packed (a partition may hold every segment), a copy's as it made them.
+        self._manifests: dict[RemoteLogSegmentId, SegmentManifest | PackedManifest] = {}
         self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
         self._served: dict[TopicIdPartition, list[ServedRange]] = {}
         self._owner = uuid.uuid4().hex  # this manager's copier leases
@@ -241,7 +243,7 @@ class ShippedRemoteStorageManager:
         :class:`NotFoundError` if it was never copied or is deleted."""
         cached = self._manifests.get(metadata.segment_id)
         if cached is not None:
-            return cached
+            return cached.unpacked() if isinstance(cached, PackedManifest) else cached
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, MANIFEST_SUFFIX)
         try:
             raw = self.driver.read(key)

@@ -101,7 +101,7 @@ class RemoteStorageManager(ShippedRemoteStorageManager):
         for older in self._copies_of(topic_id_partition, metadata.start_offset):
             if older.segment_id != metadata.segment_id:
                 self.delete_log_segment(older)
-        return list(self._manifests[metadata.segment_id].index_entries)
+        return list(self.manifest(metadata).index_entries)
 
     def cancel_copying_log_segment(self, topic_id_partition: TopicIdPartition) -> None:
         """Stop every copy of ``topic_id_partition`` in progress (they raise

@@ -120,24 +120,15 @@ def plan_partitions(
     parsed = options if isinstance(options, KafkaReadOptions) else parse_options(options)
     planned: list[SegmentRangePartition] = []
     # A log's reader holds every manifest of its partition: its partitions are cut while it is the
-    # one open, and it is let go, so planning holds one partition's manifests at a time. Only
-    # minPartitions, which may cut everything again smaller, keeps the pieces (and their readers).
+    # one open, and it is let go before the next is listed, so planning holds one partition's manifests
+    # at a time. Only minPartitions, which may cut everything again smaller, keeps the pieces (and their
+    # readers).
     pieces: list[_Piece] = []
     keep_pieces = bool(parsed.min_partitions)
     with open_planning_driver(parsed.url, parsed.driver_options) as driver:
         for reader in selected_logs(parsed, driver, manifests):
-            tp = reader.topic_id_partition
-            if ranges is None:
-                first, end = starting_offset(parsed, reader), ending_offset(parsed, reader)
-            elif (tp.topic, tp.partition) in ranges:
-                first, end = ranges[tp.topic, tp.partition]
-                # EARLIEST: a partition the query had not seen before this micro-batch.
-                first = reader.log_start_offset or 0 if first == EARLIEST else checked_start(parsed, reader, first)
-            else:
-                continue
-            stable = reader.last_stable_offset if parsed.read_committed else None
-            end = end if stable is None else min(end, stable)
-            log_pieces: Iterable[_Piece] = _log_pieces(parsed, reader, first, end)
+            log_pieces = _selected_pieces(parsed, reader, ranges)
+            del reader  # else the loop would still hold it while the next partition is listed
             if keep_pieces:
                 log_pieces = list(log_pieces)
                 pieces += log_pieces
@@ -148,6 +139,26 @@ def plan_partitions(
             size = max(1, sum(r.stop - r.start for p in planned for r in p.ranges) // wanted)
             planned = _halved(list(_packed(parsed, pieces, size)), wanted)
     return planned
+
+
+def _selected_pieces(
+    parsed: KafkaReadOptions, reader: RemoteLogReader, ranges: Mapping[tuple[str, int], tuple[int, int]] | None
+) -> Iterable[_Piece]:
+    """The pieces of ``reader``'s log the read wants: with ``ranges``, the
+    offsets it gives the log (none if it does not name the log), else those the
+    starting and ending options bound."""
+    tp = reader.topic_id_partition
+    if ranges is None:
+        first, end = starting_offset(parsed, reader), ending_offset(parsed, reader)
+    elif (tp.topic, tp.partition) in ranges:
+        first, end = ranges[tp.topic, tp.partition]
+        # EARLIEST: a partition the query had not seen before this micro-batch.
+        first = reader.log_start_offset or 0 if first == EARLIEST else checked_start(parsed, reader, first)
+    else:
+        return ()
+    stable = reader.last_stable_offset if parsed.read_committed else None
+    end = end if stable is None else min(end, stable)
+    return _log_pieces(parsed, reader, first, end)
 
 
 def _log_pieces(parsed: KafkaReadOptions, reader: RemoteLogReader, first: int, end: int) -> Iterator[_Piece]:

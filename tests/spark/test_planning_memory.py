@@ -123,8 +123,8 @@ def test_kafka_planning_lets_each_partitions_reader_go_before_the_next_but_one(
     monkeypatch.setattr(kafka_remote, "selected_logs", watched)
     planned = kafka_remote.plan_partitions({"url": url, "subscribe": "orders"})
     assert [(p.partition, len(p.ranges)) for p in planned] == [(n, len(segments)) for n in range(4)]
-    # The reader being planned when the next is opened (the loop still names it), none before it.
-    assert held_when_yielded == [0, 1, 1, 1]
+    # None: the reader planned is let go before the next partition is listed.
+    assert held_when_yielded == [0, 0, 0, 0]
 
 
 def test_partitions_carry_neither_the_store_url_nor_the_driver_options(tmp_path: Path) -> None:
