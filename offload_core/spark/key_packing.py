@@ -15,7 +15,7 @@ import uuid
 __all__ = ["pack_key", "unpack_key"]
 
 _MARK = b"\xff"
-_UUID_TAIL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-ledger-[0-9]{1,20})?$")
+_UUID_TAIL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-ledger-[0-9]{1,20})?\Z")
 _LEDGER = struct.Struct("<Q")
 _LEDGER_INFIX = "-ledger-"
 

@@ -44,7 +44,8 @@ _UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
         [f"{_UID}-ledger-0", f"t/ns/é/{_UID}-ledger-{2**64 - 1}", _UID, f"p/{_UID}", f"{_UID}-index"],
         # Keys a listing may hold that must not be taken for what they resemble: as plain strings.
         [f"{_UID.upper()}-ledger-1", f"{_UID}-ledger-01", f"{_UID}-ledger-{2**64}", f"{_UID}-ledger-",
-         f"{_UID}-ledger-1x", f"{_UID[:-1]}-ledger-1", f"{_UID}x", "x" + _UID[1:] + "-ledger-3"],
+         f"{_UID}-ledger-1x", f"{_UID[:-1]}-ledger-1", f"{_UID}x", "x" + _UID[1:] + "-ledger-3",
+         f"{_UID}\n", f"{_UID}-ledger-2\n"],
     ],
 )  # fmt: skip
 def test_packed_keys_give_back_keys_ending_in_a_uuid_exactly(keys: list[str]) -> None:
