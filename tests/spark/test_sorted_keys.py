@@ -7,6 +7,7 @@ refused rather than served wrongly."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offload_core.errors import InvalidKeyError, StateError
+from offload_core.memory import MemoryDriver
+from offload_core.model import ObjectInfo
 from offload_core.plugins import open_driver
 from offload_core.spark import sorted_keys
 from offload_core.spark.planning_reads import ListedOnce
@@ -82,3 +85,22 @@ def test_listed_once_serves_file_names_that_are_not_utf8_as_the_driver_listed_th
     for prefix in ("", "a", "a-", "b", "d/", "e", "e6", "f"):
         assert list(listed.list(prefix)) == list(driver.list(prefix))
     assert "a\udcff" in [info.key for info in listed.list("a")]
+
+
+class _ForeignNulKey(MemoryDriver):
+    """A store that lists an object whose key holds a NUL (a foreign one,
+    where a store allows it: our drivers never write one)."""
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        listed = [*super()._list(prefix), ObjectInfo("b\0c", 1)]
+        return iter(sorted((info for info in listed if info.key.startswith(prefix)), key=lambda info: info.key))
+
+
+def test_listed_once_passes_on_a_key_holding_a_nul_and_keeps_the_rest() -> None:
+    store = _ForeignNulKey()
+    for key in ("a", "b", "c"):
+        store.write(key, [b"x"])
+    listed: ListedOnce[None] = ListedOnce(store)
+    assert [info.key for info in listed.list("")] == ["a", "b", "b\0c", "c"]  # the first listing: as the store's
+    assert [info.key for info in listed.list("")] == ["a", "b", "c"]
+    assert [info.key for info in listed.list("b")] == ["b"]
