@@ -11,6 +11,7 @@ import io
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Self
@@ -40,6 +41,8 @@ from .types import (
 )
 
 __all__ = ["ShippedRemoteStorageManager"]
+
+_UNPACKED = 32  # listed manifests kept unpacked: the ones fetches asked for last
 
 
 class ShippedRemoteStorageManager:
@@ -89,6 +92,7 @@ class ShippedRemoteStorageManager:
         self._copying: dict[TopicIdPartition, set[threading.Event]] = {}
         # A listing's manifests are held packed (a partition may hold every segment), a copy's as it made them.
         self._manifests: dict[RemoteLogSegmentId, SegmentManifest | PackedManifest] = {}
+        self._unpacked: OrderedDict[RemoteLogSegmentId, SegmentManifest] = OrderedDict()
         self._offset_indexes: dict[RemoteLogSegmentId, list[kafka.IndexEntry]] = {}
         self._served: dict[TopicIdPartition, list[ServedRange]] = {}
         self._owner = uuid.uuid4().hex  # this manager's copier leases
@@ -242,8 +246,10 @@ class ShippedRemoteStorageManager:
         """The committed manifest of a segment (cached). Raises
         :class:`NotFoundError` if it was never copied or is deleted."""
         cached = self._manifests.get(metadata.segment_id)
+        if isinstance(cached, PackedManifest):
+            return self._unpacked_manifest(metadata.segment_id, cached)
         if cached is not None:
-            return cached.unpacked() if isinstance(cached, PackedManifest) else cached
+            return cached
         key = segment_key(self.prefix, metadata.segment_id, metadata.start_offset, MANIFEST_SUFFIX)
         try:
             raw = self.driver.read(key)
@@ -276,8 +282,27 @@ class ShippedRemoteStorageManager:
             self._offset_indexes[metadata.segment_id] = cached
         return cached
 
+    def _unpacked_manifest(self, segment_id: RemoteLogSegmentId, packed: PackedManifest) -> SegmentManifest:
+        """``packed`` unpacked, kept among the last :data:`_UNPACKED` asked
+        for: a listing packs every manifest it holds (a partition may hold
+        every segment), and fetches ask for the same few again and again."""
+        with self._lock:
+            held = self._unpacked.get(segment_id)
+            if held is not None:
+                self._unpacked.move_to_end(segment_id)
+                return held
+        manifest = packed.unpacked()
+        with self._lock:
+            if self._manifests.get(segment_id) is not None:  # not deleted meanwhile
+                self._unpacked[segment_id] = manifest
+                while len(self._unpacked) > _UNPACKED:
+                    self._unpacked.popitem(last=False)
+        return manifest
+
     def _forget(self, segment_id: RemoteLogSegmentId) -> None:
         self._manifests.pop(segment_id, None)
+        with self._lock:
+            self._unpacked.pop(segment_id, None)
         self._offset_indexes.pop(segment_id, None)
 
     def _move(self, segment_id: RemoteLogSegmentId, state: RemoteLogSegmentState) -> None:

@@ -179,3 +179,20 @@ def test_a_listing_names_its_partition_once() -> None:
     asked = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
     listing = list_partition(driver, "", asked)
     assert [m.metadata.topic_id_partition is asked for m in listing.segments] == [True] * 3
+
+
+def test_a_listed_manifest_a_fetch_asks_for_is_unpacked_once() -> None:
+    from offload_core.rsm import RemoteStorageManager
+
+    driver = MemoryDriver()
+    tp = TopicIdPartition("5fEBmixCR5-dMntYSLIr1g", TopicPartition("orders", 0))
+    for number in range(3):
+        manifest = _manifest(tp, number, entries=4)
+        key = segment_key("", manifest.metadata.segment_id, manifest.metadata.start_offset, MANIFEST_SUFFIX)
+        driver.write(key, [encode_manifest(manifest)])
+    rsm = RemoteStorageManager(driver)
+    served = rsm.served_ranges(tp)  # the listing: its manifests held packed
+    metadata = served[1].segment
+    first = rsm.manifest(metadata)
+    assert first == _manifest(tp, 1, entries=4)
+    assert rsm.manifest(metadata) is first  # the same object: not unpacked again for every fetch
