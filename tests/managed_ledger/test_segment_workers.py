@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ import pytest
 from offload_core.formats import pulsar_v2 as v2
 from offload_core.managed_ledger import Broker, ReadPriority, parse_config
 from offload_core.managed_ledger.lifecycle.offload_workers import WORKER_NICENESS
+from offload_core.managed_ledger.streaming.segment_worker_link import WorkerDied, WorkerLink
 from offload_core.managed_ledger.streaming.segment_worker_process import _Served
+from offload_core.managed_ledger.workers.worker_processes import WorkerLauncher
 from offload_core.model import Position
 from offload_core.offload import OfferResult
 from offload_core.plugins import open_driver
@@ -193,3 +196,31 @@ def test_workers_can_be_started_before_their_first_use(tmp_path: Path) -> None:
             ledger.append(payload(n))
         assert ledger.complete_current_segment().status == "success"
         assert broker.segment_workers.process_id == started  # the segment went to the worker already running
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_call_to_a_dead_worker_fails_as_its_death_before_the_link_has_seen_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Fault injection: the link's receiving thread runs only once the test
+    # lets it, as on a loaded machine where it has not run since the worker
+    # died: a call then meets the broken pipe before the link is known dead.
+    receiving = threading.Event()
+    receive = WorkerLink._receive
+
+    def late(link: WorkerLink) -> None:
+        receiving.wait()
+        receive(link)
+
+    monkeypatch.setattr(WorkerLink, "_receive", late)
+    link = WorkerLink(lambda event: None, WorkerLauncher())
+    try:
+        os.kill(link.pid, signal.SIGKILL)
+        assert "signal" in link._process.ended()
+        with pytest.raises(WorkerDied, match="the segment worker process died"):
+            link.call(None, "ping")
+        assert not link._pending
+    finally:
+        receiving.set()
+        link.close()
+    assert link.dead

@@ -65,7 +65,8 @@ class WorkerLink:
         self._receiver.start()
 
     def call(self, segment: LinkedSegment | None, op: str, *args: Any) -> Any:
-        """Run ``op`` on ``segment`` in the worker (``None``: on no segment)."""
+        """Run ``op`` on ``segment`` in the worker (``None``: on no segment);
+        :class:`WorkerDied` if the worker is gone or dies before it answers."""
         future: Future[Any] = Future()
         with self._send_lock:
             if self.dead:
@@ -75,7 +76,14 @@ class WorkerLink:
             self._pending[call_id] = future
             if segment is not None:
                 self._segments[segment.segment_id] = segment
-            self._conn.send(("call", call_id, 0 if segment is None else segment.segment_id, op, args))
+            try:
+                self._conn.send(("call", call_id, 0 if segment is None else segment.segment_id, op, args))
+            except OSError as exc:
+                # The worker is gone and the receiving thread has not seen the
+                # pipe's end yet (on a loaded machine it may not have run since).
+                del self._pending[call_id]
+                what = "" if segment is None else f"; segment {segment.uuid} is retried"
+                raise WorkerDied(f"the segment worker process died{what} ({exc})") from None
         return future.result()
 
     def forget(self, segment: LinkedSegment) -> None:
