@@ -66,6 +66,29 @@ def thread_states(pid: int) -> list[str | None]:
     return states
 
 
+def lock_holders(paths: Iterable[Path]) -> list[str]:
+    """Each lock ``/proc/locks`` shows on one of ``paths`` and the command
+    line of the process holding it: what to know when a sweep kept a file
+    its killed writer should have left unlocked."""
+    inodes = {path.stat().st_ino: path.name for path in paths if path.exists()}
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    held = []
+    for line in lines:
+        fields = [field for field in line.split() if field != "->"]  # "->": a waiter, listed after the holder
+        if len(fields) < 6 or int(fields[5].rsplit(":", 1)[1]) not in inodes:
+            continue
+        pid = fields[4]
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            command = "(gone)"
+        held.append(f"{inodes[int(fields[5].rsplit(':', 1)[1])]}: {' '.join(fields[1:4])} by {pid} {command}")
+    return held
+
+
 def clock_now() -> Clock:
     clock = Clock()
     clock.now = time.time()
@@ -123,7 +146,8 @@ def test_the_brokers_maintenance_removes_a_killed_segment_workers_upload(tmp_pat
         left = kill_the_worker_mid_segment(broker)
         clock.advance(HOUR + 1)
         broker.topic(TOPIC).run_maintenance()
-        assert not [path for path in left if path.exists()]
+        kept = [path for path in left if path.exists()]
+        assert not kept, f"{kept}; their locks: {lock_holders(kept)}"
 
 
 MAINTENANCE = {"managedLedgerMaxEntriesPerLedger": 100, "managedLedgerOffloadMaxBlockSizeInBytes": 4096,
