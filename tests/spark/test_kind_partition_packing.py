@@ -6,9 +6,7 @@ per ledger read them."""
 
 from __future__ import annotations
 
-import gc
 import pickle
-import tracemalloc
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +24,6 @@ from offload_core.offload.stored.kinds import LocatableKind
 from offload_core.spark import plan_partitions
 from offload_core.spark.column_bounds import ColumnBounds
 from offload_core.spark.kind_partitions import OffloadPartition, plan_kind_partitions
-from offload_core.spark.planning_reads import ListedOnce
 from offload_core.spark.pulsar_offload import read_partition
 from offload_core.spark.read_options import OPEN_COST_BYTES as OPEN_COST
 from offload_core.spark.read_options import Decode, parse_read_options
@@ -120,27 +117,6 @@ def test_a_plan_holds_under_100_bytes_a_ledger_pickled_at_10000_ledgers() -> Non
     # In the listing's order: one managed ledger, so by the ledger ids' digits as text.
     assert [ledger for p in plan for ledger in p.ledger_ids] == sorted(range(count), key=str)
     assert sum(len(pickle.dumps(p)) for p in plan) / count < 100
-
-
-def test_planning_holds_under_600_bytes_a_ledger_beyond_the_listing() -> None:
-    """Planning holds each complete directory's share of its partition
-    and its ledger id, never a record per file: a ``StoredOffload`` with
-    its ``MapFileLedger`` and four file records was about 1,300 bytes
-    (tests/spark/test_mapfile_planning_memory.py bounds it closer)."""
-    count = 5_000
-    store = ListedOnce(memory_mapfiles(count))
-    assert sum(1 for _ in store.list("")) == 2 * count  # data and index (no .crc in memory), listed before
-    options = parse_read_options({"path": "memory://unused"})
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before, _ = tracemalloc.get_traced_memory()
-        plan = plan_kind_partitions(options, [MAPFILE_LEDGERS], store, skip_ledgers=set())
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert sum(len(p.ledger_ids) for p in plan) == count
-    assert (peak - before) / count < 600
 
 
 def test_a_directory_deleted_after_planning_fails_its_task_naming_it(mapfiles: str) -> None:
