@@ -52,7 +52,7 @@ MANIFEST_SUFFIX = "rsm-manifest"
 LOG_SUFFIX = "log"
 DATA_SUFFIXES = (LOG_SUFFIX, *(t.suffix for t in IndexType))
 MANIFEST_FORMAT = "offload-core-rsm-manifest/1"
-_NAME = re.compile(r"(\d{20})-([A-Za-z0-9_][A-Za-z0-9_-]{21})\.([a-z_-]+)")
+_NAME = re.compile(r"([0-9]{20})-([A-Za-z0-9_][A-Za-z0-9_-]{21})\.([a-z_-]+)")
 
 
 def partition_prefix(prefix: str, topic_id_partition: TopicIdPartition) -> str:

@@ -108,3 +108,12 @@ def test_aivens_manifest_deleted_since_the_listing_is_left_out(tmp_path: Path) -
     except NotFoundError:
         return
     raise AssertionError("the manifest was not deleted: the test proved nothing")
+
+
+def test_a_name_with_digits_other_than_ascii_is_no_segment_of_the_listing() -> None:
+    from offload_core.rsm.layout import parse_name
+
+    # A key is made again from what parse_name read (as ASCII digits): a name it took with other digits
+    # would be read under a key that is not there, and its segment left out as deleted since the listing.
+    assert parse_name("0" * 20 + "-AAAAAAAAAAAAAAAAAAAAAA.manifest") is not None
+    assert parse_name("\u0660" * 20 + "-AAAAAAAAAAAAAAAAAAAAAA.manifest") is None
